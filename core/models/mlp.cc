@@ -1,0 +1,215 @@
+#include "core/models/mlp.h"
+
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+
+namespace sparrow::core {
+namespace {
+
+using Eigen::Map;
+using Eigen::MatrixXd;
+using Eigen::VectorXd;
+
+Map<const MatrixXd> Weights(const double* theta, const Mlp::Layer& l) {
+  return Map<const MatrixXd>(theta + l.weight_offset, l.out, l.in);
+}
+Map<const VectorXd> Bias(const double* theta, const Mlp::Layer& l) {
+  return Map<const VectorXd>(theta + l.bias_offset, l.out);
+}
+
+}  // namespace
+
+absl::Status ValidateMlpSpec(const MlpSpec& spec, absl::string_view name) {
+  if (spec.inputs <= 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(name, ": the number of inputs is ", spec.inputs, "; it must be positive"));
+  }
+  if (spec.outputs <= 0) {
+    return absl::InvalidArgumentError(absl::StrCat(name, ": the number of outputs is ",
+                                                   spec.outputs, "; it must be positive"));
+  }
+  for (size_t i = 0; i < spec.hidden.size(); ++i) {
+    if (spec.hidden[i] <= 0) {
+      return absl::InvalidArgumentError(absl::StrCat(name, ".hidden[", i, "] is ", spec.hidden[i],
+                                                     "; layer sizes must be positive"));
+    }
+    if (spec.hidden[i] > 100000) {
+      return absl::InvalidArgumentError(absl::StrCat(name, ".hidden[", i, "] is ", spec.hidden[i],
+                                                     "; layer sizes must be at most 100000"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+Mlp::Mlp(const MlpSpec& spec) : spec_(spec) {
+  int in = spec.inputs;
+  const int num_layers = static_cast<int>(spec.hidden.size()) + 1;
+  for (int i = 0; i < num_layers; ++i) {
+    const bool last = i + 1 == num_layers;
+    Layer l;
+    l.in = in;
+    l.out = last ? spec.outputs : spec.hidden[i];
+    l.weight_offset = num_params_;
+    l.bias_offset = num_params_ + l.in * l.out;
+    l.activation = last ? spec.output_activation : spec.hidden_activation;
+    num_params_ += l.out * (l.in + 1);
+    layers_.push_back(l);
+    in = l.out;
+  }
+}
+
+void Mlp::Cache::Resize(const Mlp& mlp, int cols) {
+  const size_t n = mlp.layers_.size() + 1;
+  if (z.size() == n && this->cols() == cols) return;
+  v.resize(n);
+  z.resize(n);
+  delta.resize(n);
+  deriv.resize(n);
+  sens.resize(n);
+  z[0].resize(mlp.inputs(), cols);
+  for (size_t i = 1; i < n; ++i) {
+    const int out = mlp.layers_[i - 1].out;
+    v[i].resize(out, cols);
+    z[i].resize(out, cols);
+    delta[i].resize(out, cols);
+    deriv[i].resize(out, cols);
+    sens[i].resize(mlp.outputs(), out);
+  }
+  int widest = mlp.inputs();
+  for (const Layer& l : mlp.layers_) widest = std::max(widest, l.out);
+  tmp.resize(widest);
+}
+
+void Mlp::Initialize(double sigma0, Rng* rng, double* theta) const {
+  for (const Layer& l : layers_) {
+    const double std = sigma0 * std::sqrt(2.0 / (l.in + l.out));
+    for (int k = 0; k < l.in * l.out; ++k) theta[l.weight_offset + k] = std * rng->Normal();
+    for (int k = 0; k < l.out; ++k) theta[l.bias_offset + k] = 0.0;
+  }
+}
+
+void Mlp::Forward(const double* theta, const Eigen::Ref<const MatrixXd>& in, Cache* c) const {
+  c->Resize(*this, static_cast<int>(in.cols()));
+  c->z[0] = in;
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    const Layer& l = layers_[i];
+    c->v[i + 1].noalias() = Weights(theta, l) * c->z[i];
+    c->v[i + 1].colwise() += Bias(theta, l);
+    ApplyActivation(l.activation, c->v[i + 1], c->z[i + 1]);
+  }
+}
+
+void Mlp::ForwardColumn(const double* theta, int col, Cache* c) const {
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    const Layer& l = layers_[i];
+    auto v = c->v[i + 1].col(col);
+    v.noalias() = Weights(theta, l) * c->z[i].col(col);
+    v += Bias(theta, l);
+    ApplyActivation(l.activation, v, c->z[i + 1].col(col));
+  }
+}
+
+void Mlp::Backward(const double* theta, const Eigen::Ref<const MatrixXd>& d_out, Cache* c,
+                   double* grad, MatrixXd* d_in) const {
+  const int n = static_cast<int>(layers_.size());
+  for (int i = n; i >= 1; --i) {
+    const Layer& l = layers_[i - 1];
+    ActivationDerivative(l.activation, c->v[i], c->z[i], c->deriv[i]);
+    if (i == n) {
+      c->delta[i] = d_out.cwiseProduct(c->deriv[i]);
+    } else {
+      const Layer& next = layers_[i];
+      c->delta[i].noalias() = Weights(theta, next).transpose() * c->delta[i + 1];
+      c->delta[i].array() *= c->deriv[i].array();
+    }
+  }
+  AccumulateGradient(*c, grad);
+  if (d_in != nullptr) {
+    d_in->noalias() = Weights(theta, layers_[0]).transpose() * c->delta[1];
+  }
+}
+
+void Mlp::BackwardColumn(const double* theta, int col, const double* d_out, Cache* c,
+                         double* d_in) const {
+  const int n = static_cast<int>(layers_.size());
+  for (int i = n; i >= 1; --i) {
+    const Layer& l = layers_[i - 1];
+    auto deriv = c->deriv[i].col(col);
+    ActivationDerivative(l.activation, c->v[i].col(col), c->z[i].col(col), deriv);
+    auto delta = c->delta[i].col(col);
+    if (i == n) {
+      delta = Map<const VectorXd>(d_out, l.out).cwiseProduct(deriv);
+    } else {
+      delta.noalias() = Weights(theta, layers_[i]).transpose() * c->delta[i + 1].col(col);
+      delta.array() *= deriv.array();
+    }
+  }
+  Map<VectorXd>(d_in, inputs()).noalias() =
+      Weights(theta, layers_[0]).transpose() * c->delta[1].col(col);
+}
+
+void Mlp::AccumulateGradient(const Cache& c, double* grad) const {
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    const Layer& l = layers_[i];
+    Map<MatrixXd>(grad + l.weight_offset, l.out, l.in).noalias() +=
+        c.delta[i + 1] * c.z[i].transpose();
+    Map<VectorXd>(grad + l.bias_offset, l.out) += c.delta[i + 1].rowwise().sum();
+  }
+}
+
+// Bemporad §2.3 "per-step MLP Jacobians": S_L = diag(phi'(v_L)); for each layer
+// d out/d b_i = S_i, d out/d vec A_i = z_{i-1}^T (x) S_i, S_{i-1} = S_i A_i diag(f'_{i-1}(v_{i-1})).
+void Mlp::Jacobian(const double* theta, int col, Cache* c, Eigen::Ref<MatrixXd> d_theta,
+                   Eigen::Ref<MatrixXd> d_in) const {
+  const int n = static_cast<int>(layers_.size());
+  for (int i = n; i >= 1; --i) {
+    const Layer& l = layers_[i - 1];
+    auto deriv = c->deriv[i].col(col);
+    ActivationDerivative(l.activation, c->v[i].col(col), c->z[i].col(col), deriv);
+    MatrixXd& s = c->sens[i];
+    if (i == n) {
+      s = deriv.asDiagonal();
+    } else {
+      s.noalias() = c->sens[i + 1] * Weights(theta, layers_[i]);
+      s *= deriv.asDiagonal();
+    }
+    if (d_theta.cols() > 0) {
+      const auto z_prev = c->z[i - 1].col(col);
+      for (int k = 0; k < l.in; ++k) {
+        d_theta.middleCols(l.weight_offset + k * l.out, l.out) = z_prev(k) * s;
+      }
+      d_theta.middleCols(l.bias_offset, l.out) = s;
+    }
+  }
+  if (d_in.cols() > 0) d_in.noalias() = c->sens[1] * Weights(theta, layers_[0]);
+}
+
+void Mlp::AccumulateDiagGgn(const double* theta, const Eigen::Ref<const MatrixXd>& sqrt_curv,
+                            Cache* c, double* diag) const {
+  const int n = static_cast<int>(layers_.size());
+  for (int o = 0; o < outputs(); ++o) {
+    // Backpropagate the seed e_o scaled by sqrt(l'') through the whole batch: the deltas are then
+    // the per-sample Jacobian rows of output o with respect to each pre-activation.
+    for (int i = n; i >= 1; --i) {
+      const Layer& l = layers_[i - 1];
+      ActivationDerivative(l.activation, c->v[i], c->z[i], c->deriv[i]);
+      if (i == n) {
+        c->delta[i].setZero();
+        c->delta[i].row(o) = sqrt_curv.row(o).cwiseProduct(c->deriv[i].row(o));
+      } else {
+        c->delta[i].noalias() = Weights(theta, layers_[i]).transpose() * c->delta[i + 1];
+        c->delta[i].array() *= c->deriv[i].array();
+      }
+    }
+    for (int i = 1; i <= n; ++i) {
+      const Layer& l = layers_[i - 1];
+      const MatrixXd d2 = c->delta[i].array().square();
+      Map<MatrixXd>(diag + l.weight_offset, l.out, l.in).noalias() +=
+          d2 * c->z[i - 1].array().square().matrix().transpose();
+      Map<VectorXd>(diag + l.bias_offset, l.out) += d2.rowwise().sum();
+    }
+  }
+}
+
+}  // namespace sparrow::core

@@ -1,0 +1,193 @@
+#include "core/models/state_space_rnn.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "core/util/status_macros.h"
+
+namespace sparrow::core {
+namespace {
+
+MlpSpec FxSpec(const StateSpaceRnnSpec& s) {
+  return MlpSpec{s.nx + s.nu, s.fx_hidden, s.nx, s.activation, Activation::kLinear};
+}
+MlpSpec FySpec(const StateSpaceRnnSpec& s) {
+  return MlpSpec{s.nx + (s.feedthrough ? s.nu : 0), s.fy_hidden, s.ny, s.activation,
+                 s.output_activation};
+}
+MlpSpec EncoderMlpSpec(const StateSpaceRnnSpec& s) {
+  return MlpSpec{s.ny * s.encoder.past_outputs + s.nu * s.encoder.past_inputs, s.encoder.hidden,
+                 s.nx, s.activation, Activation::kLinear};
+}
+
+}  // namespace
+
+absl::Status ValidateStateSpaceRnnSpec(const StateSpaceRnnSpec& s, absl::string_view name) {
+  if (s.nx <= 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(name, ".nx is ", s.nx, "; the state dimension must be positive"));
+  }
+  if (s.nu <= 0 || s.ny <= 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        name, ": the model needs at least one input and one output column (got ", s.nu,
+        " inputs, ", s.ny, " outputs)"));
+  }
+  SPARROW_RETURN_IF_ERROR(ValidateMlpSpec(FxSpec(s), absl::StrCat(name, ".fx")));
+  SPARROW_RETURN_IF_ERROR(ValidateMlpSpec(FySpec(s), absl::StrCat(name, ".fy")));
+  if (s.initial_state == InitialState::kFree && s.num_traces <= 0) {
+    return absl::InvalidArgumentError(absl::StrCat(name, ": no training traces"));
+  }
+  if (s.initial_state == InitialState::kEncoder) {
+    const EncoderSpec& e = s.encoder;
+    if (e.past_outputs < 0 || e.past_inputs < 0 || e.past_outputs + e.past_inputs == 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          name, ".encoder: past_outputs (", e.past_outputs, ") and past_inputs (", e.past_inputs,
+          ") must be non-negative and not both zero"));
+    }
+    SPARROW_RETURN_IF_ERROR(
+        ValidateMlpSpec(EncoderMlpSpec(s), absl::StrCat(name, ".encoder")));
+  }
+  return absl::OkStatus();
+}
+
+StateSpaceRnn::StateSpaceRnn(const StateSpaceRnnSpec& spec)
+    : spec_(spec), fx_(FxSpec(spec)), fy_(FySpec(spec)) {
+  switch (spec.initial_state) {
+    case InitialState::kFree:
+      x0_size_ = spec.nx * spec.num_traces;
+      blocks_.push_back({"x0", 0, x0_size_});
+      break;
+    case InitialState::kEncoder:
+      encoder_ = Mlp(EncoderMlpSpec(spec));
+      x0_size_ = encoder_.num_params();
+      blocks_.push_back({"encoder", 0, x0_size_});
+      break;
+    case InitialState::kZero:
+      break;
+  }
+  fx_offset_ = x0_size_;
+  fy_offset_ = fx_offset_ + fx_.num_params();
+  num_params_ = fy_offset_ + fy_.num_params();
+  blocks_.push_back({"fx", fx_offset_, fx_.num_params()});
+  blocks_.push_back({"fy", fy_offset_, fy_.num_params()});
+}
+
+int StateSpaceRnn::warmup() const {
+  if (spec_.initial_state != InitialState::kEncoder) return 0;
+  return std::max(spec_.encoder.past_outputs, spec_.encoder.past_inputs);
+}
+
+void StateSpaceRnn::Initialize(double sigma0, Rng* rng, double* theta) const {
+  std::fill(theta, theta + num_params_, 0.0);
+  if (spec_.initial_state == InitialState::kEncoder) {
+    encoder_.Initialize(sigma0, rng, theta + x0_offset_);
+  }
+  fx_.Initialize(sigma0, rng, theta + fx_offset_);
+  fy_.Initialize(sigma0, rng, theta + fy_offset_);
+}
+
+void StateSpaceRnn::InitialStateOf(const double* theta, const Eigen::MatrixXd& u,
+                                   const Eigen::MatrixXd& y, int trace, Tape* t) const {
+  const int nx = spec_.nx;
+  switch (spec_.initial_state) {
+    case InitialState::kFree:
+      t->x.col(0) = Eigen::Map<const Eigen::VectorXd>(theta + x0_offset_ + trace * nx, nx);
+      break;
+    case InitialState::kZero:
+      t->x.col(0).setZero();
+      break;
+    case InitialState::kEncoder: {
+      const int s = t->start;
+      t->encoder.Resize(encoder_, 1);
+      auto v0 = t->encoder.input().col(0);
+      int r = 0;
+      for (int j = 1; j <= spec_.encoder.past_outputs; ++j, r += spec_.ny) {
+        v0.segment(r, spec_.ny) = y.col(s - j);
+      }
+      for (int j = 1; j <= spec_.encoder.past_inputs; ++j, r += spec_.nu) {
+        v0.segment(r, spec_.nu) = u.col(s - j);
+      }
+      encoder_.ForwardColumn(theta + x0_offset_, 0, &t->encoder);
+      t->x.col(0) = t->encoder.output().col(0);
+      break;
+    }
+  }
+}
+
+void StateSpaceRnn::Simulate(const double* theta, const Eigen::MatrixXd& u,
+                             const Eigen::MatrixXd& y, int trace, Tape* t) const {
+  t->start = warmup();
+  t->steps = static_cast<int>(u.cols()) - t->start;
+  t->x.resize(spec_.nx, t->steps);
+  InitialStateOf(theta, u, y, trace, t);
+  Run(theta, u, t);
+}
+
+void StateSpaceRnn::SimulateFrom(const double* theta, const Eigen::Ref<const Eigen::VectorXd>& x0,
+                                 const Eigen::MatrixXd& u, int start, Tape* t) const {
+  t->start = start;
+  t->steps = static_cast<int>(u.cols()) - start;
+  t->x.resize(spec_.nx, t->steps);
+  t->x.col(0) = x0;
+  Run(theta, u, t);
+}
+
+void StateSpaceRnn::Run(const double* theta, const Eigen::MatrixXd& u, Tape* t) const {
+  const int nx = spec_.nx;
+  const int nu = spec_.nu;
+  t->fy.Resize(fy_, t->steps);
+  t->fx.Resize(fx_, std::max(t->steps - 1, 0));
+  for (int k = 0; k < t->steps; ++k) {
+    const auto uk = u.col(t->start + k);
+    auto in_y = t->fy.input().col(k);
+    in_y.head(nx) = t->x.col(k);
+    if (spec_.feedthrough) in_y.tail(nu) = uk;
+    fy_.ForwardColumn(theta + fy_offset_, k, &t->fy);
+    if (k + 1 == t->steps) break;
+    auto in_x = t->fx.input().col(k);
+    in_x.head(nx) = t->x.col(k);
+    in_x.tail(nu) = uk;
+    fx_.ForwardColumn(theta + fx_offset_, k, &t->fx);
+    t->x.col(k + 1) = t->fx.output().col(k);
+  }
+}
+
+void StateSpaceRnn::Backward(const double* theta, const Eigen::Ref<const Eigen::MatrixXd>& d_out,
+                             int trace, Tape* t, double* grad, Eigen::VectorXd* x0_grad) const {
+  const int nx = spec_.nx;
+  t->grad_x.setZero(nx);  // dL/dx_{k+1} carried backwards through time
+  t->grad_in_fy.resize(fy_.inputs());
+  t->grad_in_fx.resize(fx_.inputs());
+  for (int k = t->steps - 1; k >= 0; --k) {
+    if (k + 1 < t->steps) {
+      fx_.BackwardColumn(theta + fx_offset_, k, t->grad_x.data(), &t->fx, t->grad_in_fx.data());
+    } else {
+      t->grad_in_fx.setZero();
+    }
+    fy_.BackwardColumn(theta + fy_offset_, k, d_out.col(k).data(), &t->fy,
+                       t->grad_in_fy.data());
+    t->grad_x = t->grad_in_fy.head(nx) + t->grad_in_fx.head(nx);
+  }
+  fx_.AccumulateGradient(t->fx, grad + fx_offset_);
+  fy_.AccumulateGradient(t->fy, grad + fy_offset_);
+  if (x0_grad != nullptr) {
+    *x0_grad = t->grad_x;
+    return;
+  }
+  switch (spec_.initial_state) {
+    case InitialState::kFree:
+      Eigen::Map<Eigen::VectorXd>(grad + x0_offset_ + trace * nx, nx) += t->grad_x;
+      break;
+    case InitialState::kEncoder: {
+      Eigen::VectorXd unused(encoder_.inputs());
+      encoder_.BackwardColumn(theta + x0_offset_, 0, t->grad_x.data(), &t->encoder,
+                              unused.data());
+      encoder_.AccumulateGradient(t->encoder, grad + x0_offset_);
+      break;
+    }
+    case InitialState::kZero:
+      break;
+  }
+}
+
+}  // namespace sparrow::core

@@ -1,0 +1,178 @@
+// State-space recurrent network x_{k+1} = f_x(x_k, u_k), y_k = f_y(x_k, u_k) (Bemporad eq. 1-2),
+// with MLPs f_x (linear output) and f_y, optional direct feedthrough of u into f_y, and an initial
+// state that is either a free variable per training trace, an encoder MLP of past data (eq. 6),
+// or zero.
+//
+// Parameter vector: [x0 block | encoder | theta_x | theta_y], matching the unknown ordering
+// p = [p_x0; p_theta_x; p_theta_y] of the Gauss-Newton rows (ALGORITHMS.md §2.3).
+//
+// Immutable after construction and safe to share between threads; per-trace state lives in a Tape
+// owned by the caller.
+#ifndef SPARROW_CORE_MODELS_STATE_SPACE_RNN_H_
+#define SPARROW_CORE_MODELS_STATE_SPACE_RNN_H_
+
+#include <string>
+#include <vector>
+
+#include "Eigen/Core"
+#include "absl/status/status.h"
+#include "core/models/mlp.h"
+#include "core/util/random.h"
+
+namespace sparrow::core {
+
+enum class InitialState {
+  kFree,     // one free x0 per training trace
+  kEncoder,  // x0 = f_x0([y(s-1)..y(s-na); u(s-1)..u(s-nb)]), s = max(na, nb)
+  kZero,     // x0 = 0
+};
+
+struct EncoderSpec {
+  std::vector<int> hidden;
+  int past_outputs = 0;  // n_a
+  int past_inputs = 0;   // n_b
+};
+
+struct StateSpaceRnnSpec {
+  int nx = 0;
+  int nu = 0;
+  int ny = 0;
+  std::vector<int> fx_hidden;
+  std::vector<int> fy_hidden;
+  Activation activation = Activation::kTanh;
+  Activation output_activation = Activation::kLinear;
+  bool feedthrough = true;
+  InitialState initial_state = InitialState::kFree;
+  int num_traces = 1;  // number of free x0 vectors (kFree only)
+  EncoderSpec encoder;
+};
+
+absl::Status ValidateStateSpaceRnnSpec(const StateSpaceRnnSpec& spec, absl::string_view name);
+
+// A named slice of a parameter vector.
+struct ParamBlock {
+  std::string name;
+  int offset = 0;
+  int size = 0;
+};
+
+class StateSpaceRnn {
+ public:
+  // Simulation record of one trace: x.col(k) is the state at step k; fx/fy/encoder caches hold
+  // the MLP activations of every step for backpropagation and Jacobians.
+  struct Tape {
+    Mlp::Cache fx, fy, encoder;
+    Eigen::MatrixXd x;
+    Eigen::VectorXd grad_x, grad_in_fx, grad_in_fy;
+    Eigen::MatrixXd jac_fx_theta, jac_fx_in, jac_fy_theta, jac_fy_in, m_x0, m_theta, tmp;
+    int steps = 0;
+    int start = 0;
+    // Predictions for samples start..start+steps-1 (ny x steps).
+    const Eigen::MatrixXd& outputs() const { return fy.output(); }
+  };
+
+  StateSpaceRnn() = default;
+  explicit StateSpaceRnn(const StateSpaceRnnSpec& spec);  // spec must be valid
+
+  const StateSpaceRnnSpec& spec() const { return spec_; }
+  int num_params() const { return num_params_; }
+  const std::vector<ParamBlock>& blocks() const { return blocks_; }
+  const Mlp& fx() const { return fx_; }
+  const Mlp& fy() const { return fy_; }
+  const Mlp& encoder() const { return encoder_; }
+  int x0_offset() const { return x0_offset_; }
+  int x0_size() const { return x0_size_; }  // nx * num_traces (kFree), encoder params, or 0
+  int fx_offset() const { return fx_offset_; }
+  int fy_offset() const { return fy_offset_; }
+  // Samples at the start of every trace that only feed the encoder (max(na, nb); 0 otherwise).
+  int warmup() const;
+
+  // x0 = 0 and biases 0; Glorot-normal weights scaled by sigma0 (Bemporad Sec. 5).
+  void Initialize(double sigma0, Rng* rng, double* theta) const;
+
+  // Simulates training trace `trace` (u: nu x N, y: ny x N; y is read only by the encoder).
+  void Simulate(const double* theta, const Eigen::MatrixXd& u, const Eigen::MatrixXd& y,
+                int trace, Tape* tape) const;
+  // Simulates from an explicit initial state x0 at sample `start` (evaluation on new data).
+  void SimulateFrom(const double* theta, const Eigen::Ref<const Eigen::VectorXd>& x0,
+                    const Eigen::MatrixXd& u, int start, Tape* tape) const;
+
+  // BPTT after Simulate: grad += d/dtheta sum_k <d_out(:,k), yhat_k>, where d_out = dL/dyhat
+  // (ny x steps). When x0_grad is not null it receives dL/dx0 (nx) and no x0/encoder gradient is
+  // added to grad (used after SimulateFrom).
+  void Backward(const double* theta, const Eigen::Ref<const Eigen::MatrixXd>& d_out, int trace,
+                Tape* tape, double* grad, Eigen::VectorXd* x0_grad = nullptr) const;
+
+  // Output sensitivities by forward recursion (Bemporad eq. 8-9): calls
+  // visit(k, J) with J = d yhat_k / d theta (ny x num_params) for k = 0..steps-1, after Simulate.
+  template <typename Visitor>
+  void OutputJacobians(const double* theta, int trace, Tape* tape, Visitor&& visit) const;
+
+ private:
+  void Run(const double* theta, const Eigen::MatrixXd& u, Tape* tape) const;
+  void InitialStateOf(const double* theta, const Eigen::MatrixXd& u, const Eigen::MatrixXd& y,
+                      int trace, Tape* tape) const;
+
+  StateSpaceRnnSpec spec_;
+  Mlp fx_, fy_, encoder_;
+  std::vector<ParamBlock> blocks_;
+  int num_params_ = 0;
+  int x0_offset_ = 0, x0_size_ = 0, fx_offset_ = 0, fy_offset_ = 0;
+};
+
+template <typename Visitor>
+void StateSpaceRnn::OutputJacobians(const double* theta, int trace, Tape* t,
+                                    Visitor&& visit) const {
+  const int nx = spec_.nx;
+  const int ny = spec_.ny;
+  const int n_fy_in = fy_.inputs();
+  t->jac_fy_theta.resize(ny, fy_.num_params());
+  t->jac_fy_in.resize(ny, n_fy_in);
+  t->jac_fx_theta.resize(nx, fx_.num_params());
+  t->jac_fx_in.resize(nx, fx_.inputs());
+  // M_0x: identity for a free x0, d f_x0 / d theta_x0 for the encoder, nothing for x0 = 0.
+  int n0 = 0;
+  int col0 = x0_offset_;
+  switch (spec_.initial_state) {
+    case InitialState::kFree:
+      n0 = nx;
+      col0 = x0_offset_ + trace * nx;
+      t->m_x0 = Eigen::MatrixXd::Identity(nx, nx);
+      break;
+    case InitialState::kEncoder: {
+      n0 = encoder_.num_params();
+      t->m_x0.resize(nx, n0);
+      Eigen::MatrixXd unused(nx, 0);
+      encoder_.Jacobian(theta + x0_offset_, 0, &t->encoder, t->m_x0, unused);
+      break;
+    }
+    case InitialState::kZero:
+      t->m_x0.resize(nx, 0);
+      break;
+  }
+  t->m_theta.setZero(nx, fx_.num_params());
+  Eigen::MatrixXd jac = Eigen::MatrixXd::Zero(ny, num_params_);
+  Eigen::MatrixXd no_cols(nx, 0);
+  for (int k = 0; k < t->steps; ++k) {
+    fy_.Jacobian(theta + fy_offset_, k, &t->fy, t->jac_fy_theta, t->jac_fy_in);
+    const auto jx = t->jac_fy_in.leftCols(nx);
+    if (n0 > 0) jac.middleCols(col0, n0).noalias() = jx * t->m_x0;
+    jac.middleCols(fx_offset_, fx_.num_params()).noalias() = jx * t->m_theta;
+    jac.middleCols(fy_offset_, fy_.num_params()) = t->jac_fy_theta;
+    visit(k, static_cast<const Eigen::MatrixXd&>(jac));
+    if (k + 1 == t->steps) break;
+    // Bemporad eq. (9): M_{k+1,theta} = F_k M_{k,theta} + Phi_k, M_{k+1,x} = F_k M_{k,x}.
+    fx_.Jacobian(theta + fx_offset_, k, &t->fx, t->jac_fx_theta, t->jac_fx_in);
+    const auto f = t->jac_fx_in.leftCols(nx);
+    t->tmp.noalias() = f * t->m_theta;
+    t->m_theta = t->tmp + t->jac_fx_theta;
+    if (n0 > 0) {
+      t->tmp.noalias() = f * t->m_x0;
+      t->m_x0 = t->tmp;
+    }
+  }
+}
+
+}  // namespace sparrow::core
+
+#endif  // SPARROW_CORE_MODELS_STATE_SPACE_RNN_H_

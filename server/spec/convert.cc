@@ -1,0 +1,1 @@
+#include "sparrow/v1/spec.pb.h"

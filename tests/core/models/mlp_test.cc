@@ -1,0 +1,179 @@
+#include "core/models/mlp.h"
+
+#include <tuple>
+
+#include "gtest/gtest.h"
+#include "tests/testing/finite_difference.h"
+
+namespace sparrow::core {
+namespace {
+
+using Eigen::MatrixXd;
+using Eigen::VectorXd;
+using testing::NumericGradient;
+using testing::NumericJacobian;
+using testing::RelativeError;
+
+constexpr double kTolerance = 1e-6;
+
+// Parameters: hidden activation, output activation, hidden widths.
+class MlpDerivativeTest
+    : public ::testing::TestWithParam<std::tuple<Activation, Activation, std::vector<int>>> {
+ protected:
+  void SetUp() override {
+    const auto& [hidden_act, out_act, hidden] = GetParam();
+    mlp_ = Mlp(MlpSpec{3, hidden, 2, hidden_act, out_act});
+    Rng rng(7);
+    theta_.resize(mlp_.num_params());
+    mlp_.Initialize(1.0, &rng, theta_.data());
+    // Nonzero biases exercise the bias paths.
+    for (const auto& l : mlp_.layers()) {
+      for (int k = 0; k < l.out; ++k) theta_(l.bias_offset + k) = 0.3 * rng.Normal();
+    }
+    x_ = MatrixXd::Random(3, 5);
+    target_ = MatrixXd::Random(2, 5);
+  }
+  MatrixXd Output(const VectorXd& theta, const MatrixXd& x) const {
+    Mlp::Cache c;
+    mlp_.Forward(theta.data(), x, &c);
+    return c.output();
+  }
+  // A loss with a non-trivial gradient: sum of weighted squares.
+  double LossOf(const MatrixXd& out) const { return (out - target_).array().square().sum(); }
+
+  Mlp mlp_;
+  VectorXd theta_;
+  MatrixXd x_, target_;
+};
+
+TEST_P(MlpDerivativeTest, BackwardMatchesFiniteDifferences) {
+  Mlp::Cache c;
+  mlp_.Forward(theta_.data(), x_, &c);
+  const MatrixXd d_out = 2.0 * (c.output() - target_);
+  VectorXd grad = VectorXd::Zero(mlp_.num_params());
+  MatrixXd d_in;
+  mlp_.Backward(theta_.data(), d_out, &c, grad.data(), &d_in);
+
+  const VectorXd fd = NumericGradient(
+      [&](const VectorXd& th) { return LossOf(Output(th, x_)); }, theta_);
+  EXPECT_LT(RelativeError(grad, fd), kTolerance);
+
+  const VectorXd x_vec = Eigen::Map<const VectorXd>(x_.data(), x_.size());
+  const VectorXd fd_in = NumericGradient(
+      [&](const VectorXd& xv) {
+        return LossOf(Output(theta_, Eigen::Map<const MatrixXd>(xv.data(), 3, 5)));
+      },
+      x_vec);
+  EXPECT_LT(RelativeError(Eigen::Map<const VectorXd>(d_in.data(), d_in.size()), fd_in),
+            kTolerance);
+}
+
+TEST_P(MlpDerivativeTest, ColumnBackwardEqualsBatchBackward) {
+  Mlp::Cache c;
+  mlp_.Forward(theta_.data(), x_, &c);
+  const MatrixXd d_out = 2.0 * (c.output() - target_);
+  VectorXd batch = VectorXd::Zero(mlp_.num_params());
+  MatrixXd d_in;
+  mlp_.Backward(theta_.data(), d_out, &c, batch.data(), &d_in);
+
+  Mlp::Cache cc;
+  cc.Resize(mlp_, 5);
+  cc.input() = x_;
+  VectorXd columns = VectorXd::Zero(mlp_.num_params());
+  VectorXd d_in_col(3);
+  for (int j = 0; j < 5; ++j) {
+    mlp_.ForwardColumn(theta_.data(), j, &cc);
+    mlp_.BackwardColumn(theta_.data(), j, d_out.col(j).data(), &cc, d_in_col.data());
+    EXPECT_LT(RelativeError(d_in_col, d_in.col(j)), 1e-12);
+  }
+  mlp_.AccumulateGradient(cc, columns.data());
+  EXPECT_LT(RelativeError(columns, batch), 1e-12);
+}
+
+TEST_P(MlpDerivativeTest, JacobiansMatchFiniteDifferences) {
+  Mlp::Cache c;
+  mlp_.Forward(theta_.data(), x_, &c);
+  for (int j = 0; j < 5; ++j) {
+    MatrixXd d_theta(2, mlp_.num_params()), d_in(2, 3);
+    mlp_.Jacobian(theta_.data(), j, &c, d_theta, d_in);
+    const MatrixXd fd_theta = NumericJacobian(
+        [&](const VectorXd& th) -> VectorXd { return Output(th, x_.col(j)); }, theta_);
+    EXPECT_LT(RelativeError(d_theta, fd_theta), kTolerance) << "sample " << j;
+    const MatrixXd fd_in = NumericJacobian(
+        [&](const VectorXd& xv) -> VectorXd { return Output(theta_, xv); }, x_.col(j));
+    EXPECT_LT(RelativeError(d_in, fd_in), kTolerance) << "sample " << j;
+  }
+}
+
+TEST_P(MlpDerivativeTest, DiagGgnEqualsSumOfSquaredJacobians) {
+  Mlp::Cache c;
+  mlp_.Forward(theta_.data(), x_, &c);
+  const MatrixXd sqrt_curv = MatrixXd::Random(2, 5).cwiseAbs();
+  VectorXd diag = VectorXd::Zero(mlp_.num_params());
+  mlp_.AccumulateDiagGgn(theta_.data(), sqrt_curv, &c, diag.data());
+  // Reference from finite-difference Jacobians: sum_t sum_o (s_ot * dout_o/dtheta)^2.
+  VectorXd expected = VectorXd::Zero(mlp_.num_params());
+  for (int j = 0; j < 5; ++j) {
+    const MatrixXd fd = NumericJacobian(
+        [&](const VectorXd& th) -> VectorXd { return Output(th, x_.col(j)); }, theta_);
+    for (int o = 0; o < 2; ++o) {
+      expected += (sqrt_curv(o, j) * fd.row(o)).array().square().matrix().transpose();
+    }
+  }
+  EXPECT_LT(RelativeError(diag, expected), kTolerance);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    AllActivations, MlpDerivativeTest,
+    ::testing::Combine(::testing::Values(Activation::kLinear, Activation::kTanh,
+                                         Activation::kSigmoid, Activation::kRelu,
+                                         Activation::kLeakyRelu),
+                       ::testing::Values(Activation::kLinear, Activation::kSigmoid),
+                       ::testing::Values(std::vector<int>{}, std::vector<int>{4},
+                                         std::vector<int>{5, 3, 4})));
+
+TEST(MlpTest, LayoutAndParameterCount) {
+  // Bemporad's damper fy: [x;u] (5) -> 4 -> 1 has 29 parameters.
+  Mlp fy(MlpSpec{5, {4}, 1, Activation::kTanh, Activation::kLinear});
+  EXPECT_EQ(fy.num_params(), 29);
+  ASSERT_EQ(fy.layers().size(), 2u);
+  EXPECT_EQ(fy.layers()[0].weight_offset, 0);
+  EXPECT_EQ(fy.layers()[0].bias_offset, 20);
+  EXPECT_EQ(fy.layers()[1].weight_offset, 24);
+  EXPECT_EQ(fy.layers()[1].bias_offset, 28);
+}
+
+TEST(MlpTest, GlorotInitializationHasZeroBiasesAndScaledWeights) {
+  Mlp mlp(MlpSpec{200, {300}, 100, Activation::kTanh, Activation::kLinear});
+  Rng rng(3);
+  VectorXd theta(mlp.num_params());
+  mlp.Initialize(0.15, &rng, theta.data());
+  const auto& l0 = mlp.layers()[0];
+  const VectorXd w = theta.segment(l0.weight_offset, l0.in * l0.out);
+  const double expected_std = 0.15 * std::sqrt(2.0 / 500.0);
+  const double std = std::sqrt(w.squaredNorm() / w.size());
+  EXPECT_NEAR(std / expected_std, 1.0, 0.02);
+  EXPECT_EQ(theta.segment(l0.bias_offset, l0.out).cwiseAbs().maxCoeff(), 0.0);
+}
+
+TEST(MlpTest, SameSeedSameParameters) {
+  Mlp mlp(MlpSpec{4, {8, 8}, 2, Activation::kTanh, Activation::kLinear});
+  VectorXd a(mlp.num_params()), b(mlp.num_params()), c(mlp.num_params());
+  Rng r1(11), r2(11), r3(12);
+  mlp.Initialize(1.0, &r1, a.data());
+  mlp.Initialize(1.0, &r2, b.data());
+  mlp.Initialize(1.0, &r3, c.data());
+  EXPECT_EQ(a, b);
+  EXPECT_NE(a, c);
+}
+
+TEST(MlpTest, ValidationNamesTheBadLayer) {
+  const absl::Status s =
+      ValidateMlpSpec(MlpSpec{3, {4, -2}, 1, Activation::kTanh, Activation::kLinear},
+                      "model.mlp");
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("model.mlp.hidden[1] is -2"), std::string::npos) << s;
+}
+
+}  // namespace
+}  // namespace sparrow::core
