@@ -1,0 +1,115 @@
+#include "core/optim/first_order/first_order.h"
+
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+
+namespace sparrow::core {
+namespace {
+
+absl::Status OutOfRange(absl::string_view field, double value, absl::string_view rule) {
+  return absl::InvalidArgumentError(absl::StrCat(field, " is ", value, "; it must be ", rule));
+}
+
+}  // namespace
+
+absl::Status FirstOrderOptions::Validate() const {
+  if (!(learning_rate > 0.0) || !std::isfinite(learning_rate)) {
+    return OutOfRange("learning_rate", learning_rate, "positive and finite");
+  }
+  if (!(momentum >= 0.0 && momentum < 1.0)) return OutOfRange("momentum", momentum, "in [0, 1)");
+  if (!(beta1 >= 0.0 && beta1 < 1.0)) return OutOfRange("beta1", beta1, "in [0, 1)");
+  if (!(beta2 >= 0.0 && beta2 < 1.0)) return OutOfRange("beta2", beta2, "in [0, 1)");
+  if (!(epsilon > 0.0)) return OutOfRange("epsilon", epsilon, "positive");
+  if (max_epochs < 1) return OutOfRange("max_epochs", max_epochs, "at least 1");
+  if (!(max_seconds >= 0.0)) return OutOfRange("max_seconds", max_seconds, ">= 0");
+  if (!(tolerance >= 0.0)) return OutOfRange("tolerance", tolerance, ">= 0");
+  return absl::OkStatus();
+}
+
+FirstOrderOptimizer::FirstOrderOptimizer(const FirstOrderOptions& options)
+    : options_(options), rng_(options.seed) {}
+
+void FirstOrderOptimizer::Initialize(int n) {
+  state_.m.setZero(n);
+  state_.v.setZero(n);
+  if (options_.amsgrad) state_.v_max.setZero(n);
+  state_.t = 0;
+  grad_.resize(n);
+}
+
+void FirstOrderOptimizer::Update(Eigen::VectorXd* w) {
+  ++state_.t;
+  const double lr = options_.learning_rate;
+  if (options_.method == FirstOrderOptions::Method::kSgd) {
+    if (options_.momentum == 0.0) {
+      *w -= lr * grad_;
+      return;
+    }
+    state_.m = options_.momentum * state_.m + grad_;
+    if (options_.nesterov) {
+      *w -= lr * (grad_ + options_.momentum * state_.m);
+    } else {
+      *w -= lr * state_.m;
+    }
+    return;
+  }
+  // Adam (Kingma & Ba, Alg. 1) with bias correction; AMSGrad keeps max(v) (Reddi et al., Alg. 2,
+  // with PyTorch's bias-corrected form so the two agree for the same learning rate).
+  const double b1 = options_.beta1;
+  const double b2 = options_.beta2;
+  state_.m = b1 * state_.m + (1.0 - b1) * grad_;
+  state_.v = b2 * state_.v + (1.0 - b2) * grad_.cwiseAbs2();
+  const double c1 = 1.0 - std::pow(b1, static_cast<double>(state_.t));
+  const double c2 = 1.0 - std::pow(b2, static_cast<double>(state_.t));
+  const double step = lr / c1;
+  const Eigen::VectorXd* v = &state_.v;
+  if (options_.amsgrad) {
+    state_.v_max = state_.v_max.cwiseMax(state_.v);
+    v = &state_.v_max;
+  }
+  w->array() -= step * state_.m.array() / ((v->array() / c2).sqrt() + options_.epsilon);
+}
+
+double FirstOrderOptimizer::Step(Objective& objective, Eigen::VectorXd* w) {
+  objective.StartEpoch(*w, &rng_);
+  const int batches = objective.num_batches();
+  double sum = 0.0;
+  for (int b = 0; b < batches; ++b) {
+    const double loss = objective.EvaluateBatch(*w, b, &grad_);
+    sum += loss;
+    if (!std::isfinite(loss) || !grad_.allFinite()) {
+      return std::numeric_limits<double>::infinity();
+    }
+    Update(w);
+  }
+  return sum / batches;
+}
+
+Summary MinimizeFirstOrder(const FirstOrderOptions& options, Objective& objective,
+                           Eigen::VectorXd* w, IterationCallback* callback) {
+  Summary summary;
+  internal::RunMonitor monitor({options.max_epochs, options.max_seconds, options.tolerance,
+                                options.report_every},
+                               callback, &summary);
+  FirstOrderOptimizer optimizer(options);
+  optimizer.Initialize(objective.num_params());
+  Eigen::VectorXd last_good = *w;
+  double previous = std::numeric_limits<double>::infinity();
+  for (int epoch = 1;; ++epoch) {
+    const double loss = optimizer.Step(objective, w);
+    if (epoch == 1) summary.initial_loss = loss;
+    const auto stop = monitor.EndIteration(epoch, previous, loss, options.learning_rate, *w);
+    if (stop == Termination::kDiverged) *w = last_good;
+    if (stop) {
+      monitor.Finish(*stop);
+      break;
+    }
+    last_good = *w;
+    previous = loss;
+  }
+  summary.final_loss = objective.Evaluate(*w, nullptr);
+  return summary;
+}
+
+}  // namespace sparrow::core

@@ -1,0 +1,137 @@
+#include "core/optim/first_order/first_order.h"
+
+#include "gtest/gtest.h"
+#include "tests/core/optim/test_problems.h"
+
+namespace sparrow::core {
+namespace {
+
+using testing::LeastSquares;
+
+struct MethodCase {
+  const char* name;
+  FirstOrderOptions options;
+};
+
+FirstOrderOptions Sgd(double lr, double momentum, bool nesterov) {
+  FirstOrderOptions o;
+  o.method = FirstOrderOptions::Method::kSgd;
+  o.learning_rate = lr;
+  o.momentum = momentum;
+  o.nesterov = nesterov;
+  return o;
+}
+FirstOrderOptions Adam(double lr, bool amsgrad) {
+  FirstOrderOptions o;
+  o.learning_rate = lr;
+  o.amsgrad = amsgrad;
+  return o;
+}
+
+class FirstOrderConvergenceTest : public ::testing::TestWithParam<MethodCase> {};
+
+TEST_P(FirstOrderConvergenceTest, ReachesThePlantedLeastSquaresSolution) {
+  for (int batches : {1, 8}) {
+    LeastSquares problem(5, 400, batches, 3);
+    FirstOrderOptions options = GetParam().options;
+    options.max_epochs = 400;
+    Eigen::VectorXd w = Eigen::VectorXd::Zero(5);
+    const Summary s = MinimizeFirstOrder(options, problem, &w, nullptr);
+    EXPECT_LT((w - problem.solution()).norm(), 1e-3)
+        << GetParam().name << " batches=" << batches << " " << s.BriefReport();
+    EXPECT_LT(s.final_loss, 1e-6);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Methods, FirstOrderConvergenceTest,
+                         ::testing::Values(MethodCase{"sgd", Sgd(0.1, 0.0, false)},
+                                           MethodCase{"momentum", Sgd(0.05, 0.9, false)},
+                                           MethodCase{"nesterov", Sgd(0.05, 0.9, true)},
+                                           MethodCase{"adam", Adam(0.05, false)},
+                                           MethodCase{"amsgrad", Adam(0.05, true)}),
+                         [](const auto& info) { return std::string(info.param.name); });
+
+TEST(FirstOrderTest, DefaultOptionsValidate) { EXPECT_TRUE(FirstOrderOptions().Validate().ok()); }
+
+TEST(FirstOrderTest, ValidationNamesTheField) {
+  FirstOrderOptions o;
+  o.learning_rate = -1;
+  EXPECT_NE(o.Validate().message().find("learning_rate is -1"), std::string::npos);
+  o = FirstOrderOptions();
+  o.beta2 = 1.0;
+  EXPECT_NE(o.Validate().message().find("beta2"), std::string::npos);
+  o = FirstOrderOptions();
+  o.max_epochs = 0;
+  EXPECT_NE(o.Validate().message().find("max_epochs"), std::string::npos);
+}
+
+TEST(FirstOrderTest, DivergenceIsReportedAndTheLastFiniteIterateKept) {
+  LeastSquares problem(5, 100, 1, 3);
+  FirstOrderOptions options = Sgd(1e3, 0.0, false);
+  options.max_epochs = 10000;
+  Eigen::VectorXd w = Eigen::VectorXd::Zero(5);
+  const Summary s = MinimizeFirstOrder(options, problem, &w, nullptr);
+  EXPECT_EQ(s.termination, Termination::kDiverged);
+  EXPECT_NE(s.message.find("smaller learning rate"), std::string::npos) << s.message;
+  EXPECT_TRUE(w.allFinite());
+}
+
+TEST(FirstOrderTest, ToleranceStopsAConvergedRun) {
+  LeastSquares problem(5, 400, 1, 3);
+  FirstOrderOptions options = Adam(0.05, false);
+  options.max_epochs = 100000;
+  options.tolerance = 1e-12;
+  Eigen::VectorXd w = Eigen::VectorXd::Zero(5);
+  const Summary s = MinimizeFirstOrder(options, problem, &w, nullptr);
+  EXPECT_EQ(s.termination, Termination::kConverged) << s.BriefReport();
+  EXPECT_LT(s.iterations, 100000);
+}
+
+class CountingCallback : public IterationCallback {
+ public:
+  explicit CountingCallback(int stop_at, CallbackResult answer)
+      : stop_at_(stop_at), answer_(answer) {}
+  CallbackResult OnIteration(IterationRecord* r) override {
+    ++calls;
+    last_iteration = r->iteration;
+    EXPECT_NE(r->params, nullptr);
+    return r->iteration >= stop_at_ ? answer_ : CallbackResult::kContinue;
+  }
+  int calls = 0;
+  int last_iteration = 0;
+
+ private:
+  int stop_at_;
+  CallbackResult answer_;
+};
+
+TEST(FirstOrderTest, CallbackAbortsAndFinishes) {
+  for (CallbackResult answer : {CallbackResult::kAbort, CallbackResult::kFinish}) {
+    LeastSquares problem(5, 100, 1, 3);
+    FirstOrderOptions options = Adam(0.01, false);
+    options.max_epochs = 1000;
+    CountingCallback callback(7, answer);
+    Eigen::VectorXd w = Eigen::VectorXd::Zero(5);
+    const Summary s = MinimizeFirstOrder(options, problem, &w, &callback);
+    EXPECT_EQ(s.iterations, 7);
+    EXPECT_EQ(callback.calls, 7);
+    EXPECT_EQ(s.termination, answer == CallbackResult::kAbort ? Termination::kUserAbort
+                                                              : Termination::kEarlyStopped);
+  }
+}
+
+TEST(FirstOrderTest, SameSeedSameIterates) {
+  Eigen::VectorXd a, b;
+  for (Eigen::VectorXd* w : {&a, &b}) {
+    LeastSquares problem(5, 100, 4, 3);
+    FirstOrderOptions options = Adam(0.01, false);
+    options.max_epochs = 20;
+    options.seed = 9;
+    *w = Eigen::VectorXd::Zero(5);
+    MinimizeFirstOrder(options, problem, w, nullptr);
+  }
+  EXPECT_EQ(a, b);
+}
+
+}  // namespace
+}  // namespace sparrow::core

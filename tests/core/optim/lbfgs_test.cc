@@ -1,0 +1,63 @@
+#include "core/optim/lbfgs/lbfgs.h"
+
+#include "gtest/gtest.h"
+#include "tests/core/optim/test_problems.h"
+
+namespace sparrow::core {
+namespace {
+
+TEST(LbfgsTest, MinimizesRosenbrock) {
+  testing::Rosenbrock problem(10);
+  Eigen::VectorXd w = Eigen::VectorXd::Constant(10, -1.0);
+  LbfgsOptions options;
+  options.max_iterations = 2000;
+  const Summary s = MinimizeLbfgs(options, problem, &w, nullptr);
+  EXPECT_LT((w - Eigen::VectorXd::Ones(10)).norm(), 1e-5) << s.BriefReport();
+  EXPECT_LT(s.final_loss, 1e-10);
+  EXPECT_FALSE(s.history.empty());
+}
+
+TEST(LbfgsTest, SolvesLeastSquares) {
+  testing::LeastSquares problem(8, 200, 1, 5);
+  Eigen::VectorXd w = Eigen::VectorXd::Zero(8);
+  const Summary s = MinimizeLbfgs(LbfgsOptions(), problem, &w, nullptr);
+  EXPECT_LT((w - problem.solution()).norm(), 1e-6) << s.BriefReport();
+  EXPECT_EQ(s.termination, Termination::kConverged);
+}
+
+TEST(LbfgsTest, IterationBudgetIsHonoured) {
+  testing::Rosenbrock problem(10);
+  Eigen::VectorXd w = Eigen::VectorXd::Constant(10, -1.0);
+  LbfgsOptions options;
+  options.max_iterations = 5;
+  const Summary s = MinimizeLbfgs(options, problem, &w, nullptr);
+  EXPECT_EQ(s.termination, Termination::kMaxIterations);
+  EXPECT_LE(s.iterations, 5);
+  EXPECT_LT(s.final_loss, s.initial_loss);
+}
+
+class AbortAt : public IterationCallback {
+ public:
+  CallbackResult OnIteration(IterationRecord* r) override {
+    return r->iteration >= 3 ? CallbackResult::kAbort : CallbackResult::kContinue;
+  }
+};
+
+TEST(LbfgsTest, CallbackCancels) {
+  testing::Rosenbrock problem(10);
+  Eigen::VectorXd w = Eigen::VectorXd::Constant(10, -1.0);
+  AbortAt abort;
+  const Summary s = MinimizeLbfgs(LbfgsOptions(), problem, &w, &abort);
+  EXPECT_EQ(s.termination, Termination::kUserAbort);
+  EXPECT_EQ(s.iterations, 3);
+}
+
+TEST(LbfgsTest, DefaultOptionsValidate) {
+  EXPECT_TRUE(LbfgsOptions().Validate().ok());
+  LbfgsOptions o;
+  o.memory = 0;
+  EXPECT_NE(o.Validate().message().find("memory"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace sparrow::core
