@@ -115,18 +115,21 @@ void StateSpaceRnn::InitialStateOf(const double* theta, const Eigen::MatrixXd& u
 }
 
 void StateSpaceRnn::Simulate(const double* theta, const Eigen::MatrixXd& u,
-                             const Eigen::MatrixXd& y, int trace, Tape* t) const {
+                             const Eigen::MatrixXd& y, int trace, Tape* t, int max_steps) const {
   t->start = warmup();
   t->steps = static_cast<int>(u.cols()) - t->start;
+  if (max_steps >= 0) t->steps = std::min(t->steps, max_steps);
   t->x.resize(spec_.nx, t->steps);
   InitialStateOf(theta, u, y, trace, t);
   Run(theta, u, t);
 }
 
 void StateSpaceRnn::SimulateFrom(const double* theta, const Eigen::Ref<const Eigen::VectorXd>& x0,
-                                 const Eigen::MatrixXd& u, int start, Tape* t) const {
+                                 const Eigen::MatrixXd& u, int start, Tape* t,
+                                 int max_steps) const {
   t->start = start;
   t->steps = static_cast<int>(u.cols()) - start;
+  if (max_steps >= 0) t->steps = std::min(t->steps, max_steps);
   t->x.resize(spec_.nx, t->steps);
   t->x.col(0) = x0;
   Run(theta, u, t);

@@ -90,12 +90,14 @@ class StateSpaceRnn {
   // x0 = 0 and biases 0; Glorot-normal weights scaled by sigma0 (Bemporad Sec. 5).
   void Initialize(double sigma0, Rng* rng, double* theta) const;
 
-  // Simulates training trace `trace` (u: nu x N, y: ny x N; y is read only by the encoder).
+  // Simulates training trace `trace` (u: nu x N, y: ny x N; y is read only by the encoder) for
+  // at most max_steps steps (-1: to the end of the trace).
   void Simulate(const double* theta, const Eigen::MatrixXd& u, const Eigen::MatrixXd& y,
-                int trace, Tape* tape) const;
-  // Simulates from an explicit initial state x0 at sample `start` (evaluation on new data).
+                int trace, Tape* tape, int max_steps = -1) const;
+  // Simulates from an explicit initial state x0 at sample `start` (evaluation on new data, and
+  // truncated-BPTT windows) for at most max_steps steps.
   void SimulateFrom(const double* theta, const Eigen::Ref<const Eigen::VectorXd>& x0,
-                    const Eigen::MatrixXd& u, int start, Tape* tape) const;
+                    const Eigen::MatrixXd& u, int start, Tape* tape, int max_steps = -1) const;
 
   // BPTT after Simulate: grad += d/dtheta sum_k <d_out(:,k), yhat_k>, where d_out = dL/dyhat
   // (ny x steps). When x0_grad is not null it receives dL/dx0 (nx) and no x0/encoder gradient is

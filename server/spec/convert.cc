@@ -1,1 +1,487 @@
-#include "sparrow/v1/spec.pb.h"
+#include "server/spec/convert.h"
+
+#include <cmath>
+#include <string_view>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "core/data/csv.h"
+#include "core/util/status_macros.h"
+#include "google/protobuf/util/json_util.h"
+
+namespace sparrow::spec {
+namespace {
+
+using core::Activation;
+
+absl::Status Invalid(absl::string_view field, double value, absl::string_view rule) {
+  return absl::InvalidArgumentError(absl::StrCat(field, " is ", value, "; it must be ", rule));
+}
+
+absl::StatusOr<Activation> ToActivation(v1::Activation a, Activation unspecified,
+                                        absl::string_view field) {
+  switch (a) {
+    case v1::ACTIVATION_UNSPECIFIED:
+      return unspecified;
+    case v1::ACTIVATION_LINEAR:
+      return Activation::kLinear;
+    case v1::ACTIVATION_TANH:
+      return Activation::kTanh;
+    case v1::ACTIVATION_SIGMOID:
+      return Activation::kSigmoid;
+    case v1::ACTIVATION_RELU:
+      return Activation::kRelu;
+    case v1::ACTIVATION_LEAKY_RELU:
+      return Activation::kLeakyRelu;
+    default:
+      return absl::InvalidArgumentError(absl::StrCat(field, " has an unknown value ", a));
+  }
+}
+
+std::vector<int> Sizes(const google::protobuf::RepeatedField<int32_t>& r) {
+  return std::vector<int>(r.begin(), r.end());
+}
+
+absl::StatusOr<core::Loss> ToLoss(const v1::LossSpec& l) {
+  core::Loss loss;
+  switch (l.kind()) {
+    case v1::LOSS_UNSPECIFIED:
+    case v1::LOSS_MSE:
+      loss.kind = core::LossKind::kMse;
+      break;
+    case v1::LOSS_BINARY_CROSS_ENTROPY:
+      loss.kind = core::LossKind::kBinaryCrossEntropy;
+      break;
+    case v1::LOSS_SOFTMAX_CROSS_ENTROPY:
+      loss.kind = core::LossKind::kSoftmaxCrossEntropy;
+      break;
+    default:
+      return absl::InvalidArgumentError(absl::StrCat("loss.kind has an unknown value ", l.kind()));
+  }
+  loss.epsilon = l.epsilon();
+  SPARROW_RETURN_IF_ERROR(loss.Validate());
+  return loss;
+}
+
+// Model architecture; dimensions that come from the data are filled in by the trainer.
+absl::StatusOr<core::ModelConfig> ToModelConfig(const v1::ModelSpec& m, const core::Loss& loss) {
+  core::ModelConfig c;
+  const Activation default_output = loss.kind == core::LossKind::kBinaryCrossEntropy
+                                        ? Activation::kSigmoid
+                                        : Activation::kLinear;
+  if (m.init_scale() < 0 || !std::isfinite(m.init_scale())) {
+    return Invalid("model.init_scale", m.init_scale(), "positive (0 means 1)");
+  }
+  c.init_scale = m.init_scale() == 0 ? 1.0 : m.init_scale();
+  switch (m.kind_case()) {
+    case v1::ModelSpec::kMlp: {
+      c.kind = core::ModelKind::kMlp;
+      c.hidden = Sizes(m.mlp().hidden());
+      SPARROW_ASSIGN_OR_RETURN(
+          c.activation, ToActivation(m.mlp().activation(), Activation::kTanh, "model.mlp.activation"));
+      SPARROW_ASSIGN_OR_RETURN(c.output_activation,
+                               ToActivation(m.mlp().output_activation(), default_output,
+                                            "model.mlp.output_activation"));
+      SPARROW_RETURN_IF_ERROR(core::ValidateMlpSpec(core::NetworkSpec(c, 1, 1), "model.mlp"));
+      break;
+    }
+    case v1::ModelSpec::kNarxMlp: {
+      const v1::NarxMlpModel& n = m.narx_mlp();
+      c.kind = core::ModelKind::kNarxMlp;
+      c.hidden = Sizes(n.hidden());
+      SPARROW_ASSIGN_OR_RETURN(
+          c.activation, ToActivation(n.activation(), Activation::kTanh, "model.narx_mlp.activation"));
+      c.output_activation = default_output;
+      c.lags.input_lags = n.input_lags();
+      c.lags.output_lags = n.output_lags();
+      c.lags.feedthrough = !n.no_feedthrough();
+      if (n.input_lags() < 0) return Invalid("model.narx_mlp.input_lags", n.input_lags(), ">= 0");
+      if (n.output_lags() < 0) {
+        return Invalid("model.narx_mlp.output_lags", n.output_lags(), ">= 0");
+      }
+      SPARROW_RETURN_IF_ERROR(core::data::ValidateNarxLags(c.lags));
+      SPARROW_RETURN_IF_ERROR(core::ValidateMlpSpec(core::NetworkSpec(c, 1, 1), "model.narx_mlp"));
+      break;
+    }
+    case v1::ModelSpec::kStateSpaceRnn: {
+      const v1::StateSpaceRnnModel& r = m.state_space_rnn();
+      c.kind = core::ModelKind::kStateSpaceRnn;
+      core::StateSpaceRnnSpec& s = c.rnn;
+      s.nx = r.nx();
+      s.fx_hidden = Sizes(r.fx_hidden());
+      s.fy_hidden = Sizes(r.fy_hidden());
+      SPARROW_ASSIGN_OR_RETURN(s.activation, ToActivation(r.activation(), Activation::kTanh,
+                                                          "model.state_space_rnn.activation"));
+      SPARROW_ASSIGN_OR_RETURN(
+          s.output_activation,
+          ToActivation(r.output_activation(), default_output,
+                       "model.state_space_rnn.output_activation"));
+      s.feedthrough = !r.no_feedthrough();
+      switch (r.initial_state()) {
+        case v1::INITIAL_STATE_UNSPECIFIED:
+        case v1::INITIAL_STATE_FREE:
+          s.initial_state = core::InitialState::kFree;
+          break;
+        case v1::INITIAL_STATE_ENCODER:
+          s.initial_state = core::InitialState::kEncoder;
+          break;
+        case v1::INITIAL_STATE_ZERO:
+          s.initial_state = core::InitialState::kZero;
+          break;
+        default:
+          return absl::InvalidArgumentError("model.state_space_rnn.initial_state is unknown");
+      }
+      s.encoder.hidden = Sizes(r.encoder().hidden());
+      s.encoder.past_outputs = r.encoder().past_outputs();
+      s.encoder.past_inputs = r.encoder().past_inputs();
+      if (r.x0_estimation_samples() < 0) {
+        return Invalid("model.state_space_rnn.x0_estimation_samples", r.x0_estimation_samples(),
+                       ">= 0 (0 means 100)");
+      }
+      c.x0_estimation_samples = r.x0_estimation_samples() == 0 ? 100 : r.x0_estimation_samples();
+      core::StateSpaceRnnSpec probe = s;  // data dimensions are not known yet
+      probe.nu = probe.ny = 1;
+      SPARROW_RETURN_IF_ERROR(core::ValidateStateSpaceRnnSpec(probe, "model.state_space_rnn"));
+      break;
+    }
+    case v1::ModelSpec::kLstm:
+    case v1::ModelSpec::kCnn:
+      return absl::UnimplementedError(
+          "model.lstm and model.cnn are reserved for the RLS optimizer and not trainable yet; "
+          "use mlp, narx_mlp or state_space_rnn");
+    case v1::ModelSpec::KIND_NOT_SET:
+      return absl::InvalidArgumentError(
+          "model: set one of mlp, narx_mlp, state_space_rnn (e.g. \"model\": {\"mlp\": "
+          "{\"hidden\": [16]}})");
+  }
+  return c;
+}
+
+void FillBatch(const v1::BatchOptions& b, core::TrainConfig* c) {
+  c->batch_size = b.batch_size();
+  c->bptt_window = b.bptt_window();
+  c->shuffle = !b.no_shuffle();
+}
+
+v1::ChannelScaling ToProto(const core::data::Normalizer& n,
+                           const std::vector<std::string>& names) {
+  v1::ChannelScaling s;
+  for (const std::string& name : names) s.add_names(name);
+  for (int i = 0; i < n.size(); ++i) {
+    s.add_mean(n.mean(i));
+    s.add_scale(n.scale(i));
+  }
+  return s;
+}
+
+absl::StatusOr<core::data::Normalizer> FromProto(const v1::ChannelScaling& s, int n,
+                                                 absl::string_view what) {
+  if (s.mean_size() != n || s.scale_size() != n) {
+    return absl::InvalidArgumentError(absl::StrCat(what, " has ", s.mean_size(), " means and ",
+                                                   s.scale_size(), " scales; expected ", n));
+  }
+  core::data::Normalizer out;
+  out.mean = Eigen::Map<const Eigen::VectorXd>(s.mean().data(), n);
+  out.scale = Eigen::Map<const Eigen::VectorXd>(s.scale().data(), n);
+  SPARROW_RETURN_IF_ERROR(out.Validate());
+  return out;
+}
+
+// Keeps the first `fraction` of the rows covered by `ranges` (a contiguous prefix).
+std::vector<core::data::RowRange> Prefix(std::vector<core::data::RowRange> ranges,
+                                         double fraction) {
+  int64_t total = 0;
+  for (const auto& r : ranges) total += r.last - r.first + 1;
+  int64_t keep = std::max<int64_t>(1, static_cast<int64_t>(std::llround(fraction * total)));
+  std::vector<core::data::RowRange> out;
+  for (auto r : ranges) {
+    if (keep <= 0) break;
+    r.last = std::min(r.last, r.first + keep - 1);
+    keep -= r.last - r.first + 1;
+    out.push_back(r);
+  }
+  return out;
+}
+
+std::vector<core::data::RowRange> Ranges(const google::protobuf::RepeatedPtrField<v1::RowRange>& r) {
+  std::vector<core::data::RowRange> out;
+  for (const v1::RowRange& x : r) out.push_back({x.first(), x.last()});
+  return out;
+}
+
+}  // namespace
+
+absl::StatusOr<v1::JobSpec> ParseJobSpecJson(absl::string_view json) {
+  v1::JobSpec spec;
+  google::protobuf::util::JsonParseOptions options;
+  options.ignore_unknown_fields = false;
+  const auto status = google::protobuf::util::JsonStringToMessage(
+      google::protobuf::StringPiece(json.data(), json.size()), &spec, options);
+  if (!status.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the job spec is not valid: ", std::string(status.message().data(), status.message().size()),
+        " (field names are those of sparrow.v1.JobSpec in proto/sparrow/v1/spec.proto)"));
+  }
+  return spec;
+}
+
+std::string ToJson(const google::protobuf::Message& message) {
+  std::string out;
+  google::protobuf::util::JsonPrintOptions options;
+  options.add_whitespace = true;
+  options.preserve_proto_field_names = true;
+  (void)google::protobuf::util::MessageToJsonString(message, &out, options);
+  return out;
+}
+
+absl::StatusOr<core::TrainConfig> ToTrainConfig(const v1::JobSpec& spec) {
+  core::TrainConfig c;
+  SPARROW_ASSIGN_OR_RETURN(c.loss, ToLoss(spec.loss()));
+  SPARROW_ASSIGN_OR_RETURN(c.model, ToModelConfig(spec.model(), c.loss));
+  const v1::Regularization& reg = spec.regularization();
+  c.rho_x0 = reg.rho_x0();
+  c.rho_theta = reg.rho_theta();
+  const v1::OptimizerSpec& opt = spec.optimizer();
+  if (reg.penalty_case() != v1::Regularization::PENALTY_NOT_SET) {
+    return absl::UnimplementedError(
+        "regularization.l1/l0/group_lasso/quantization/binary need the ADMM optimizers "
+        "(nails/nailm), which are not available in this build yet; remove the penalty or use "
+        "rho_theta");
+  }
+  switch (opt.method_case()) {
+    case v1::OptimizerSpec::kSgd: {
+      const v1::SgdOptions& o = opt.sgd();
+      c.optimizer = core::OptimizerKind::kSgd;
+      c.first_order.learning_rate = o.learning_rate() == 0 ? 0.01 : o.learning_rate();
+      c.first_order.momentum = o.momentum();
+      c.first_order.nesterov = o.nesterov();
+      FillBatch(o.batch(), &c);
+      break;
+    }
+    case v1::OptimizerSpec::kAdam: {
+      const v1::AdamOptions& o = opt.adam();
+      c.optimizer = core::OptimizerKind::kAdam;
+      core::FirstOrderOptions& f = c.first_order;
+      if (o.learning_rate() != 0) f.learning_rate = o.learning_rate();
+      if (o.beta1() != 0) f.beta1 = o.beta1();
+      if (o.beta2() != 0) f.beta2 = o.beta2();
+      if (o.epsilon() != 0) f.epsilon = o.epsilon();
+      f.amsgrad = o.amsgrad();
+      FillBatch(o.batch(), &c);
+      break;
+    }
+    case v1::OptimizerSpec::kLbfgs: {
+      const v1::LbfgsOptions& o = opt.lbfgs();
+      c.optimizer = core::OptimizerKind::kLbfgs;
+      if (o.memory() != 0) c.lbfgs.memory = o.memory();
+      if (o.gradient_tolerance() != 0) c.lbfgs.gradient_tolerance = o.gradient_tolerance();
+      if (o.max_line_search() != 0) c.lbfgs.max_line_search = o.max_line_search();
+      break;
+    }
+    case v1::OptimizerSpec::kNails:
+    case v1::OptimizerSpec::kNailm:
+    case v1::OptimizerSpec::kSbdl:
+    case v1::OptimizerSpec::kRls:
+    case v1::OptimizerSpec::kB2Ld:
+    case v1::OptimizerSpec::kBling:
+      return absl::UnimplementedError(
+          "this optimizer is specified in the API but not available in this build yet; use "
+          "sgd, adam or lbfgs");
+    case v1::OptimizerSpec::METHOD_NOT_SET:
+      return absl::InvalidArgumentError(
+          "optimizer: set one of sgd, adam, lbfgs (e.g. \"optimizer\": {\"adam\": "
+          "{\"learning_rate\": 0.01}})");
+  }
+  if (c.batch_size < 0) return Invalid("optimizer.*.batch.batch_size", c.batch_size, ">= 0");
+  if (c.bptt_window < 0) return Invalid("optimizer.*.batch.bptt_window", c.bptt_window, ">= 0");
+  const v1::Stopping& stop = spec.stopping();
+  if (stop.max_epochs() < 0) return Invalid("stopping.max_epochs", stop.max_epochs(), ">= 1");
+  c.max_epochs = stop.max_epochs() == 0 ? 1000 : stop.max_epochs();
+  c.max_seconds = stop.max_seconds();
+  c.tolerance = stop.tolerance();
+  c.patience = stop.patience();
+  if (stop.report_every() < 0) {
+    return Invalid("stopping.report_every", stop.report_every(), ">= 0");
+  }
+  c.report_every = stop.report_every() == 0 ? 1 : stop.report_every();
+  c.normalize = spec.normalization() != v1::NORMALIZATION_NONE;
+  c.seed = spec.seed();
+  SPARROW_RETURN_IF_ERROR(c.Validate());
+  return c;
+}
+
+absl::StatusOr<core::TrainData> LoadTrainData(const v1::JobSpec& spec,
+                                              const core::TrainConfig& config,
+                                              absl::string_view csv) {
+  const v1::DataSource& src = spec.data();
+  if (src.inputs().empty()) {
+    return absl::InvalidArgumentError(
+        "data.inputs is empty; name the input columns, e.g. \"inputs\": [\"u\"]");
+  }
+  if (src.outputs().empty()) {
+    return absl::InvalidArgumentError(
+        "data.outputs is empty; name the output columns, e.g. \"outputs\": [\"y\"]");
+  }
+  std::vector<std::string> selectors(src.inputs().begin(), src.inputs().end());
+  selectors.insert(selectors.end(), src.outputs().begin(), src.outputs().end());
+  const bool has_trace_column = !src.trace_column().empty();
+  if (has_trace_column) selectors.push_back(src.trace_column());
+  SPARROW_ASSIGN_OR_RETURN(core::data::CsvTable table,
+                           core::data::ParseCsv(std::string_view(csv.data(), csv.size()),
+                                                selectors));
+  std::vector<int> inputs, outputs;
+  for (int i = 0; i < src.inputs_size(); ++i) inputs.push_back(i);
+  for (int i = 0; i < src.outputs_size(); ++i) outputs.push_back(src.inputs_size() + i);
+  const int trace_col = has_trace_column ? src.inputs_size() + src.outputs_size() : -1;
+  const std::vector<int64_t> starts(src.trace_starts().begin(), src.trace_starts().end());
+
+  const v1::Split& split = spec.split();
+  std::vector<core::data::RowRange> train = Ranges(split.train());
+  if (train.empty()) train.push_back({1, table.num_rows()});
+  SPARROW_RETURN_IF_ERROR(core::data::ValidateRanges(train, table.num_rows(), "split.train"));
+  const double fraction = split.train_fraction();
+  if (fraction < 0 || fraction > 1 || !std::isfinite(fraction)) {
+    return Invalid("split.train_fraction", fraction, "in (0, 1] (0 means 1)");
+  }
+  if (fraction > 0 && fraction < 1) train = Prefix(train, fraction);
+  const std::vector<core::data::RowRange> validation = Ranges(split.validation());
+  const std::vector<core::data::RowRange> test = Ranges(split.test());
+  if (!validation.empty()) {
+    SPARROW_RETURN_IF_ERROR(
+        core::data::ValidateRanges(validation, table.num_rows(), "split.validation"));
+  }
+  if (!test.empty()) {
+    SPARROW_RETURN_IF_ERROR(core::data::ValidateRanges(test, table.num_rows(), "split.test"));
+  }
+
+  core::TrainData data;
+  if (config.model.kind == core::ModelKind::kMlp) {
+    SPARROW_ASSIGN_OR_RETURN(data.train_table, MakeTable(table, inputs, outputs, train));
+    if (!validation.empty()) {
+      SPARROW_ASSIGN_OR_RETURN(data.validation_table,
+                               MakeTable(table, inputs, outputs, validation));
+    }
+    if (!test.empty()) {
+      SPARROW_ASSIGN_OR_RETURN(data.test_table, MakeTable(table, inputs, outputs, test));
+    }
+  } else {
+    auto make = [&](const std::vector<core::data::RowRange>& r) {
+      return core::data::MakeSequences(table, inputs, outputs, r, trace_col, starts);
+    };
+    SPARROW_ASSIGN_OR_RETURN(data.train_seq, make(train));
+    if (!validation.empty()) {
+      SPARROW_ASSIGN_OR_RETURN(data.validation_seq, make(validation));
+    }
+    if (!test.empty()) {
+      SPARROW_ASSIGN_OR_RETURN(data.test_seq, make(test));
+    }
+    if (config.model.kind == core::ModelKind::kNarxMlp) {
+      const int lag = config.model.lags.max_lag();
+      for (const auto* part : {&data.train_seq, &data.validation_seq, &data.test_seq}) {
+        for (size_t t = 0; t < part->traces.size(); ++t) {
+          if (part->traces[t].length() <= lag) {
+            return absl::InvalidArgumentError(absl::StrCat(
+                "model.narx_mlp: lag ", lag, " is longer than the data: a trace of the ",
+                part == &data.train_seq ? "training" : part == &data.test_seq ? "test" : "validation",
+                " split has only ", part->traces[t].length(), " samples"));
+          }
+        }
+      }
+    }
+  }
+  return data;
+}
+
+v1::TrainedModel ToProto(const v1::JobSpec& spec, const core::TrainResult& result) {
+  const core::Model& m = result.model;
+  v1::TrainedModel out;
+  *out.mutable_model() = spec.model();
+  *out.mutable_loss() = spec.loss();
+  out.set_num_inputs(m.input_scaling.size());
+  out.set_num_outputs(static_cast<int>(m.output_names.size()));
+  *out.mutable_input_scaling() = ToProto(m.input_scaling, m.input_names);
+  *out.mutable_output_scaling() = ToProto(m.output_scaling, m.output_names);
+  out.mutable_parameters()->Add(m.params.data(), m.params.data() + m.params.size());
+  if (m.config.kind == core::ModelKind::kStateSpaceRnn) {
+    const core::StateSpaceRnn rnn(m.config.rnn);
+    for (const core::ParamBlock& b : rnn.blocks()) {
+      v1::ParameterBlock* p = out.add_blocks();
+      p->set_name(b.name);
+      p->set_offset(b.offset);
+      p->set_size(b.size);
+    }
+  } else {
+    v1::ParameterBlock* p = out.add_blocks();
+    p->set_name("mlp");
+    p->set_size(static_cast<int>(m.params.size()));
+  }
+  const core::Metrics& k = result.metrics;
+  v1::Metrics* pm = out.mutable_metrics();
+  pm->set_train_rmse(k.train_rmse);
+  pm->set_validation_rmse(k.validation_rmse);
+  pm->set_test_rmse(k.test_rmse);
+  pm->set_train_bfr(k.train_bfr);
+  pm->set_validation_bfr(k.validation_bfr);
+  pm->set_test_bfr(k.test_bfr);
+  pm->set_train_accuracy(k.train_accuracy);
+  pm->set_validation_accuracy(k.validation_accuracy);
+  pm->set_test_accuracy(k.test_accuracy);
+  pm->set_train_one_step_rmse(k.train_one_step_rmse);
+  pm->set_test_one_step_rmse(k.test_one_step_rmse);
+  pm->set_sparsity_pct(k.sparsity_pct);
+  pm->set_remaining_pct(k.remaining_pct);
+  out.set_epochs(result.summary.iterations);
+  out.set_termination(core::TerminationName(result.summary.termination));
+  out.set_seconds(result.train_seconds);
+  out.set_seed(spec.seed());
+  out.set_rho_x0(m.rho_x0);
+  return out;
+}
+
+absl::StatusOr<core::Model> FromProto(const v1::TrainedModel& p) {
+  core::Model m;
+  SPARROW_ASSIGN_OR_RETURN(m.loss, ToLoss(p.loss()));
+  SPARROW_ASSIGN_OR_RETURN(m.config, ToModelConfig(p.model(), m.loss));
+  m.rho_x0 = p.rho_x0();
+  const int n_in = p.num_inputs();
+  const int n_out = p.num_outputs();
+  SPARROW_ASSIGN_OR_RETURN(m.input_scaling, FromProto(p.input_scaling(), n_in, "input_scaling"));
+  SPARROW_ASSIGN_OR_RETURN(m.output_scaling,
+                           FromProto(p.output_scaling(), n_out, "output_scaling"));
+  m.input_names.assign(p.input_scaling().names().begin(), p.input_scaling().names().end());
+  m.output_names.assign(p.output_scaling().names().begin(), p.output_scaling().names().end());
+  m.params = Eigen::Map<const Eigen::VectorXd>(p.parameters().data(), p.parameters_size());
+  int expected = 0;
+  switch (m.config.kind) {
+    case core::ModelKind::kMlp:
+      expected = core::Mlp(core::NetworkSpec(m.config, n_in, n_out)).num_params();
+      break;
+    case core::ModelKind::kNarxMlp:
+      expected = core::Mlp(core::NetworkSpec(m.config, m.config.lags.dimension(n_in, n_out),
+                                             n_out))
+                     .num_params();
+      break;
+    case core::ModelKind::kStateSpaceRnn: {
+      core::StateSpaceRnnSpec& s = m.config.rnn;
+      s.nu = n_in;
+      s.ny = n_out;
+      s.num_traces = 1;
+      for (const v1::ParameterBlock& b : p.blocks()) {
+        if (b.name() == "x0" && s.nx > 0) s.num_traces = std::max(1, b.size() / s.nx);
+      }
+      expected = core::StateSpaceRnn(s).num_params();
+      break;
+    }
+  }
+  if (expected != m.params.size()) {
+    return absl::InvalidArgumentError(absl::StrCat("the stored model has ", m.params.size(),
+                                                   " parameters but its architecture needs ",
+                                                   expected));
+  }
+  if (!m.params.allFinite()) {
+    return absl::InvalidArgumentError("the stored model has NaN or Inf parameters");
+  }
+  return m;
+}
+
+}  // namespace sparrow::spec

@@ -1,0 +1,162 @@
+#include "client/cli/report.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+
+#include "absl/strings/str_format.h"
+
+namespace sparrow::cli {
+namespace {
+
+bool HigherIsBetter(const std::string& metric) {
+  return metric.find("bfr") != std::string::npos ||
+         metric.find("accuracy") != std::string::npos;
+}
+
+nlohmann::json RunJson(const RunReport& r) {
+  nlohmann::json j;
+  j["seed"] = r.seed;
+  for (const auto& [name, value] : r.metrics) j[name] = value;
+  j["epochs"] = r.epochs;
+  j["seconds"] = r.seconds;
+  j["ms_per_epoch"] = r.ms_per_epoch;
+  j["final_loss"] = r.final_loss;
+  j["termination"] = r.termination;
+  if (!r.message.empty()) j["message"] = r.message;
+  return j;
+}
+
+// Every numeric field of the runs, in first-seen order.
+std::vector<std::pair<std::string, std::vector<double>>> Columns(
+    const std::vector<RunReport>& reports) {
+  std::vector<std::pair<std::string, std::vector<double>>> cols;
+  auto add = [&](const std::string& name, double v) {
+    auto it = std::find_if(cols.begin(), cols.end(), [&](const auto& c) { return c.first == name; });
+    if (it == cols.end()) {
+      cols.push_back({name, {}});
+      it = cols.end() - 1;
+    }
+    it->second.push_back(v);
+  };
+  for (const RunReport& r : reports) {
+    for (const auto& [name, value] : r.metrics) add(name, value);
+    add("epochs", r.epochs);
+    add("seconds", r.seconds);
+    add("ms_per_epoch", r.ms_per_epoch);
+  }
+  return cols;
+}
+
+}  // namespace
+
+RunReport MakeReport(uint64_t seed, const core::TrainResult& result) {
+  RunReport r;
+  r.seed = seed;
+  const core::Metrics& m = result.metrics;
+  const std::pair<const char*, double> all[] = {
+      {"train_rmse", m.train_rmse},
+      {"validation_rmse", m.validation_rmse},
+      {"test_rmse", m.test_rmse},
+      {"train_bfr", m.train_bfr},
+      {"validation_bfr", m.validation_bfr},
+      {"test_bfr", m.test_bfr},
+      {"train_accuracy", m.train_accuracy},
+      {"validation_accuracy", m.validation_accuracy},
+      {"test_accuracy", m.test_accuracy},
+      {"train_one_step_rmse", m.train_one_step_rmse},
+      {"test_one_step_rmse", m.test_one_step_rmse},
+      {"sparsity_pct", m.sparsity_pct},
+      {"remaining_pct", m.remaining_pct},
+  };
+  for (const auto& [name, value] : all) {
+    if (std::isfinite(value)) r.metrics.push_back({name, value});
+  }
+  r.epochs = result.summary.iterations;
+  r.seconds = result.train_seconds;
+  r.ms_per_epoch = result.ms_per_epoch;
+  r.final_loss = result.summary.final_loss;
+  r.termination = core::TerminationName(result.summary.termination);
+  r.message = result.summary.message;
+  r.validation = std::numeric_limits<double>::quiet_NaN();
+  for (const core::IterationRecord& rec : result.summary.history) {
+    if (std::isfinite(rec.validation_metric) &&
+        !(rec.validation_metric >= r.validation)) {  // min, NaN-aware
+      r.validation = rec.validation_metric;
+    }
+  }
+  return r;
+}
+
+int BestRun(const std::vector<RunReport>& reports) {
+  int best = 0;
+  auto key = [](const RunReport& r) {
+    const double v = std::isfinite(r.validation) ? r.validation : r.final_loss;
+    return std::isfinite(v) ? v : std::numeric_limits<double>::infinity();
+  };
+  for (int i = 1; i < static_cast<int>(reports.size()); ++i) {
+    if (key(reports[i]) < key(reports[best])) best = i;
+  }
+  return best;
+}
+
+nlohmann::json ReportJson(const std::vector<RunReport>& reports, int best) {
+  if (reports.size() == 1) return RunJson(reports[0]);
+  nlohmann::json j;
+  j["runs"] = nlohmann::json::array();
+  for (const RunReport& r : reports) j["runs"].push_back(RunJson(r));
+  nlohmann::json summary;
+  for (auto& [name, values] : Columns(reports)) {
+    const double n = static_cast<double>(values.size());
+    double mean = 0.0;
+    for (double v : values) mean += v / n;
+    double var = 0.0;
+    for (double v : values) var += (v - mean) * (v - mean) / n;
+    std::vector<double> sorted = values;
+    std::sort(sorted.begin(), sorted.end());
+    const size_t k = sorted.size();
+    const double median = k % 2 ? sorted[k / 2] : 0.5 * (sorted[k / 2 - 1] + sorted[k / 2]);
+    const bool up = HigherIsBetter(name);
+    const bool cost = name == "seconds" || name == "ms_per_epoch" || name == "epochs";
+    nlohmann::json s = {{"mean", mean}, {"std", std::sqrt(var)}, {"median", median}};
+    if (!cost) s["best"] = up ? sorted.back() : sorted.front();
+    summary[name] = s;
+  }
+  j["summary"] = summary;
+  j["best_seed"] = reports[best].seed;
+  return j;
+}
+
+std::string ReportTable(const std::vector<RunReport>& reports, int best) {
+  const auto cols = Columns(reports);
+  std::string out = absl::StrFormat("%-6s", "seed");
+  for (const auto& c : cols) out += absl::StrFormat(" %14s", c.first);
+  out += "  termination\n";
+  for (size_t i = 0; i < reports.size(); ++i) {
+    out += absl::StrFormat("%-6d", reports[i].seed);
+    for (const auto& c : cols) {
+      out += i < c.second.size() ? absl::StrFormat(" %14.6g", c.second[i])
+                                 : absl::StrFormat(" %14s", "-");
+    }
+    out += "  " + reports[i].termination + (static_cast<int>(i) == best && reports.size() > 1
+                                                ? "  (best)"
+                                                : "") +
+           "\n";
+  }
+  if (reports.size() > 1) {
+    out += absl::StrFormat("%-6s", "mean");
+    for (const auto& c : cols) {
+      double mean = 0.0;
+      for (double v : c.second) mean += v / c.second.size();
+      out += absl::StrFormat(" %14.6g", mean);
+    }
+    out += "\n";
+  }
+  for (const RunReport& r : reports) {
+    if (!r.message.empty()) out += absl::StrFormat("seed %d: %s\n", r.seed, r.message);
+  }
+  return out;
+}
+
+}  // namespace sparrow::cli

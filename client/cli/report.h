@@ -1,0 +1,39 @@
+// Reports of local training runs: one record per seed, JSON and table renderings, and the
+// multi-seed summary (mean, std, median, best of each metric).
+#ifndef SPARROW_CLIENT_CLI_REPORT_H_
+#define SPARROW_CLIENT_CLI_REPORT_H_
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/train/trainer.h"
+#include "nlohmann/json.hpp"
+
+namespace sparrow::cli {
+
+struct RunReport {
+  uint64_t seed = 0;
+  // Metric name -> value; NaN (not applicable) entries are left out.
+  std::vector<std::pair<std::string, double>> metrics;
+  int epochs = 0;
+  double seconds = 0.0;
+  double ms_per_epoch = 0.0;
+  double final_loss = 0.0;
+  double validation = 0.0;  // best validation metric, NaN without a validation split
+  std::string termination;
+  std::string message;
+};
+
+RunReport MakeReport(uint64_t seed, const core::TrainResult& result);
+// The run with the best validation metric, or the lowest final training objective when there is
+// no validation split. Never chosen on test data.
+int BestRun(const std::vector<RunReport>& reports);
+// A single run's object, or {runs, summary, best_seed} for several.
+nlohmann::json ReportJson(const std::vector<RunReport>& reports, int best);
+std::string ReportTable(const std::vector<RunReport>& reports, int best);
+
+}  // namespace sparrow::cli
+
+#endif  // SPARROW_CLIENT_CLI_REPORT_H_

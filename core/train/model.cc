@@ -1,0 +1,201 @@
+#include "core/train/model.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "core/optim/lbfgs/lbfgs.h"
+
+namespace sparrow::core {
+namespace {
+
+absl::Status CheckSequence(const Model& m, const Eigen::MatrixXd& u, const Eigen::MatrixXd& y) {
+  if (u.rows() != m.input_scaling.size() || y.rows() != m.output_scaling.size()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the model has ", m.input_scaling.size(), " inputs and ", m.output_scaling.size(),
+        " outputs; the data has ", u.rows(), " and ", y.rows()));
+  }
+  if (u.cols() != y.cols()) {
+    return absl::InvalidArgumentError(absl::StrCat("inputs have ", u.cols(),
+                                                   " samples but outputs have ", y.cols()));
+  }
+  if (!u.allFinite() || !y.allFinite()) {
+    return absl::InvalidArgumentError("the data contains NaN or Inf");
+  }
+  return absl::OkStatus();
+}
+
+// x0 objective on the first n0 samples: (1/n0)[sum l + rho/2 |x0|^2].
+class InitialStateObjective : public Objective {
+ public:
+  InitialStateObjective(const StateSpaceRnn& rnn, const Eigen::VectorXd& params,
+                        const Eigen::MatrixXd& u, const Eigen::MatrixXd& y, int n0,
+                        const Loss& loss, double rho)
+      : rnn_(rnn), params_(params), u_(u), y_(y), n0_(n0), loss_(loss), rho_(rho) {}
+  int num_params() const override { return rnn_.spec().nx; }
+  double Evaluate(const Eigen::VectorXd& x0, Eigen::VectorXd* grad) override {
+    rnn_.SimulateFrom(params_.data(), x0, u_, 0, &tape_, n0_);
+    const auto target = y_.leftCols(tape_.steps);
+    double value = loss_.Value(target, tape_.outputs()) + 0.5 * rho_ * x0.squaredNorm();
+    if (grad != nullptr) {
+      d_out_.resize(y_.rows(), tape_.steps);
+      loss_.Gradient(target, tape_.outputs(), d_out_);
+      scratch_.setZero(params_.size());
+      rnn_.Backward(params_.data(), d_out_, 0, &tape_, scratch_.data(), grad);
+      *grad += rho_ * x0;
+      *grad /= tape_.steps;
+    }
+    value /= tape_.steps;
+    return std::isfinite(value) ? value : std::numeric_limits<double>::infinity();
+  }
+
+ private:
+  const StateSpaceRnn& rnn_;
+  const Eigen::VectorXd& params_;
+  const Eigen::MatrixXd& u_;
+  const Eigen::MatrixXd& y_;
+  int n0_;
+  Loss loss_;
+  double rho_;
+  StateSpaceRnn::Tape tape_;
+  Eigen::MatrixXd d_out_;
+  Eigen::VectorXd scratch_;
+};
+
+}  // namespace
+
+MlpSpec NetworkSpec(const ModelConfig& c, int n_in, int n_out) {
+  return MlpSpec{n_in, c.hidden, n_out, c.activation, c.output_activation};
+}
+
+Eigen::VectorXd EstimateInitialState(const StateSpaceRnn& rnn, const Eigen::VectorXd& params,
+                                     const Eigen::MatrixXd& u, const Eigen::MatrixXd& y,
+                                     int n0, const Loss& loss, double rho_x0) {
+  const int nx = rnn.spec().nx;
+  InitialStateObjective objective(rnn, params, u, y, std::max(1, n0), loss, rho_x0);
+  LbfgsOptions options;
+  options.max_iterations = 100;
+  options.gradient_tolerance = 1e-9;
+  Rng rng(0x5eed);
+  Eigen::VectorXd best = Eigen::VectorXd::Zero(nx);
+  double best_value = std::numeric_limits<double>::infinity();
+  // Multi-start local search (the paper uses a particle swarm; ALGORITHMS.md §2.7 allows any
+  // robust multi-start method): x0 = 0 plus 2 nx uniform starts in the paper's box [-3, 3].
+  for (int start = 0; start <= 2 * nx; ++start) {
+    Eigen::VectorXd x0 = Eigen::VectorXd::Zero(nx);
+    if (start > 0) {
+      for (int i = 0; i < nx; ++i) x0(i) = -3.0 + 6.0 * rng.Uniform();
+    }
+    const Summary s = MinimizeLbfgs(options, objective, &x0, nullptr);
+    if (s.final_loss < best_value) {
+      best_value = s.final_loss;
+      best = x0;
+    }
+  }
+  return best;
+}
+
+absl::StatusOr<SequencePrediction> Simulate(const Model& m, const Eigen::MatrixXd& u_raw,
+                                            const Eigen::MatrixXd& y_raw) {
+  if (absl::Status s = CheckSequence(m, u_raw, y_raw); !s.ok()) return s;
+  Eigen::MatrixXd u = u_raw;
+  Eigen::MatrixXd y = y_raw;
+  m.input_scaling.Apply(&u);
+  m.output_scaling.Apply(&y);
+  const int n = static_cast<int>(u.cols());
+  SequencePrediction out;
+  switch (m.config.kind) {
+    case ModelKind::kNarxMlp: {
+      const data::NarxLags& lags = m.config.lags;
+      if (n <= lags.max_lag()) {
+        return absl::InvalidArgumentError(absl::StrCat("the sequence has ", n,
+                                                       " samples; the model needs more than ",
+                                                       lags.max_lag()));
+      }
+      const Mlp mlp(NetworkSpec(m.config, lags.dimension(u.rows(), y.rows()), y.rows()));
+      Eigen::MatrixXd sim = y;  // history: measured outputs before max_lag
+      Mlp::Cache cache;
+      cache.Resize(mlp, 1);
+      for (int t = lags.max_lag(); t < n; ++t) {
+        data::FillNarxRegressor(lags, u, sim, t, cache.input().col(0));
+        mlp.ForwardColumn(m.params.data(), 0, &cache);
+        sim.col(t) = cache.output().col(0);
+      }
+      out.y = sim;
+      out.first = lags.max_lag();
+      break;
+    }
+    case ModelKind::kStateSpaceRnn: {
+      const StateSpaceRnn rnn(m.config.rnn);
+      StateSpaceRnn::Tape tape;
+      out.first = rnn.warmup();
+      if (n <= out.first) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "the sequence has ", n, " samples; the encoder needs more than ", out.first));
+      }
+      if (m.config.rnn.initial_state == InitialState::kFree) {
+        const Eigen::VectorXd x0 =
+            EstimateInitialState(rnn, m.params, u, y, m.config.x0_estimation_samples, m.loss,
+                                 m.rho_x0);
+        rnn.SimulateFrom(m.params.data(), x0, u, 0, &tape);
+      } else {
+        rnn.Simulate(m.params.data(), u, y, 0, &tape);
+      }
+      out.y = y;
+      out.y.rightCols(tape.steps) = tape.outputs();
+      break;
+    }
+    case ModelKind::kMlp:
+      return absl::InvalidArgumentError(
+          "a static MLP has no simulation; use a narx_mlp or state_space_rnn model");
+  }
+  m.output_scaling.Invert(&out.y);
+  return out;
+}
+
+absl::StatusOr<SequencePrediction> PredictOneStep(const Model& m, const Eigen::MatrixXd& u_raw,
+                                                  const Eigen::MatrixXd& y_raw) {
+  if (m.config.kind != ModelKind::kNarxMlp) {
+    return absl::InvalidArgumentError("one-step prediction needs a narx_mlp model");
+  }
+  if (absl::Status s = CheckSequence(m, u_raw, y_raw); !s.ok()) return s;
+  Eigen::MatrixXd u = u_raw;
+  Eigen::MatrixXd y = y_raw;
+  m.input_scaling.Apply(&u);
+  m.output_scaling.Apply(&y);
+  data::SequenceData seq;
+  seq.traces.push_back({u, y});
+  seq.n_u = static_cast<int>(u.rows());
+  seq.n_y = static_cast<int>(y.rows());
+  const auto regressors = data::BuildNarxRegressors(seq, m.config.lags);
+  if (!regressors.ok()) return regressors.status();
+  const Mlp mlp(NetworkSpec(m.config, static_cast<int>(regressors->x.rows()), seq.n_y));
+  Mlp::Cache cache;
+  mlp.Forward(m.params.data(), regressors->x, &cache);
+  SequencePrediction out;
+  out.first = m.config.lags.max_lag();
+  out.y = y;
+  out.y.rightCols(cache.output().cols()) = cache.output();
+  m.output_scaling.Invert(&out.y);
+  return out;
+}
+
+absl::StatusOr<Eigen::MatrixXd> PredictTable(const Model& m, const Eigen::MatrixXd& x_raw) {
+  if (m.config.kind != ModelKind::kMlp) {
+    return absl::InvalidArgumentError("row-wise prediction needs an mlp model");
+  }
+  if (x_raw.rows() != m.input_scaling.size()) {
+    return absl::InvalidArgumentError(absl::StrCat("the model has ", m.input_scaling.size(),
+                                                   " inputs; the data has ", x_raw.rows()));
+  }
+  if (!x_raw.allFinite()) return absl::InvalidArgumentError("the data contains NaN or Inf");
+  Eigen::MatrixXd x = x_raw;
+  m.input_scaling.Apply(&x);
+  const Mlp mlp(NetworkSpec(m.config, static_cast<int>(x.rows()), m.output_scaling.size()));
+  Mlp::Cache cache;
+  mlp.Forward(m.params.data(), x, &cache);
+  Eigen::MatrixXd y = cache.output();
+  m.output_scaling.Invert(&y);
+  return y;
+}
+
+}  // namespace sparrow::core

@@ -1,0 +1,73 @@
+// A trained model in core terms, and running it on new data. The server/CLI converts it to and
+// from sparrow.v1.TrainedModel in server/spec.
+#ifndef SPARROW_CORE_TRAIN_MODEL_H_
+#define SPARROW_CORE_TRAIN_MODEL_H_
+
+#include <string>
+#include <vector>
+
+#include "Eigen/Core"
+#include "absl/status/statusor.h"
+#include "core/data/narx.h"
+#include "core/data/normalization.h"
+#include "core/losses/loss.h"
+#include "core/models/mlp.h"
+#include "core/models/state_space_rnn.h"
+
+namespace sparrow::core {
+
+enum class ModelKind { kMlp, kNarxMlp, kStateSpaceRnn };
+
+struct ModelConfig {
+  ModelKind kind = ModelKind::kMlp;
+  // kMlp and kNarxMlp: the network on rows / NARX regressors.
+  std::vector<int> hidden;
+  Activation activation = Activation::kTanh;
+  Activation output_activation = Activation::kLinear;
+  data::NarxLags lags;  // kNarxMlp
+  // kStateSpaceRnn. nu, ny and num_traces are set from the data by the trainer.
+  StateSpaceRnnSpec rnn;
+  // Samples of a new trace used to estimate a free x0 (Bemporad eq. 30, N0).
+  int x0_estimation_samples = 100;
+  // Glorot-normal initialization scale (Bemporad's sigma0).
+  double init_scale = 1.0;
+};
+
+// The network that maps model inputs to outputs for kMlp / kNarxMlp.
+MlpSpec NetworkSpec(const ModelConfig& config, int n_in, int n_out);
+
+struct Model {
+  ModelConfig config;  // dimensions resolved
+  Eigen::VectorXd params;
+  data::Normalizer input_scaling, output_scaling;
+  std::vector<std::string> input_names, output_names;
+  Loss loss;
+  double rho_x0 = 0.0;  // prior weight used when estimating x0 on new data
+};
+
+// Predictions of a sequence model on one trace, in data units.
+struct SequencePrediction {
+  Eigen::MatrixXd y;  // ny x N; columns before `first` copy the measured outputs
+  int first = 0;      // first genuinely predicted sample (encoder / NARX history excluded)
+};
+
+// Free-run simulation of a NARX or state-space model on inputs u (nu x N, data units). The
+// measured outputs y are read only for the NARX initial history, the encoder window, or the
+// x0 estimate of a free-x0 model (its first x0_estimation_samples samples).
+absl::StatusOr<SequencePrediction> Simulate(const Model& model, const Eigen::MatrixXd& u,
+                                            const Eigen::MatrixXd& y);
+// One-step-ahead prediction of a NARX model (measured past outputs), data units.
+absl::StatusOr<SequencePrediction> PredictOneStep(const Model& model, const Eigen::MatrixXd& u,
+                                                  const Eigen::MatrixXd& y);
+// A static MLP on rows x (n_in x M), data units.
+absl::StatusOr<Eigen::MatrixXd> PredictTable(const Model& model, const Eigen::MatrixXd& x);
+
+// Bemporad eq. (30): x0 minimizing rho_x |x0|^2 + sum_{k < n0} l(y_k, yhat_k), in the model's
+// normalized units, by L-BFGS from x0 = 0 and a few deterministic starts in [-3, 3]^nx.
+Eigen::VectorXd EstimateInitialState(const StateSpaceRnn& rnn, const Eigen::VectorXd& params,
+                                     const Eigen::MatrixXd& u, const Eigen::MatrixXd& y,
+                                     int n0, const Loss& loss, double rho_x0);
+
+}  // namespace sparrow::core
+
+#endif  // SPARROW_CORE_TRAIN_MODEL_H_

@@ -1,0 +1,371 @@
+#include "core/train/trainer.h"
+
+#include <chrono>
+#include <cmath>
+#include <memory>
+
+#include "absl/strings/str_cat.h"
+#include "core/data/narx.h"
+#include "core/metrics/metrics.h"
+#include "core/train/objectives.h"
+#include "core/util/status_macros.h"
+
+namespace sparrow::core {
+namespace {
+
+bool IsClassification(const Loss& loss) { return loss.kind != LossKind::kMse; }
+
+absl::Status Positive(absl::string_view field, double v) {
+  if (v > 0 && std::isfinite(v)) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(field, " is ", v, "; it must be positive"));
+}
+absl::Status NonNegative(absl::string_view field, double v) {
+  if (v >= 0 && std::isfinite(v)) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(field, " is ", v, "; it must be >= 0"));
+}
+
+// Normalizes every trace in place with the given scalings.
+data::SequenceData Scaled(const data::SequenceData& seq, const data::Normalizer& in,
+                          const data::Normalizer& out) {
+  data::SequenceData s = seq;
+  for (data::Trace& t : s.traces) {
+    in.Apply(&t.u);
+    out.Apply(&t.y);
+  }
+  return s;
+}
+
+// Softmax cross-entropy with a single label column: labels 0..C-1 become one-hot rows.
+absl::StatusOr<Eigen::MatrixXd> OneHot(const Eigen::MatrixXd& labels, int classes) {
+  Eigen::MatrixXd y = Eigen::MatrixXd::Zero(classes, labels.cols());
+  for (Eigen::Index j = 0; j < labels.cols(); ++j) {
+    const double v = labels(0, j);
+    if (v < 0 || v >= classes || v != std::floor(v)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "softmax_cross_entropy needs integer class labels 0..", classes - 1, "; sample ", j + 1,
+          " has ", v));
+    }
+    y(static_cast<int>(v), j) = 1.0;
+  }
+  return y;
+}
+
+// Wraps the user's callback: adds the validation metric, keeps the best iterate on validation
+// data, and stops after `patience` reports without improvement.
+class ValidationMonitor : public IterationCallback {
+ public:
+  ValidationMonitor(Model* model, const TrainConfig& config, const TrainData& data,
+                    IterationCallback* user)
+      : model_(model), config_(config), data_(data), user_(user) {
+    active_ = model->config.kind == ModelKind::kMlp
+                  ? data.validation_table.num_samples() > 0
+                  : !data.validation_seq.traces.empty();
+  }
+  CallbackResult OnIteration(IterationRecord* r) override {
+    if (active_ && r->params != nullptr) {
+      model_->params = *r->params;
+      Metrics m;
+      const absl::Status s = model_->config.kind == ModelKind::kMlp
+                                 ? EvaluateTable(*model_, data_.validation_table, 1, &m)
+                                 : EvaluateSequences(*model_, data_.validation_seq, 1, &m);
+      if (s.ok()) {
+        r->validation_metric = IsClassification(config_.loss) ? 100.0 - m.validation_accuracy
+                                                              : m.validation_rmse;
+        if (std::isfinite(r->validation_metric) && r->validation_metric < best_) {
+          best_ = r->validation_metric;
+          best_params_ = *r->params;
+          since_best_ = 0;
+        } else {
+          ++since_best_;
+        }
+      }
+    }
+    if (r->params != nullptr) r->sparsity_pct = ComputeSparsity(*r->params).zero_pct;
+    CallbackResult answer =
+        user_ != nullptr ? user_->OnIteration(r) : CallbackResult::kContinue;
+    if (answer == CallbackResult::kContinue && config_.patience > 0 &&
+        since_best_ >= config_.patience) {
+      answer = CallbackResult::kFinish;
+    }
+    return answer;
+  }
+  bool has_best() const { return best_params_.size() > 0; }
+  const Eigen::VectorXd& best_params() const { return best_params_; }
+
+ private:
+  Model* model_;
+  const TrainConfig& config_;
+  const TrainData& data_;
+  IterationCallback* user_;
+  bool active_ = false;
+  double best_ = std::numeric_limits<double>::infinity();
+  int since_best_ = 0;
+  Eigen::VectorXd best_params_;
+};
+
+// Stacks the predicted part of every trace and scores it.
+void Score(const std::vector<Eigen::MatrixXd>& ys, const std::vector<Eigen::MatrixXd>& yhats,
+           const Loss& loss, double* rmse, double* bfr, double* accuracy) {
+  Eigen::Index cols = 0;
+  for (const auto& y : ys) cols += y.cols();
+  if (ys.empty() || cols == 0) return;
+  Eigen::MatrixXd y(ys[0].rows(), cols), yhat(ys[0].rows(), cols);
+  Eigen::Index c = 0;
+  for (size_t i = 0; i < ys.size(); ++i) {
+    y.middleCols(c, ys[i].cols()) = ys[i];
+    yhat.middleCols(c, ys[i].cols()) = yhats[i];
+    c += ys[i].cols();
+  }
+  if (rmse) *rmse = Rmse(y, yhat);
+  if (bfr) *bfr = Bfr(y, yhat);
+  if (accuracy && IsClassification(loss)) *accuracy = Accuracy(y, yhat);
+}
+
+double* Field(Metrics* m, int which, double Metrics::*train, double Metrics::*validation,
+              double Metrics::*test) {
+  return which == 0 ? &(m->*train) : which == 1 ? &(m->*validation) : &(m->*test);
+}
+
+}  // namespace
+
+absl::Status TrainConfig::Validate() const {
+  SPARROW_RETURN_IF_ERROR(loss.Validate());
+  SPARROW_RETURN_IF_ERROR(NonNegative("regularization.rho_x0", rho_x0));
+  SPARROW_RETURN_IF_ERROR(NonNegative("regularization.rho_theta", rho_theta));
+  SPARROW_RETURN_IF_ERROR(Positive("model.init_scale", model.init_scale));
+  if (max_epochs < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("stopping.max_epochs is ", max_epochs, "; it must be at least 1"));
+  }
+  SPARROW_RETURN_IF_ERROR(NonNegative("stopping.max_seconds", max_seconds));
+  SPARROW_RETURN_IF_ERROR(NonNegative("stopping.tolerance", tolerance));
+  if (patience < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("stopping.patience is ", patience, "; it must be >= 0"));
+  }
+  if (batch_size < 0 || bptt_window < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("batch_size (", batch_size,
+                                                   ") and bptt_window (", bptt_window,
+                                                   ") must be >= 0"));
+  }
+  if (model.x0_estimation_samples < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("model.state_space_rnn.x0_estimation_samples is ",
+                     model.x0_estimation_samples, "; it must be >= 1"));
+  }
+  if (model.kind == ModelKind::kNarxMlp) SPARROW_RETURN_IF_ERROR(data::ValidateNarxLags(model.lags));
+  if (optimizer == OptimizerKind::kLbfgs) {
+    SPARROW_RETURN_IF_ERROR(lbfgs.Validate());
+  } else {
+    SPARROW_RETURN_IF_ERROR(first_order.Validate());
+  }
+  return absl::OkStatus();
+}
+
+absl::Status EvaluateSequences(const Model& model, const data::SequenceData& data, int which,
+                               Metrics* metrics) {
+  if (data.traces.empty()) return absl::OkStatus();
+  std::vector<Eigen::MatrixXd> ys, sims, ones;
+  const bool narx = model.config.kind == ModelKind::kNarxMlp;
+  for (size_t t = 0; t < data.traces.size(); ++t) {
+    const data::Trace& tr = data.traces[t];
+    SequencePrediction p;
+    const bool learned_x0 = which == 0 && model.config.kind == ModelKind::kStateSpaceRnn &&
+                            model.config.rnn.initial_state == InitialState::kFree &&
+                            static_cast<int>(data.traces.size()) == model.config.rnn.num_traces;
+    if (learned_x0) {
+      // Training traces keep the x0 learned with the model.
+      const StateSpaceRnn rnn(model.config.rnn);
+      Eigen::MatrixXd u = tr.u;
+      model.input_scaling.Apply(&u);
+      StateSpaceRnn::Tape tape;
+      rnn.Simulate(model.params.data(), u, u, static_cast<int>(t), &tape);
+      p.y = tape.outputs();
+      model.output_scaling.Invert(&p.y);
+    } else {
+      SPARROW_ASSIGN_OR_RETURN(p, Simulate(model, tr.u, tr.y));
+      p.y = p.y.rightCols(p.y.cols() - p.first).eval();
+    }
+    ys.push_back(tr.y.rightCols(p.y.cols()));
+    sims.push_back(p.y);
+    if (narx && which != 1) {
+      SPARROW_ASSIGN_OR_RETURN(SequencePrediction one, PredictOneStep(model, tr.u, tr.y));
+      ones.push_back(one.y.rightCols(one.y.cols() - one.first));
+    }
+  }
+  Score(ys, sims, model.loss,
+        Field(metrics, which, &Metrics::train_rmse, &Metrics::validation_rmse,
+              &Metrics::test_rmse),
+        Field(metrics, which, &Metrics::train_bfr, &Metrics::validation_bfr, &Metrics::test_bfr),
+        Field(metrics, which, &Metrics::train_accuracy, &Metrics::validation_accuracy,
+              &Metrics::test_accuracy));
+  if (!ones.empty()) {
+    Score(ys, ones, model.loss,
+          which == 0 ? &metrics->train_one_step_rmse : &metrics->test_one_step_rmse, nullptr,
+          nullptr);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status EvaluateTable(const Model& model, const data::TableData& data, int which,
+                           Metrics* metrics) {
+  if (data.num_samples() == 0) return absl::OkStatus();
+  SPARROW_ASSIGN_OR_RETURN(Eigen::MatrixXd yhat, PredictTable(model, data.x));
+  Eigen::MatrixXd y = data.y;
+  if (model.loss.kind == LossKind::kSoftmaxCrossEntropy && y.rows() == 1) {
+    SPARROW_ASSIGN_OR_RETURN(y, OneHot(data.y, static_cast<int>(yhat.rows())));
+  }
+  Score({y}, {yhat}, model.loss,
+        Field(metrics, which, &Metrics::train_rmse, &Metrics::validation_rmse,
+              &Metrics::test_rmse),
+        nullptr,
+        Field(metrics, which, &Metrics::train_accuracy, &Metrics::validation_accuracy,
+              &Metrics::test_accuracy));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<TrainResult> Train(const TrainConfig& config, const TrainData& data,
+                                  IterationCallback* callback) {
+  SPARROW_RETURN_IF_ERROR(config.Validate());
+  TrainResult result;
+  Model& model = result.model;
+  model.config = config.model;
+  model.loss = config.loss;
+  model.rho_x0 = config.rho_x0;
+  Rng rng(config.seed);
+
+  // Owned per-kind state that the objective points into; it must outlive the optimizer run.
+  data::SequenceData train_seq;
+  data::TableData train_table;
+  Mlp mlp;
+  StateSpaceRnn rnn;
+  std::unique_ptr<Objective> objective;
+
+  if (config.model.kind == ModelKind::kMlp) {
+    const data::TableData& t = data.train_table;
+    if (t.num_samples() == 0) return absl::InvalidArgumentError("the training split is empty");
+    train_table = t;
+    model.input_names = t.input_names;
+    model.output_names = t.output_names;
+    model.input_scaling = config.normalize ? data::Normalizer::FitZScore({&t.x})
+                                           : data::Normalizer::Identity(t.x.rows());
+    const bool scale_outputs = config.normalize && !IsClassification(config.loss);
+    model.output_scaling = scale_outputs ? data::Normalizer::FitZScore({&t.y})
+                                         : data::Normalizer::Identity(t.y.rows());
+    model.input_scaling.Apply(&train_table.x);
+    model.output_scaling.Apply(&train_table.y);
+    int n_out = static_cast<int>(t.y.rows());
+    if (config.loss.kind == LossKind::kSoftmaxCrossEntropy && n_out == 1) {
+      n_out = static_cast<int>(t.y.maxCoeff()) + 1;
+      SPARROW_ASSIGN_OR_RETURN(train_table.y, OneHot(t.y, n_out));
+      model.output_scaling = data::Normalizer::Identity(n_out);
+      model.output_names.assign(n_out, "");
+      for (int c = 0; c < n_out; ++c) {
+        model.output_names[c] = absl::StrCat(t.output_names[0], "=", c);
+      }
+    }
+    const MlpSpec spec = NetworkSpec(config.model, static_cast<int>(t.x.rows()), n_out);
+    SPARROW_RETURN_IF_ERROR(ValidateMlpSpec(spec, "model.mlp"));
+    mlp = Mlp(spec);
+    model.params.resize(mlp.num_params());
+    mlp.Initialize(config.model.init_scale, &rng, model.params.data());
+    objective = std::make_unique<TableObjective>(&mlp, &train_table.x, &train_table.y,
+                                                 config.loss, config.rho_theta,
+                                                 config.batch_size, config.shuffle);
+  } else {
+    const data::SequenceData& s = data.train_seq;
+    if (s.traces.empty()) return absl::InvalidArgumentError("the training split is empty");
+    model.input_names = s.input_names;
+    model.output_names = s.output_names;
+    std::vector<const Eigen::MatrixXd*> us, ys;
+    for (const data::Trace& t : s.traces) {
+      us.push_back(&t.u);
+      ys.push_back(&t.y);
+    }
+    model.input_scaling = config.normalize ? data::Normalizer::FitZScore(us)
+                                           : data::Normalizer::Identity(s.n_u);
+    model.output_scaling = config.normalize && !IsClassification(config.loss)
+                               ? data::Normalizer::FitZScore(ys)
+                               : data::Normalizer::Identity(s.n_y);
+    train_seq = Scaled(s, model.input_scaling, model.output_scaling);
+    if (config.model.kind == ModelKind::kNarxMlp) {
+      SPARROW_ASSIGN_OR_RETURN(train_table, data::BuildNarxRegressors(train_seq, config.model.lags));
+      const MlpSpec spec = NetworkSpec(config.model, static_cast<int>(train_table.x.rows()), s.n_y);
+      SPARROW_RETURN_IF_ERROR(ValidateMlpSpec(spec, "model.narx_mlp"));
+      mlp = Mlp(spec);
+      model.params.resize(mlp.num_params());
+      mlp.Initialize(config.model.init_scale, &rng, model.params.data());
+      objective = std::make_unique<TableObjective>(&mlp, &train_table.x, &train_table.y,
+                                                   config.loss, config.rho_theta,
+                                                   config.batch_size, config.shuffle);
+    } else {
+      StateSpaceRnnSpec& spec = model.config.rnn;
+      spec.nu = s.n_u;
+      spec.ny = s.n_y;
+      spec.num_traces = static_cast<int>(s.traces.size());
+      SPARROW_RETURN_IF_ERROR(ValidateStateSpaceRnnSpec(spec, "model.state_space_rnn"));
+      rnn = StateSpaceRnn(spec);
+      for (size_t t = 0; t < s.traces.size(); ++t) {
+        if (s.traces[t].length() <= rnn.warmup() + 1) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              "training trace ", t + 1, " has ", s.traces[t].length(),
+              " samples; the model needs more than ", rnn.warmup() + 1,
+              " (the encoder uses the first ", rnn.warmup(), ")"));
+        }
+      }
+      model.params.resize(rnn.num_params());
+      rnn.Initialize(config.model.init_scale, &rng, model.params.data());
+      objective = std::make_unique<SequenceObjective>(&rnn, &train_seq.traces, config.loss,
+                                                      config.rho_x0, config.rho_theta,
+                                                      config.bptt_window, config.shuffle);
+    }
+  }
+
+  ValidationMonitor monitor(&model, config, data, callback);
+  Eigen::VectorXd w = model.params;
+  if (config.optimizer == OptimizerKind::kLbfgs) {
+    LbfgsOptions o = config.lbfgs;
+    o.max_iterations = config.max_epochs;
+    o.max_seconds = config.max_seconds;
+    o.tolerance = config.tolerance;
+    o.report_every = config.report_every;
+    result.summary = MinimizeLbfgs(o, *objective, &w, &monitor);
+  } else {
+    FirstOrderOptions o = config.first_order;
+    o.method = config.optimizer == OptimizerKind::kSgd ? FirstOrderOptions::Method::kSgd
+                                                       : FirstOrderOptions::Method::kAdam;
+    o.max_epochs = config.max_epochs;
+    o.max_seconds = config.max_seconds;
+    o.tolerance = config.tolerance;
+    o.report_every = config.report_every;
+    o.seed = config.seed;
+    result.summary = MinimizeFirstOrder(o, *objective, &w, &monitor);
+  }
+  result.train_seconds = result.summary.seconds;
+  result.ms_per_epoch = result.summary.iterations > 0
+                            ? 1000.0 * result.summary.seconds / result.summary.iterations
+                            : 0.0;
+  model.params = monitor.has_best() ? monitor.best_params() : w;
+
+  Metrics& m = result.metrics;
+  if (config.model.kind == ModelKind::kMlp) {
+    SPARROW_RETURN_IF_ERROR(EvaluateTable(model, data.train_table, 0, &m));
+    SPARROW_RETURN_IF_ERROR(EvaluateTable(model, data.validation_table, 1, &m));
+    SPARROW_RETURN_IF_ERROR(EvaluateTable(model, data.test_table, 2, &m));
+  } else {
+    SPARROW_RETURN_IF_ERROR(EvaluateSequences(model, data.train_seq, 0, &m));
+    SPARROW_RETURN_IF_ERROR(EvaluateSequences(model, data.validation_seq, 1, &m));
+    SPARROW_RETURN_IF_ERROR(EvaluateSequences(model, data.test_seq, 2, &m));
+  }
+  // Sparsity counts network weights only: free initial states are not part of the model.
+  const int x0 = config.model.kind == ModelKind::kStateSpaceRnn &&
+                         model.config.rnn.initial_state == InitialState::kFree
+                     ? rnn.x0_size()
+                     : 0;
+  const Sparsity sp = ComputeSparsity(model.params.tail(model.params.size() - x0));
+  m.sparsity_pct = sp.zero_pct;
+  m.remaining_pct = sp.remaining_pct;
+  return result;
+}
+
+}  // namespace sparrow::core

@@ -1,0 +1,78 @@
+// The Trainer: a validated training configuration plus prepared data in, a trained model with
+// honest held-out metrics out. Progress goes through an IterationCallback; cancellation is the
+// callback returning kAbort. Deterministic for a given seed.
+#ifndef SPARROW_CORE_TRAIN_TRAINER_H_
+#define SPARROW_CORE_TRAIN_TRAINER_H_
+
+#include <limits>
+
+#include "absl/status/statusor.h"
+#include "core/data/dataset.h"
+#include "core/optim/first_order/first_order.h"
+#include "core/optim/lbfgs/lbfgs.h"
+#include "core/optim/problem.h"
+#include "core/train/model.h"
+
+namespace sparrow::core {
+
+enum class OptimizerKind { kSgd, kAdam, kLbfgs };
+
+struct TrainConfig {
+  ModelConfig model;
+  Loss loss;
+  double rho_x0 = 0.0;     // on free x0 / encoder weights
+  double rho_theta = 0.0;  // on network weights and biases
+  OptimizerKind optimizer = OptimizerKind::kAdam;
+  FirstOrderOptions first_order;  // kSgd / kAdam (its stopping fields are overwritten below)
+  LbfgsOptions lbfgs;             // kLbfgs
+  int batch_size = 0;             // tabular / NARX minibatch; 0 = full batch
+  int bptt_window = 0;            // RNN truncated BPTT; 0 = full BPTT
+  bool shuffle = true;
+  // Stopping rules shared by every optimizer.
+  int max_epochs = 1000;
+  double max_seconds = 0.0;
+  double tolerance = 0.0;
+  int patience = 0;  // validation reports without improvement before stopping; 0 = off
+  int report_every = 1;
+  bool normalize = true;
+  uint64_t seed = 0;
+
+  absl::Status Validate() const;
+};
+
+// Data already split. Sequence models use the *_seq fields, tabular models the *_table fields.
+struct TrainData {
+  data::SequenceData train_seq, validation_seq, test_seq;
+  data::TableData train_table, validation_table, test_table;
+};
+
+struct Metrics {
+  static constexpr double kNone = std::numeric_limits<double>::quiet_NaN();
+  double train_rmse = kNone, validation_rmse = kNone, test_rmse = kNone;
+  double train_bfr = kNone, validation_bfr = kNone, test_bfr = kNone;
+  double train_accuracy = kNone, validation_accuracy = kNone, test_accuracy = kNone;
+  double train_one_step_rmse = kNone, test_one_step_rmse = kNone;
+  double sparsity_pct = 0.0, remaining_pct = 100.0;
+};
+
+struct TrainResult {
+  Model model;
+  Metrics metrics;
+  Summary summary;
+  double train_seconds = 0.0;  // optimizer time only
+  double ms_per_epoch = 0.0;
+};
+
+absl::StatusOr<TrainResult> Train(const TrainConfig& config, const TrainData& data,
+                                  IterationCallback* callback);
+
+// Metrics of a model on sequence traces or table rows (data units); fills the fields of one
+// split: which = 0 train, 1 validation, 2 test.
+absl::Status EvaluateSequences(const Model& model, const data::SequenceData& data, int which,
+                               Metrics* metrics);
+absl::Status EvaluateTable(const Model& model, const data::TableData& data, int which,
+                           Metrics* metrics);
+
+}  // namespace sparrow::core
+
+#endif  // SPARROW_CORE_TRAIN_TRAINER_H_
