@@ -1,0 +1,91 @@
+// Training data cut out of a CsvTable: sequences (multi-trace input/output
+// records for dynamical models) and tables (independent samples for static
+// models). Samples are columns everywhere in core.
+//
+// Thread safety: plain structs and pure functions.
+#ifndef SPARROW_CORE_DATA_DATASET_H_
+#define SPARROW_CORE_DATA_DATASET_H_
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "Eigen/Core"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "core/data/csv.h"
+
+namespace sparrow::core::data {
+
+// Rows first..last of a table: 1-based data rows (the header is not counted),
+// both ends included. {1, 1024} is the whole Cascaded Tanks record.
+struct RowRange {
+  int64_t first = 0;
+  int64_t last = 0;
+};
+
+// One contiguous record of a dynamical system.
+struct Trace {
+  Eigen::MatrixXd u;  // n_u × N inputs, column t = sample t.
+  Eigen::MatrixXd y;  // n_y × N outputs.
+
+  int length() const { return static_cast<int>(u.cols()); }
+};
+
+// Several traces of the same system (same channels).
+struct SequenceData {
+  std::vector<Trace> traces;
+  int n_u = 0;
+  int n_y = 0;
+  std::vector<std::string> input_names;   // n_u column names.
+  std::vector<std::string> output_names;  // n_y column names.
+
+  // Sum of the trace lengths.
+  int64_t total_samples() const;
+};
+
+// Independent samples: column j of x is the input of sample j, column j of y
+// its target.
+struct TableData {
+  Eigen::MatrixXd x;                      // n_in × M.
+  Eigen::MatrixXd y;                      // n_out × M.
+  std::vector<std::string> input_names;   // n_in names.
+  std::vector<std::string> output_names;  // n_out names.
+
+  int num_samples() const { return static_cast<int>(x.cols()); }
+};
+
+// Checks every range against a table of `num_rows` data rows: first >= 1,
+// last >= first, last <= num_rows. An empty list is valid. Errors are
+// InvalidArgument naming the range as `what`[i] (e.g. "split.train[1]"), its
+// bounds and the table size.
+absl::Status ValidateRanges(const std::vector<RowRange>& ranges,
+                            int64_t num_rows, std::string_view what);
+
+// Cuts sequences out of `table`: one trace per range, further cut at trace
+// boundaries inside the range. Boundaries come from `trace_column` (a column
+// index of `table`; a new trace starts wherever its value differs from the
+// previous row's) or from `trace_starts` (1-based data rows where a trace
+// begins; order does not matter); pass -1 and {} for neither. Giving both is an
+// error. Traces are returned in range order, then row order.
+//
+// Errors (InvalidArgument): no ranges, an invalid range, no input or no output
+// column, a column index out of range, a column used twice or as both input
+// and output, a trace start outside the table, and a trace shorter than 2
+// samples (named by its rows).
+absl::StatusOr<SequenceData> MakeSequences(
+    const CsvTable& table, const std::vector<int>& input_cols,
+    const std::vector<int>& output_cols, const std::vector<RowRange>& ranges,
+    int trace_column, const std::vector<int64_t>& trace_starts);
+
+// Builds a table from the rows of all ranges, concatenated in range order.
+// Same column and range errors as MakeSequences.
+absl::StatusOr<TableData> MakeTable(const CsvTable& table,
+                                    const std::vector<int>& input_cols,
+                                    const std::vector<int>& output_cols,
+                                    const std::vector<RowRange>& ranges);
+
+}  // namespace sparrow::core::data
+
+#endif  // SPARROW_CORE_DATA_DATASET_H_

@@ -1,0 +1,202 @@
+#include "core/data/dataset.h"
+
+#include <string>
+#include <vector>
+
+#include "core/data/csv.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace sparrow::core::data {
+namespace {
+
+using ::testing::AllOf;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+std::string Message(const absl::Status& status) {
+  return std::string(status.message());
+}
+
+// Columns: trace id, u, y, w; rows r = 1..8 hold u = r, y = 10 r, w = 100 r.
+CsvTable SmallTable() {
+  absl::StatusOr<CsvTable> table = ParseCsv(
+      "id,u,y,w\n"
+      "1,1,10,100\n"
+      "1,2,20,200\n"
+      "1,3,30,300\n"
+      "2,4,40,400\n"
+      "2,5,50,500\n"
+      "3,6,60,600\n"
+      "3,7,70,700\n"
+      "3,8,80,800\n");
+  EXPECT_TRUE(table.ok()) << table.status();
+  return *table;
+}
+
+std::vector<int> Lengths(const SequenceData& data) {
+  std::vector<int> lengths;
+  for (const Trace& trace : data.traces) lengths.push_back(trace.length());
+  return lengths;
+}
+
+TEST(ValidateRangesTest, AcceptsValidAndEmptyLists) {
+  EXPECT_TRUE(ValidateRanges({}, 10, "split.train").ok());
+  EXPECT_TRUE(
+      ValidateRanges({{1, 10}, {3, 3}, {2, 5}}, 10, "split.train").ok());
+}
+
+TEST(ValidateRangesTest, RejectsFirstBelowOne) {
+  const absl::Status status =
+      ValidateRanges({{1, 4}, {0, 5}}, 10, "split.train");
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(Message(status), AllOf(HasSubstr("split.train[1] = rows 0..5"),
+                                     HasSubstr("at least 1")));
+}
+
+TEST(ValidateRangesTest, RejectsLastBeforeFirst) {
+  const absl::Status status = ValidateRanges({{7, 6}}, 10, "split.test");
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(Message(status), AllOf(HasSubstr("split.test[0] = rows 7..6"),
+                                     HasSubstr("last is before first")));
+}
+
+TEST(ValidateRangesTest, RejectsLastBeyondTableNamingItsSize) {
+  const absl::Status status = ValidateRanges({{1, 2000}}, 1024, "split.train");
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(Message(status), AllOf(HasSubstr("split.train[0] = rows 1..2000"),
+                                     HasSubstr("1024 data rows")));
+}
+
+TEST(MakeTableTest, ConcatenatesRangesInOrder) {
+  const CsvTable table = SmallTable();
+  absl::StatusOr<TableData> data =
+      MakeTable(table, {1, 3}, {2}, {{7, 8}, {2, 3}});
+  ASSERT_TRUE(data.ok()) << data.status();
+  EXPECT_THAT(data->input_names, ElementsAre("u", "w"));
+  EXPECT_THAT(data->output_names, ElementsAre("y"));
+  ASSERT_EQ(data->num_samples(), 4);
+  Eigen::MatrixXd x(2, 4), y(1, 4);
+  x << 7, 8, 2, 3, 700, 800, 200, 300;
+  y << 70, 80, 20, 30;
+  EXPECT_EQ(data->x, x);
+  EXPECT_EQ(data->y, y);
+}
+
+TEST(MakeTableTest, RejectsBadColumns) {
+  const CsvTable table = SmallTable();
+  EXPECT_THAT(Message(MakeTable(table, {}, {2}, {{1, 8}}).status()),
+              HasSubstr("no input columns"));
+  EXPECT_THAT(Message(MakeTable(table, {1}, {}, {{1, 8}}).status()),
+              HasSubstr("no output columns"));
+  EXPECT_THAT(Message(MakeTable(table, {1, 4}, {2}, {{1, 8}}).status()),
+              AllOf(HasSubstr("input column index 4"), HasSubstr("4 columns")));
+  EXPECT_THAT(Message(MakeTable(table, {1}, {-1}, {{1, 8}}).status()),
+              HasSubstr("output column index -1"));
+  EXPECT_THAT(Message(MakeTable(table, {1, 2}, {2}, {{1, 8}}).status()),
+              HasSubstr("column 'y' is both an input and an output"));
+  EXPECT_THAT(Message(MakeTable(table, {1, 1}, {2}, {{1, 8}}).status()),
+              HasSubstr("column 'u' is listed twice among the inputs"));
+}
+
+TEST(MakeTableTest, RejectsBadRanges) {
+  const CsvTable table = SmallTable();
+  EXPECT_THAT(Message(MakeTable(table, {1}, {2}, {}).status()),
+              AllOf(HasSubstr("no row ranges"), HasSubstr("{1, 8}")));
+  EXPECT_THAT(Message(MakeTable(table, {1}, {2}, {{1, 9}}).status()),
+              AllOf(HasSubstr("rows 1..9"), HasSubstr("8 data rows")));
+}
+
+TEST(MakeSequencesTest, OneTracePerRange) {
+  const CsvTable table = SmallTable();
+  absl::StatusOr<SequenceData> data =
+      MakeSequences(table, {1}, {2, 3}, {{1, 3}, {4, 8}}, -1, {});
+  ASSERT_TRUE(data.ok()) << data.status();
+  EXPECT_EQ(data->n_u, 1);
+  EXPECT_EQ(data->n_y, 2);
+  EXPECT_THAT(data->input_names, ElementsAre("u"));
+  EXPECT_THAT(data->output_names, ElementsAre("y", "w"));
+  EXPECT_THAT(Lengths(*data), ElementsAre(3, 5));
+  EXPECT_EQ(data->total_samples(), 8);
+  Eigen::MatrixXd u(1, 5), y(2, 5);
+  u << 4, 5, 6, 7, 8;
+  y << 40, 50, 60, 70, 80, 400, 500, 600, 700, 800;
+  EXPECT_EQ(data->traces[1].u, u);
+  EXPECT_EQ(data->traces[1].y, y);
+}
+
+TEST(MakeSequencesTest, CutsTracesWhereTraceColumnChanges) {
+  const CsvTable table = SmallTable();
+  absl::StatusOr<SequenceData> data =
+      MakeSequences(table, {1}, {2}, {{1, 8}}, 0, {});
+  ASSERT_TRUE(data.ok()) << data.status();
+  EXPECT_THAT(Lengths(*data), ElementsAre(3, 2, 3));
+  EXPECT_EQ(data->traces[2].u(0, 0), 6.0);
+  // A range cut inside traces keeps its own ends.
+  data = MakeSequences(table, {1}, {2}, {{2, 7}}, 0, {});
+  ASSERT_TRUE(data.ok()) << data.status();
+  EXPECT_THAT(Lengths(*data), ElementsAre(2, 2, 2));
+  EXPECT_EQ(data->traces[0].u(0, 0), 2.0);
+  EXPECT_EQ(data->traces[2].u(0, 1), 7.0);
+}
+
+TEST(MakeSequencesTest, CutsTracesAtTraceStarts) {
+  const CsvTable table = SmallTable();
+  // Unordered, duplicated, and one at the start of the range.
+  absl::StatusOr<SequenceData> data =
+      MakeSequences(table, {1}, {2}, {{1, 8}}, -1, {6, 1, 4, 6});
+  ASSERT_TRUE(data.ok()) << data.status();
+  EXPECT_THAT(Lengths(*data), ElementsAre(3, 2, 3));
+  EXPECT_EQ(data->traces[1].y(0, 1), 50.0);
+}
+
+TEST(MakeSequencesTest, RejectsOneSampleTraceNamingItsRows) {
+  const CsvTable table = SmallTable();
+  absl::StatusOr<SequenceData> data =
+      MakeSequences(table, {1}, {2}, {{3, 8}}, 0, {});
+  ASSERT_FALSE(data.ok());
+  EXPECT_EQ(data.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(Message(data.status()),
+              AllOf(HasSubstr("rows 3..3"), HasSubstr("ranges[0] = rows 3..8"),
+                    HasSubstr("at least 2"), HasSubstr("trace column 'id'")));
+  data = MakeSequences(table, {1}, {2}, {{1, 8}}, -1, {8});
+  ASSERT_FALSE(data.ok());
+  EXPECT_THAT(Message(data.status()),
+              AllOf(HasSubstr("rows 8..8"), HasSubstr("trace_starts")));
+  data = MakeSequences(table, {1}, {2}, {{1, 4}, {5, 5}}, -1, {});
+  ASSERT_FALSE(data.ok());
+  EXPECT_THAT(Message(data.status()), HasSubstr("ranges[1] = rows 5..5"));
+}
+
+TEST(MakeSequencesTest, RejectsBadTraceBoundaries) {
+  const CsvTable table = SmallTable();
+  EXPECT_THAT(
+      Message(MakeSequences(table, {1}, {2}, {{1, 8}}, 0, {4}).status()),
+      HasSubstr("give one of them"));
+  EXPECT_THAT(Message(MakeSequences(table, {1}, {2}, {{1, 8}}, 4, {}).status()),
+              HasSubstr("trace column index 4 is out of range"));
+  EXPECT_THAT(
+      Message(MakeSequences(table, {1}, {2}, {{1, 8}}, -2, {}).status()),
+      HasSubstr("trace column index -2"));
+  EXPECT_THAT(
+      Message(MakeSequences(table, {1}, {2}, {{1, 8}}, -1, {9}).status()),
+      AllOf(HasSubstr("trace_starts[0] = 9"), HasSubstr("1 to 8")));
+  EXPECT_THAT(
+      Message(MakeSequences(table, {1}, {2}, {{1, 8}}, -1, {0}).status()),
+      HasSubstr("trace_starts[0] = 0"));
+}
+
+TEST(MakeSequencesTest, RejectsBadColumnsAndRanges) {
+  const CsvTable table = SmallTable();
+  EXPECT_THAT(
+      Message(MakeSequences(table, {1}, {1}, {{1, 8}}, -1, {}).status()),
+      HasSubstr("both an input and an output"));
+  EXPECT_THAT(Message(MakeSequences(table, {1}, {2}, {}, -1, {}).status()),
+              HasSubstr("no row ranges"));
+  EXPECT_THAT(
+      Message(MakeSequences(table, {1}, {2}, {{5, 4}}, -1, {}).status()),
+      AllOf(HasSubstr("ranges[0] = rows 5..4"), HasSubstr("no data")));
+}
+
+}  // namespace
+}  // namespace sparrow::core::data

@@ -1,0 +1,227 @@
+#include "core/train/trainer.h"
+
+#include <cmath>
+
+#include "core/data/synthetic.h"
+#include "gtest/gtest.h"
+
+namespace sparrow::core {
+namespace {
+
+using Eigen::MatrixXd;
+using Eigen::VectorXd;
+
+// Data from a small "teacher" RNN, so a student of the same shape can fit it exactly.
+data::SequenceData TeacherData(int samples, uint64_t seed) {
+  StateSpaceRnnSpec spec;
+  spec.nx = 2;
+  spec.nu = 1;
+  spec.ny = 1;
+  spec.fx_hidden = {4};
+  spec.fy_hidden = {4};
+  spec.initial_state = InitialState::kZero;
+  StateSpaceRnn teacher(spec);
+  Rng rng(99);
+  VectorXd theta(teacher.num_params());
+  teacher.Initialize(0.8, &rng, theta.data());
+  Rng input(seed);
+  MatrixXd u(1, samples);
+  double level = 0.0;
+  for (int k = 0; k < samples; ++k) {
+    if (k % 5 == 0) level = 2.0 * input.Uniform() - 1.0;
+    u(0, k) = level;
+  }
+  StateSpaceRnn::Tape tape;
+  teacher.Simulate(theta.data(), u, u, 0, &tape);
+  data::SequenceData s;
+  s.n_u = 1;
+  s.n_y = 1;
+  s.input_names = {"u"};
+  s.output_names = {"y"};
+  s.traces.push_back({u, 3.0 * tape.outputs().array() + 1.0});
+  return s;
+}
+
+TrainConfig RnnConfig() {
+  TrainConfig c;
+  c.model.kind = ModelKind::kStateSpaceRnn;
+  c.model.rnn.nx = 2;
+  c.model.rnn.fx_hidden = {4};
+  c.model.rnn.fy_hidden = {4};
+  c.model.init_scale = 0.5;
+  c.rho_x0 = 1e-3;
+  c.rho_theta = 1e-4;
+  c.optimizer = OptimizerKind::kLbfgs;
+  c.max_epochs = 300;
+  c.seed = 3;
+  return c;
+}
+
+TEST(TrainerTest, StateSpaceRnnFitsTeacherDataOnHeldOutTraces) {
+  TrainData data;
+  data.train_seq = TeacherData(400, 1);
+  data.test_seq = TeacherData(300, 2);
+  auto result = Train(RnnConfig(), data, nullptr);
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_GT(result->metrics.train_bfr, 95.0) << result->summary.BriefReport();
+  EXPECT_GT(result->metrics.test_bfr, 90.0);
+  EXPECT_TRUE(std::isnan(result->metrics.validation_bfr));
+  EXPECT_GT(result->ms_per_epoch, 0.0);
+}
+
+TEST(TrainerTest, SameSeedGivesBitIdenticalModels) {
+  TrainData data;
+  data.train_seq = TeacherData(200, 1);
+  TrainConfig c = RnnConfig();
+  c.optimizer = OptimizerKind::kAdam;
+  c.first_order.learning_rate = 0.01;
+  c.bptt_window = 50;
+  c.max_epochs = 20;
+  auto a = Train(c, data, nullptr);
+  auto b = Train(c, data, nullptr);
+  c.seed = 4;
+  auto d = Train(c, data, nullptr);
+  ASSERT_TRUE(a.ok() && b.ok() && d.ok());
+  EXPECT_EQ(a->model.params, b->model.params);
+  EXPECT_NE(a->model.params, d->model.params);
+}
+
+class AbortAfter : public IterationCallback {
+ public:
+  explicit AbortAfter(int n) : n_(n) {}
+  CallbackResult OnIteration(IterationRecord* r) override {
+    ++calls;
+    EXPECT_TRUE(std::isfinite(r->sparsity_pct));
+    return r->iteration >= n_ ? CallbackResult::kAbort : CallbackResult::kContinue;
+  }
+  int calls = 0;
+
+ private:
+  int n_;
+};
+
+TEST(TrainerTest, CallbackCancelsTheRun) {
+  TrainData data;
+  data.train_seq = TeacherData(200, 1);
+  TrainConfig c = RnnConfig();
+  c.optimizer = OptimizerKind::kAdam;
+  AbortAfter abort(5);
+  auto r = Train(c, data, &abort);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->summary.termination, Termination::kUserAbort);
+  EXPECT_EQ(r->summary.iterations, 5);
+  EXPECT_EQ(abort.calls, 5);
+}
+
+TEST(TrainerTest, ValidationPatienceStopsEarlyAndKeepsTheBestIterate) {
+  TrainData data;
+  data.train_seq = TeacherData(200, 1);
+  data.validation_seq = TeacherData(150, 5);
+  TrainConfig c = RnnConfig();
+  c.optimizer = OptimizerKind::kSgd;
+  c.first_order.method = FirstOrderOptions::Method::kSgd;
+  c.first_order.learning_rate = 0.5;  // large steps: validation stalls quickly
+  c.max_epochs = 2000;
+  c.patience = 5;
+  auto r = Train(c, data, nullptr);
+  ASSERT_TRUE(r.ok());
+  EXPECT_TRUE(r->summary.termination == Termination::kEarlyStopped ||
+              r->summary.termination == Termination::kDiverged)
+      << r->summary.BriefReport();
+  double best = std::numeric_limits<double>::infinity();
+  for (const auto& rec : r->summary.history) {
+    if (std::isfinite(rec.validation_metric)) best = std::min(best, rec.validation_metric);
+  }
+  EXPECT_NEAR(r->metrics.validation_rmse, best, 1e-9 * (1 + best));
+}
+
+TEST(TrainerTest, NarxOnCascadedTanksReportsOneStepAndSimulation) {
+  data::CascadedTanksOptions o;
+  o.samples = 1024;
+  o.noise_std = 0.02;
+  auto train = data::GenerateCascadedTanks(o);
+  o.seed = 2;
+  auto test = data::GenerateCascadedTanks(o);
+  ASSERT_TRUE(train.ok() && test.ok());
+  TrainData data;
+  for (auto* p : {&data.train_seq, &data.test_seq}) {
+    const auto& g = p == &data.train_seq ? *train : *test;
+    p->n_u = 1;
+    p->n_y = 1;
+    p->input_names = {"u"};
+    p->output_names = {"y"};
+    p->traces.push_back({g.u, g.y});
+  }
+  TrainConfig c;
+  c.model.kind = ModelKind::kNarxMlp;
+  c.model.lags = {2, 2, true};
+  c.model.hidden = {10};
+  c.optimizer = OptimizerKind::kLbfgs;
+  c.max_epochs = 200;
+  c.rho_theta = 1e-3;
+  auto r = Train(c, data, nullptr);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_LT(r->metrics.test_one_step_rmse, 0.15);
+  EXPECT_LT(r->metrics.test_one_step_rmse, r->metrics.test_rmse);
+  EXPECT_GT(r->metrics.test_bfr, 70.0);
+}
+
+TEST(TrainerTest, MlpRegressionAndClassification) {
+  Rng rng(1);
+  auto make = [&](int n, data::TableData* reg, data::TableData* cls) {
+    reg->x.resize(2, n);
+    reg->y.resize(1, n);
+    cls->x.resize(2, n);
+    cls->y.resize(1, n);
+    for (int j = 0; j < n; ++j) {
+      const double a = 4 * rng.Uniform() - 2, b = 4 * rng.Uniform() - 2;
+      reg->x.col(j) << a, b;
+      reg->y(0, j) = 10 + 5 * std::sin(a) + b;
+      cls->x.col(j) << a, b;
+      cls->y(0, j) = a + b > 0.5 ? 2 : (a - b > 0 ? 1 : 0);
+    }
+    reg->input_names = cls->input_names = {"a", "b"};
+    reg->output_names = cls->output_names = {"y"};
+  };
+  TrainData reg, cls;
+  make(600, &reg.train_table, &cls.train_table);
+  make(300, &reg.test_table, &cls.test_table);
+  TrainConfig c;
+  c.model.kind = ModelKind::kMlp;
+  c.model.hidden = {16};
+  c.optimizer = OptimizerKind::kAdam;
+  c.first_order.learning_rate = 0.01;
+  c.batch_size = 32;
+  c.max_epochs = 300;
+  auto r = Train(c, reg, nullptr);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_LT(r->metrics.test_rmse, 0.3);  // target std is about 4
+  c.loss.kind = LossKind::kSoftmaxCrossEntropy;
+  auto k = Train(c, cls, nullptr);
+  ASSERT_TRUE(k.ok()) << k.status();
+  EXPECT_GT(k->metrics.test_accuracy, 95.0);
+  EXPECT_EQ(k->model.output_names.size(), 3u);
+}
+
+TEST(TrainerTest, TooShortTraceIsAnError) {
+  TrainData data;
+  data.train_seq = TeacherData(5, 1);
+  TrainConfig c = RnnConfig();
+  c.model.rnn.initial_state = InitialState::kEncoder;
+  c.model.rnn.encoder = EncoderSpec{{3}, 4, 4};
+  auto r = Train(c, data, nullptr);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(r.status().message().find("has 5 samples"), std::string::npos) << r.status();
+}
+
+TEST(TrainerTest, InvalidConfigNamesTheField) {
+  TrainConfig c = RnnConfig();
+  c.rho_theta = -1;
+  EXPECT_NE(c.Validate().message().find("rho_theta"), std::string::npos);
+  c = RnnConfig();
+  c.max_epochs = 0;
+  EXPECT_NE(c.Validate().message().find("max_epochs"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace sparrow::core
