@@ -154,10 +154,13 @@ absl::Status TrainConfig::Validate() const {
                      model.x0_estimation_samples, "; it must be >= 1"));
   }
   if (model.kind == ModelKind::kNarxMlp) SPARROW_RETURN_IF_ERROR(data::ValidateNarxLags(model.lags));
-  if (optimizer == OptimizerKind::kLbfgs) {
-    SPARROW_RETURN_IF_ERROR(lbfgs.Validate());
-  } else {
-    SPARROW_RETURN_IF_ERROR(first_order.Validate());
+  const absl::Status options =
+      optimizer == OptimizerKind::kLbfgs ? lbfgs.Validate() : first_order.Validate();
+  if (!options.ok()) {
+    const char* name = optimizer == OptimizerKind::kLbfgs  ? "lbfgs"
+                       : optimizer == OptimizerKind::kSgd ? "sgd"
+                                                           : "adam";
+    return absl::InvalidArgumentError(absl::StrCat("optimizer.", name, ".", options.message()));
   }
   return absl::OkStatus();
 }

@@ -6,6 +6,7 @@
 #include <functional>
 
 #include "Eigen/Core"
+#include "core/util/random.h"
 
 namespace sparrow::testing {
 
@@ -34,6 +35,15 @@ inline Eigen::VectorXd NumericGradient(const std::function<double(const Eigen::V
              [&](const Eigen::VectorXd& v) { return Eigen::VectorXd::Constant(1, f(v)); }, x, h)
       .row(0)
       .transpose();
+}
+
+// Uniform entries in [-1, 1] from a fixed seed: test data must not depend on which tests ran
+// before (Eigen's Random() draws from the shared std::rand state).
+inline Eigen::MatrixXd RandomMatrix(int rows, int cols, uint64_t seed) {
+  core::Rng rng(seed);
+  Eigen::MatrixXd m(rows, cols);
+  for (Eigen::Index i = 0; i < m.size(); ++i) m.data()[i] = 2.0 * rng.Uniform() - 1.0;
+  return m;
 }
 
 // ||a - b|| / max(||b||, floor): the relative error the derivative tests bound.

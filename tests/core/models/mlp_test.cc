@@ -30,8 +30,8 @@ class MlpDerivativeTest
     for (const auto& l : mlp_.layers()) {
       for (int k = 0; k < l.out; ++k) theta_(l.bias_offset + k) = 0.3 * rng.Normal();
     }
-    x_ = MatrixXd::Random(3, 5);
-    target_ = MatrixXd::Random(2, 5);
+    x_ = testing::RandomMatrix(3, 5, 1);
+    target_ = testing::RandomMatrix(2, 5, 2);
   }
   MatrixXd Output(const VectorXd& theta, const MatrixXd& x) const {
     Mlp::Cache c;
@@ -108,7 +108,7 @@ TEST_P(MlpDerivativeTest, JacobiansMatchFiniteDifferences) {
 TEST_P(MlpDerivativeTest, DiagGgnEqualsSumOfSquaredJacobians) {
   Mlp::Cache c;
   mlp_.Forward(theta_.data(), x_, &c);
-  const MatrixXd sqrt_curv = MatrixXd::Random(2, 5).cwiseAbs();
+  const MatrixXd sqrt_curv = testing::RandomMatrix(2, 5, 3).cwiseAbs();
   VectorXd diag = VectorXd::Zero(mlp_.num_params());
   mlp_.AccumulateDiagGgn(theta_.data(), sqrt_curv, &c, diag.data());
   // Reference from finite-difference Jacobians: sum_t sum_o (s_ot * dout_o/dtheta)^2.

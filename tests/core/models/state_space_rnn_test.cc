@@ -1,5 +1,6 @@
 #include "core/models/state_space_rnn.h"
 
+#include <sstream>
 #include <tuple>
 
 #include "gtest/gtest.h"
@@ -22,6 +23,11 @@ struct Case {
   Activation activation;
   Activation output_activation;
 };
+
+void PrintTo(const Case& c, std::ostream* os) {
+  *os << static_cast<int>(c.initial_state) << (c.feedthrough ? "_feedthrough_" : "_strict_")
+      << ActivationName(c.activation) << "_" << ActivationName(c.output_activation);
+}
 
 class RnnDerivativeTest : public ::testing::TestWithParam<Case> {
  protected:
@@ -46,8 +52,8 @@ class RnnDerivativeTest : public ::testing::TestWithParam<Case> {
     rnn_.Initialize(1.0, &rng, theta_.data());
     for (int i = 0; i < rnn_.x0_size(); ++i) theta_(rnn_.x0_offset() + i) += 0.5 * rng.Normal();
     for (int t = 0; t < 2; ++t) {
-      u_.push_back(MatrixXd::Random(2, 12 + t));
-      y_.push_back(MatrixXd::Random(2, 12 + t).cwiseAbs());
+      u_.push_back(testing::RandomMatrix(2, 12 + t, 10 + t));
+      y_.push_back(testing::RandomMatrix(2, 12 + t, 20 + t).cwiseAbs());
     }
   }
   // Sum over traces of a weighted quadratic of the predictions.
@@ -107,7 +113,12 @@ INSTANTIATE_TEST_SUITE_P(
         Case{InitialState::kEncoder, true, Activation::kSigmoid, Activation::kLinear},
         Case{InitialState::kZero, true, Activation::kLeakyRelu, Activation::kLinear},
         Case{InitialState::kFree, true, Activation::kRelu, Activation::kLinear},
-        Case{InitialState::kFree, true, Activation::kLinear, Activation::kLinear}));
+        Case{InitialState::kFree, true, Activation::kLinear, Activation::kLinear}),
+    [](const ::testing::TestParamInfo<Case>& info) {
+      std::ostringstream name;
+      PrintTo(info.param, &name);
+      return "x0kind" + name.str();
+    });
 
 TEST(StateSpaceRnnTest, DamperModelHasThePapersParameterCounts) {
   // Bemporad Sec. 5.1: nx = 4, one hidden layer of 4 in fx and fy, feedthrough:
@@ -155,7 +166,7 @@ TEST(StateSpaceRnnTest, SimulateFromMatchesFreeInitialState) {
   VectorXd theta(rnn.num_params());
   rnn.Initialize(1.0, &rng, theta.data());
   theta.head(2) << 0.3, -0.2;
-  const MatrixXd u = MatrixXd::Random(1, 20);
+  const MatrixXd u = testing::RandomMatrix(1, 20, 3);
   StateSpaceRnn::Tape a, b;
   rnn.Simulate(theta.data(), u, MatrixXd::Zero(1, 20), 0, &a);
   rnn.SimulateFrom(theta.data(), theta.head(2), u, 0, &b);

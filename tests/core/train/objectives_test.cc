@@ -20,10 +20,10 @@ TEST(TableObjectiveTest, FullAndMinibatchGradientsMatchFiniteDifferences) {
     Mlp mlp(MlpSpec{4, {5}, outputs, Activation::kTanh,
                     kind == LossKind::kBinaryCrossEntropy ? Activation::kSigmoid
                                                           : Activation::kLinear});
-    const MatrixXd x = MatrixXd::Random(4, 30);
+    const MatrixXd x = testing::RandomMatrix(4, 30, 1);
     MatrixXd y = MatrixXd::Zero(outputs, 30);
     for (int j = 0; j < 30; ++j) y(j % outputs, j) = outputs == 1 ? (j % 3 == 0) : 1.0;
-    if (kind == LossKind::kMse) y = MatrixXd::Random(1, 30);
+    if (kind == LossKind::kMse) y = testing::RandomMatrix(1, 30, 2);
     Loss loss{kind, kind == LossKind::kBinaryCrossEntropy ? 1e-4 : 0.0};
     TableObjective objective(&mlp, &x, &y, loss, 0.3, 8, true);
     Rng rng(1);
@@ -56,8 +56,8 @@ TEST(TableObjectiveTest, FullAndMinibatchGradientsMatchFiniteDifferences) {
 
 TEST(TableObjectiveTest, MinibatchesAverageToTheFullObjective) {
   Mlp mlp(MlpSpec{2, {3}, 1, Activation::kTanh, Activation::kLinear});
-  const MatrixXd x = MatrixXd::Random(2, 40);
-  const MatrixXd y = MatrixXd::Random(1, 40);
+  const MatrixXd x = testing::RandomMatrix(2, 40, 3);
+  const MatrixXd y = testing::RandomMatrix(1, 40, 4);
   TableObjective objective(&mlp, &x, &y, Loss{}, 0.1, 10, true);
   Rng rng(2);
   VectorXd w(mlp.num_params());
@@ -86,7 +86,7 @@ class SequenceObjectiveTest : public ::testing::Test {
     spec.num_traces = 2;
     rnn_ = StateSpaceRnn(spec);
     for (int t = 0; t < 2; ++t) {
-      traces_.push_back({MatrixXd::Random(1, 25 + 7 * t), MatrixXd::Random(1, 25 + 7 * t)});
+      traces_.push_back({testing::RandomMatrix(1, 25 + 7 * t, 5 + t), testing::RandomMatrix(1, 25 + 7 * t, 7 + t)});
     }
     Rng rng(4);
     w_.resize(rnn_.num_params());

@@ -1,0 +1,114 @@
+#!/usr/bin/env bash
+# End-to-end checks of the `sparrow` CLI: help texts, datagen, a small local run with --json,
+# and every class of bad input giving a clear message and exit code 2 (never a crash).
+# Usage: cli_test.sh BIN_DIR   (run from the repository root)
+set -u
+bin="$1/sparrow"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+passed=0
+failed=0
+
+ok() { passed=$((passed + 1)); }
+bad() { failed=$((failed + 1)); echo "FAIL: $*"; }
+
+# expect_exit CODE NEEDLE -- command...: the exit code and a substring of stdout+stderr.
+expect() {
+  local code=$1 needle=$2
+  shift 2
+  local out rc
+  out=$("$@" 2>&1)
+  rc=$?
+  if [[ $rc -ne $code ]]; then bad "$* -> exit $rc, want $code: $out"; return; fi
+  if [[ -n "$needle" && "$out" != *"$needle"* ]]; then bad "$* -> missing '$needle' in: $out"; return; fi
+  ok
+}
+
+# --- help with an example for every subcommand --------------------------------------------
+expect 0 "Example" "$bin" --help
+expect 0 "Example: sparrow run" "$bin" run --help
+expect 0 "Example: sparrow datagen" "$bin" datagen --help
+expect 2 "" "$bin" no-such-command
+expect 2 "" "$bin" datagen no-such-system -o "$tmp/x.csv"
+
+# --- datagen -----------------------------------------------------------------------------
+expect 0 '"samples": 600' "$bin" datagen cascaded-tanks --samples 600 --seed 3 -o "$tmp/tanks.csv" --json
+expect 0 "wrote 300 samples" "$bin" datagen binary-system --samples 300 --noise 0.05 -o "$tmp/binary.csv"
+[[ $(head -1 "$tmp/tanks.csv") == "u,y" ]] && ok || bad "tanks header: $(head -1 "$tmp/tanks.csv")"
+[[ $(wc -l < "$tmp/tanks.csv") -eq 601 ]] && ok || bad "tanks rows"
+expect 2 "noise" "$bin" datagen cascaded-tanks --noise -1 -o "$tmp/n.csv"
+
+# --- a small local run ---------------------------------------------------------------------
+spec() {  # spec FILE MODEL [EXTRA]: writes a spec for the tanks data
+  cat > "$1" <<JSON
+{
+  "data": {"csv_path": "$tmp/tanks.csv", "inputs": ["u"], "outputs": ["y"]},
+  "split": {"train": [{"first": 1, "last": 400}], "test": [{"first": 401, "last": 600}]},
+  "model": $2,
+  "optimizer": {"lbfgs": {}},
+  "stopping": {"max_epochs": 20}${3:-}
+}
+JSON
+}
+spec "$tmp/ok.json" '{"state_space_rnn": {"nx": 2, "fx_hidden": [4], "fy_hidden": [4]}}'
+out=$("$bin" run --local "$tmp/ok.json" --json 2>/dev/null)
+rc=$?
+if [[ $rc -eq 0 ]] && python3 - "$out" <<'PY'
+import json, sys
+d = json.loads(sys.argv[1])
+for k in ("train_rmse", "test_rmse", "train_bfr", "test_bfr", "sparsity_pct", "epochs", "seconds", "ms_per_epoch", "termination"):
+    assert k in d, k
+assert d["epochs"] <= 20
+PY
+then ok; else bad "run --json: rc=$rc out=$out"; fi
+
+out=$("$bin" run --local "$tmp/ok.json" --seeds 3 --threads 2 --json -o "$tmp/model.json" 2>/dev/null)
+if python3 - "$out" "$tmp/model.json" <<'PY'
+import json, sys
+d = json.loads(sys.argv[1])
+assert len(d["runs"]) == 3 and d["best_seed"] in [r["seed"] for r in d["runs"]]
+for k in ("mean", "std", "median", "best"):
+    assert k in d["summary"]["test_bfr"], k
+m = json.load(open(sys.argv[2]))
+assert len(m["parameters"]) > 0 and m["metrics"]["test_bfr"] == m["metrics"]["test_bfr"]
+PY
+then ok; else bad "run --seeds 3: $out"; fi
+expect 0 "termination" "$bin" run --local "$tmp/ok.json"
+
+# --- bad inputs: clear message, exit 2 ------------------------------------------------------
+csv_case() {  # csv_case NAME CONTENT NEEDLE
+  printf "$2" > "$tmp/$1.csv"
+  sed "s|$tmp/tanks.csv|$tmp/$1.csv|; s|\"last\": 400|\"last\": 2|; s|\"first\": 401, \"last\": 600|\"first\": 3, \"last\": 3|" \
+    "$tmp/ok.json" > "$tmp/$1.json"
+  expect 2 "$3" "$bin" run --local "$tmp/$1.json"
+}
+csv_case nonnumeric 'u,y\n1,2\n1,abc\n3,4\n' "line 3"
+csv_case nan 'u,y\n1,2\nNaN,2\n3,4\n' "column 'u'"
+csv_case inf 'u,y\n1,2\n1,inf\n3,4\n' "line 3"
+csv_case missing 'u,y\n1,2\n1,\n3,4\n' "line 3"
+csv_case ragged 'u,y\n1,2\n1,2,3,4\n3,4\n' "line 3"
+csv_case empty '' "empty"
+csv_case unknowncol 'a,b\n1,2\n1,2\n3,4\n' "'u'"
+
+cp "$tmp/ok.json" "$tmp/unknown_field.json"
+sed -i 's|"stopping"|"stoping"|' "$tmp/unknown_field.json"
+expect 2 "stoping" "$bin" run --local "$tmp/unknown_field.json"
+
+spec "$tmp/neg.json" '{"mlp": {"hidden": [8, -3]}}'
+expect 2 "hidden[1] is -3" "$bin" run --local "$tmp/neg.json"
+
+spec "$tmp/lag.json" '{"narx_mlp": {"input_lags": 500, "output_lags": 2, "hidden": [4]}}'
+expect 2 "lag 500 is longer than the data" "$bin" run --local "$tmp/lag.json"
+
+sed 's|"first": 401, "last": 600|"first": 401, "last": 900|' "$tmp/ok.json" > "$tmp/split.json"
+expect 2 "split.test" "$bin" run --local "$tmp/split.json"
+
+sed 's|"csv_path": "[^"]*"|"csv_path": "/nonexistent/data.csv"|' "$tmp/ok.json" > "$tmp/nofile.json"
+expect 2 "cannot read data.csv_path '/nonexistent/data.csv'" "$bin" run --local "$tmp/nofile.json"
+expect 2 "cannot read the job spec" "$bin" run --local "$tmp/does-not-exist.json"
+echo '{ not json' > "$tmp/garbage.json"
+expect 2 "not valid" "$bin" run --local "$tmp/garbage.json"
+expect 2 "seeds" "$bin" run --local "$tmp/ok.json" --seeds 0
+
+echo "cli: $passed passed, $failed failed"
+[[ $failed -eq 0 ]]
