@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "core/models/narx_mlp.h"
 #include "core/optim/lbfgs/lbfgs.h"
 
 namespace sparrow::core {
@@ -61,6 +62,12 @@ class InitialStateObjective : public Objective {
   Eigen::VectorXd scratch_;
 };
 
+NarxMlp Narx(const Model& m) {
+  const int nu = m.input_scaling.size();
+  const int ny = m.output_scaling.size();
+  return NarxMlp(m.config.lags, nu, ny, NetworkSpec(m.config, m.config.lags.dimension(nu, ny), ny));
+}
+
 }  // namespace
 
 MlpSpec NetworkSpec(const ModelConfig& c, int n_in, int n_out) {
@@ -111,16 +118,7 @@ absl::StatusOr<SequencePrediction> Simulate(const Model& m, const Eigen::MatrixX
                                                        " samples; the model needs more than ",
                                                        lags.max_lag()));
       }
-      const Mlp mlp(NetworkSpec(m.config, lags.dimension(u.rows(), y.rows()), y.rows()));
-      Eigen::MatrixXd sim = y;  // history: measured outputs before max_lag
-      Mlp::Cache cache;
-      cache.Resize(mlp, 1);
-      for (int t = lags.max_lag(); t < n; ++t) {
-        data::FillNarxRegressor(lags, u, sim, t, cache.input().col(0));
-        mlp.ForwardColumn(m.params.data(), 0, &cache);
-        sim.col(t) = cache.output().col(0);
-      }
-      out.y = sim;
+      out.y = Narx(m).Simulate(m.params.data(), u, y);
       out.first = lags.max_lag();
       break;
     }
@@ -162,19 +160,15 @@ absl::StatusOr<SequencePrediction> PredictOneStep(const Model& m, const Eigen::M
   Eigen::MatrixXd y = y_raw;
   m.input_scaling.Apply(&u);
   m.output_scaling.Apply(&y);
-  data::SequenceData seq;
-  seq.traces.push_back({u, y});
-  seq.n_u = static_cast<int>(u.rows());
-  seq.n_y = static_cast<int>(y.rows());
-  const auto regressors = data::BuildNarxRegressors(seq, m.config.lags);
-  if (!regressors.ok()) return regressors.status();
-  const Mlp mlp(NetworkSpec(m.config, static_cast<int>(regressors->x.rows()), seq.n_y));
-  Mlp::Cache cache;
-  mlp.Forward(m.params.data(), regressors->x, &cache);
+  if (u.cols() <= m.config.lags.max_lag()) {
+    return absl::InvalidArgumentError(absl::StrCat("the sequence has ", u.cols(),
+                                                   " samples; the model needs more than ",
+                                                   m.config.lags.max_lag()));
+  }
   SequencePrediction out;
   out.first = m.config.lags.max_lag();
   out.y = y;
-  out.y.rightCols(cache.output().cols()) = cache.output();
+  out.y.rightCols(u.cols() - out.first) = Narx(m).PredictOneStep(m.params.data(), u, y);
   m.output_scaling.Invert(&out.y);
   return out;
 }
