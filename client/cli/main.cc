@@ -1,7 +1,8 @@
 // `sparrow`: the command-line client. Subcommands:
 //   run --local SPEC.json   train in-process and print the fit
 //   datagen SYSTEM -o FILE  generate the project's synthetic benchmark data
-// Exit codes: 0 success, 1 the training run failed (diverged), 2 usage or input error.
+// Exit codes: 0 success, 1 the training run failed (diverged), 2 usage or input
+// error.
 #include <atomic>
 #include <csignal>
 #include <cstdio>
@@ -32,13 +33,15 @@ std::atomic<bool> g_interrupted{false};
 
 void OnSignal(int) { g_interrupted = true; }
 
-absl::StatusOr<std::string> ReadFile(const std::string& path, const std::string& what) {
+absl::StatusOr<std::string> ReadFile(const std::string& path,
+                                     const std::string& what) {
   std::ifstream in(path, std::ios::binary);
   if (!in) {
-    return absl::NotFoundError(absl::StrFormat(
-        "cannot read %s '%s': no such file or not readable (paths are relative to the current "
-        "directory)",
-        what, path));
+    return absl::NotFoundError(
+        absl::StrFormat("cannot read %s '%s': no such file or not readable "
+                        "(paths are relative to the current "
+                        "directory)",
+                        what, path));
   }
   std::ostringstream s;
   s << in.rdbuf();
@@ -53,17 +56,18 @@ int Fail(const absl::Status& s) {
 // Prints a progress line to stderr every few epochs; cancels on Ctrl-C.
 class ProgressPrinter : public core::IterationCallback {
  public:
-  ProgressPrinter(bool enabled, int max_epochs) : enabled_(enabled), max_epochs_(max_epochs) {}
+  ProgressPrinter(bool enabled, int max_epochs)
+      : enabled_(enabled), max_epochs_(max_epochs) {}
   core::CallbackResult OnIteration(core::IterationRecord* r) override {
     if (g_interrupted) return core::CallbackResult::kAbort;
     const int every = std::max(1, max_epochs_ / 10);
     if (enabled_ && (r->iteration % every == 0 || r->iteration == 1)) {
-      std::cerr << absl::StrFormat("  epoch %6d  loss %-12.6g %s %7.2f s\n", r->iteration,
-                                   r->loss,
-                                   std::isfinite(r->validation_metric)
-                                       ? absl::StrFormat("val %-10.5g", r->validation_metric)
-                                       : std::string(),
-                                   r->elapsed_seconds);
+      std::cerr << absl::StrFormat(
+          "  epoch %6d  loss %-12.6g %s %7.2f s\n", r->iteration, r->loss,
+          std::isfinite(r->validation_metric)
+              ? absl::StrFormat("val %-10.5g", r->validation_metric)
+              : std::string(),
+          r->elapsed_seconds);
     }
     return core::CallbackResult::kContinue;
   }
@@ -85,11 +89,14 @@ struct RunFlags {
 int RunLocal(const RunFlags& f) {
   if (!f.local) {
     return Fail(absl::InvalidArgumentError(
-        "only local runs are available: pass --local (submitting to sparrowd comes with the "
+        "only local runs are available: pass --local (submitting to sparrowd "
+        "comes with the "
         "service)"));
   }
-  if (f.seeds < 1) return Fail(absl::InvalidArgumentError("--seeds must be at least 1"));
-  if (f.threads < 0) return Fail(absl::InvalidArgumentError("--threads must be >= 0"));
+  if (f.seeds < 1)
+    return Fail(absl::InvalidArgumentError("--seeds must be at least 1"));
+  if (f.threads < 0)
+    return Fail(absl::InvalidArgumentError("--threads must be >= 0"));
   auto text = ReadFile(f.spec_path, "the job spec");
   if (!text.ok()) return Fail(text.status());
   auto spec = spec::ParseJobSpecJson(*text);
@@ -97,8 +104,9 @@ int RunLocal(const RunFlags& f) {
   auto config = spec::ToTrainConfig(*spec);
   if (!config.ok()) return Fail(config.status());
   if (spec->data().source_case() != v1::DataSource::kCsvPath) {
-    return Fail(absl::InvalidArgumentError(
-        "data.csv_path is required for --local runs (data.dataset_id needs sparrowd)"));
+    return Fail(
+        absl::InvalidArgumentError("data.csv_path is required for --local runs "
+                                   "(data.dataset_id needs sparrowd)"));
   }
   auto csv = ReadFile(spec->data().csv_path(), "data.csv_path");
   if (!csv.ok()) return Fail(csv.status());
@@ -106,18 +114,22 @@ int RunLocal(const RunFlags& f) {
   if (!data.ok()) return Fail(data.status());
 
   std::signal(SIGINT, OnSignal);
-  const int threads =
-      std::max(1, std::min(f.seeds, f.threads > 0 ? f.threads
-                                                  : static_cast<int>(
-                                                        std::thread::hardware_concurrency())));
+  const int threads = std::max(
+      1, std::min(f.seeds,
+                  f.threads > 0
+                      ? f.threads
+                      : static_cast<int>(std::thread::hardware_concurrency())));
   const bool show_progress = !f.json && f.seeds == 1;
   if (!f.json) {
-    std::cerr << absl::StrFormat("sparrow: training %s (%d seed%s on %d thread%s)\n",
-                                 spec->name().empty() ? f.spec_path : spec->name(), f.seeds,
-                                 f.seeds > 1 ? "s" : "", threads, threads > 1 ? "s" : "");
+    std::cerr << absl::StrFormat(
+        "sparrow: training %s (%d seed%s on %d thread%s)\n",
+        spec->name().empty() ? f.spec_path : spec->name(), f.seeds,
+        f.seeds > 1 ? "s" : "", threads, threads > 1 ? "s" : "");
   }
-  // Multi-start (jax-sysid's parallel_fit): seeds spec.seed, spec.seed + 1, ... in parallel.
-  std::vector<absl::StatusOr<core::TrainResult>> results(f.seeds, absl::UnknownError("not run"));
+  // Multi-start (jax-sysid's parallel_fit): seeds spec.seed, spec.seed + 1, ...
+  // in parallel.
+  std::vector<absl::StatusOr<core::TrainResult>> results(
+      f.seeds, absl::UnknownError("not run"));
   std::atomic<int> next{0};
   auto worker = [&] {
     for (int i = next++; i < f.seeds; i = next++) {
@@ -149,14 +161,16 @@ int RunLocal(const RunFlags& f) {
       model.SerializeToOstream(&out);
     }
     if (!out) {
-      return Fail(absl::InvalidArgumentError("cannot write the model to " + f.model_out));
+      return Fail(absl::InvalidArgumentError("cannot write the model to " +
+                                             f.model_out));
     }
   }
   if (f.json) {
     std::cout << ReportJson(reports, best).dump(2) << "\n";
   } else {
     std::cout << ReportTable(reports, best);
-    if (!f.model_out.empty()) std::cout << "model written to " << f.model_out << "\n";
+    if (!f.model_out.empty())
+      std::cout << "model written to " << f.model_out << "\n";
   }
   if (g_interrupted) return kExitFailed;
   for (const RunReport& r : reports) {
@@ -199,28 +213,33 @@ int Datagen(const DatagenFlags& f) {
   out << header << "\n";
   for (Eigen::Index t = 0; t < seq->u.cols(); ++t) {
     std::string line;
-    for (Eigen::Index i = 0; i < seq->u.rows(); ++i) line += absl::StrFormat("%.17g,", seq->u(i, t));
-    for (Eigen::Index i = 0; i < seq->y.rows(); ++i) line += absl::StrFormat("%.17g,", seq->y(i, t));
+    for (Eigen::Index i = 0; i < seq->u.rows(); ++i)
+      line += absl::StrFormat("%.17g,", seq->u(i, t));
+    for (Eigen::Index i = 0; i < seq->y.rows(); ++i)
+      line += absl::StrFormat("%.17g,", seq->y(i, t));
     line.back() = '\n';
     out << line;
   }
   out.close();
   if (!out) return Fail(absl::InvalidArgumentError("cannot write " + f.out));
   if (f.json) {
-    nlohmann::json j = {{"system", f.system},   {"file", f.out},    {"samples", seq->u.cols()},
-                        {"noise", f.noise},     {"seed", f.seed},   {"columns", header}};
+    nlohmann::json j = {{"system", f.system},       {"file", f.out},
+                        {"samples", seq->u.cols()}, {"noise", f.noise},
+                        {"seed", f.seed},           {"columns", header}};
     std::cout << j.dump(2) << "\n";
   } else {
-    std::cout << absl::StrFormat("wrote %d samples of %s (columns %s) to %s\n", seq->u.cols(),
-                                 f.system, header, f.out);
+    std::cout << absl::StrFormat("wrote %d samples of %s (columns %s) to %s\n",
+                                 seq->u.cols(), f.system, header, f.out);
   }
   return kExitOk;
 }
 
 int Main(int argc, char** argv) {
   CLI::App app{
-      "sparrow: train NAILS/NAILM, SBDL, RLS and block-layer models, and the usual baselines.\n"
-      "Example: sparrow run --local examples/damper_adam.json --seeds 5 --json"};
+      "sparrow: train NAILS/NAILM, SBDL, RLS and block-layer models, and the "
+      "usual baselines.\n"
+      "Example: sparrow run --local examples/damper_adam.json --seeds 5 "
+      "--json"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "sparrow 0.1.0");
 
@@ -228,27 +247,38 @@ int Main(int argc, char** argv) {
   CLI::App* run_cmd = app.add_subcommand(
       "run",
       "Train a job spec.\n"
-      "Example: sparrow run --local examples/damper_adam.json --seeds 5 --threads 2 --json");
-  run_cmd->add_flag("--local", run.local, "Train in this process (required for now)");
-  run_cmd->add_option("spec", run.spec_path, "Job spec (JSON, sparrow.v1.JobSpec)")->required();
-  run_cmd->add_option("--seeds", run.seeds,
-                      "Independent initializations (seed, seed+1, ...), run in parallel")
+      "Example: sparrow run --local examples/damper_adam.json --seeds 5 "
+      "--threads 2 --json");
+  run_cmd->add_flag("--local", run.local,
+                    "Train in this process (required for now)");
+  run_cmd
+      ->add_option("spec", run.spec_path, "Job spec (JSON, sparrow.v1.JobSpec)")
+      ->required();
+  run_cmd
+      ->add_option(
+          "--seeds", run.seeds,
+          "Independent initializations (seed, seed+1, ...), run in parallel")
       ->capture_default_str();
-  run_cmd->add_option("--threads", run.threads, "Worker threads for --seeds (0 = all cores)");
-  run_cmd->add_flag("--json", run.json, "Print one JSON object instead of a table");
+  run_cmd->add_option("--threads", run.threads,
+                      "Worker threads for --seeds (0 = all cores)");
+  run_cmd->add_flag("--json", run.json,
+                    "Print one JSON object instead of a table");
   run_cmd->add_option("-o,--output", run.model_out,
-                      "Write the trained model (best seed) here: .json for JSON, else protobuf");
+                      "Write the trained model (best seed) here: .json for "
+                      "JSON, else protobuf");
 
   DatagenFlags gen;
-  CLI::App* gen_cmd = app.add_subcommand(
-      "datagen",
-      "Generate synthetic benchmark data as CSV.\n"
-      "Example: sparrow datagen cascaded-tanks --samples 2048 --seed 1 -o tanks.csv");
+  CLI::App* gen_cmd =
+      app.add_subcommand("datagen",
+                         "Generate synthetic benchmark data as CSV.\n"
+                         "Example: sparrow datagen cascaded-tanks --samples "
+                         "2048 --seed 1 -o tanks.csv");
   gen_cmd->add_option("system", gen.system, "cascaded-tanks | binary-system")
       ->required()
       ->check(CLI::IsMember({"cascaded-tanks", "binary-system"}));
-  gen_cmd->add_option("--noise", gen.noise, "Noise standard deviation (tanks: on y; binary: "
-                                            "sigma_n on the state and the output)");
+  gen_cmd->add_option("--noise", gen.noise,
+                      "Noise standard deviation (tanks: on y; binary: "
+                      "sigma_n on the state and the output)");
   gen_cmd->add_option("--samples", gen.samples,
                       "Number of samples (default 1024 tanks, 2000 binary)");
   gen_cmd->add_option("--seed", gen.seed, "Random seed")->capture_default_str();

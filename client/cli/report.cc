@@ -33,7 +33,8 @@ std::vector<std::pair<std::string, std::vector<double>>> Columns(
     const std::vector<RunReport>& reports) {
   std::vector<std::pair<std::string, std::vector<double>>> cols;
   auto add = [&](const std::string& name, double v) {
-    auto it = std::find_if(cols.begin(), cols.end(), [&](const auto& c) { return c.first == name; });
+    auto it = std::find_if(cols.begin(), cols.end(),
+                           [&](const auto& c) { return c.first == name; });
     if (it == cols.end()) {
       cols.push_back({name, {}});
       it = cols.end() - 1;
@@ -116,10 +117,13 @@ nlohmann::json ReportJson(const std::vector<RunReport>& reports, int best) {
     std::vector<double> sorted = values;
     std::sort(sorted.begin(), sorted.end());
     const size_t k = sorted.size();
-    const double median = k % 2 ? sorted[k / 2] : 0.5 * (sorted[k / 2 - 1] + sorted[k / 2]);
+    const double median =
+        k % 2 ? sorted[k / 2] : 0.5 * (sorted[k / 2 - 1] + sorted[k / 2]);
     const bool up = HigherIsBetter(name);
-    const bool cost = name == "seconds" || name == "ms_per_epoch" || name == "epochs";
-    nlohmann::json s = {{"mean", mean}, {"std", std::sqrt(var)}, {"median", median}};
+    const bool cost =
+        name == "seconds" || name == "ms_per_epoch" || name == "epochs";
+    nlohmann::json s = {
+        {"mean", mean}, {"std", std::sqrt(var)}, {"median", median}};
     if (!cost) s["best"] = up ? sorted.back() : sorted.front();
     summary[name] = s;
   }
@@ -139,10 +143,10 @@ std::string ReportTable(const std::vector<RunReport>& reports, int best) {
       out += i < c.second.size() ? absl::StrFormat(" %14.6g", c.second[i])
                                  : absl::StrFormat(" %14s", "-");
     }
-    out += "  " + reports[i].termination + (static_cast<int>(i) == best && reports.size() > 1
-                                                ? "  (best)"
-                                                : "") +
-           "\n";
+    out +=
+        "  " + reports[i].termination +
+        (static_cast<int>(i) == best && reports.size() > 1 ? "  (best)" : "") +
+        "\n";
   }
   if (reports.size() > 1) {
     out += absl::StrFormat("%-6s", "mean");
@@ -154,7 +158,8 @@ std::string ReportTable(const std::vector<RunReport>& reports, int best) {
     out += "\n";
   }
   for (const RunReport& r : reports) {
-    if (!r.message.empty()) out += absl::StrFormat("seed %d: %s\n", r.seed, r.message);
+    if (!r.message.empty())
+      out += absl::StrFormat("seed %d: %s\n", r.seed, r.message);
   }
   return out;
 }

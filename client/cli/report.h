@@ -1,5 +1,6 @@
-// Reports of local training runs: one record per seed, JSON and table renderings, and the
-// multi-seed summary (mean, std, median, best of each metric).
+// Reports of local training runs: one record per seed, JSON and table
+// renderings, and the multi-seed summary (mean, std, median, best of each
+// metric).
 #ifndef SPARROW_CLIENT_CLI_REPORT_H_
 #define SPARROW_CLIENT_CLI_REPORT_H_
 
@@ -21,14 +22,15 @@ struct RunReport {
   double seconds = 0.0;
   double ms_per_epoch = 0.0;
   double final_loss = 0.0;
-  double validation = 0.0;  // best validation metric, NaN without a validation split
+  double validation =
+      0.0;  // best validation metric, NaN without a validation split
   std::string termination;
   std::string message;
 };
 
 RunReport MakeReport(uint64_t seed, const core::TrainResult& result);
-// The run with the best validation metric, or the lowest final training objective when there is
-// no validation split. Never chosen on test data.
+// The run with the best validation metric, or the lowest final training
+// objective when there is no validation split. Never chosen on test data.
 int BestRun(const std::vector<RunReport>& reports);
 // A single run's object, or {runs, summary, best_seed} for several.
 nlohmann::json ReportJson(const std::vector<RunReport>& reports, int best);

@@ -8,8 +8,8 @@
 namespace sparrow::core {
 namespace {
 
-// Plain cross-entropy (epsilon = 0) evaluates log(yhat); keep yhat inside (0,1) so a saturated
-// sigmoid gives a large finite loss instead of Inf.
+// Plain cross-entropy (epsilon = 0) evaluates log(yhat); keep yhat inside (0,1)
+// so a saturated sigmoid gives a large finite loss instead of Inf.
 constexpr double kProbabilityFloor = 1e-15;
 
 double Clamp01(double p, double eps) {
@@ -38,12 +38,13 @@ absl::string_view LossName(LossKind kind) {
 }
 
 absl::StatusOr<LossKind> ParseLoss(absl::string_view name) {
-  for (LossKind k :
-       {LossKind::kMse, LossKind::kBinaryCrossEntropy, LossKind::kSoftmaxCrossEntropy}) {
+  for (LossKind k : {LossKind::kMse, LossKind::kBinaryCrossEntropy,
+                     LossKind::kSoftmaxCrossEntropy}) {
     if (LossName(k) == name) return k;
   }
   return absl::InvalidArgumentError(absl::StrCat(
-      "unknown loss '", name, "'; use mse, binary_cross_entropy or softmax_cross_entropy"));
+      "unknown loss '", name,
+      "'; use mse, binary_cross_entropy or softmax_cross_entropy"));
 }
 
 absl::Status Loss::Validate() const {
@@ -64,7 +65,8 @@ double Loss::Value(const Eigen::Ref<const Eigen::MatrixXd>& y,
       for (Eigen::Index j = 0; j < y.cols(); ++j) {
         for (Eigen::Index i = 0; i < y.rows(); ++i) {
           const double p = Clamp01(yhat(i, j), epsilon);
-          sum -= y(i, j) * std::log(epsilon + p) + (1.0 - y(i, j)) * std::log(1.0 + epsilon - p);
+          sum -= y(i, j) * std::log(epsilon + p) +
+                 (1.0 - y(i, j)) * std::log(1.0 + epsilon - p);
         }
       }
       return sum;
@@ -73,7 +75,8 @@ double Loss::Value(const Eigen::Ref<const Eigen::MatrixXd>& y,
       double sum = 0.0;
       for (Eigen::Index j = 0; j < y.cols(); ++j) {
         const double m = yhat.col(j).maxCoeff();
-        const double log_z = m + std::log((yhat.col(j).array() - m).exp().sum());
+        const double log_z =
+            m + std::log((yhat.col(j).array() - m).exp().sum());
         sum += y.col(j).sum() * log_z - y.col(j).dot(yhat.col(j));
       }
       return sum;
@@ -93,7 +96,8 @@ void Loss::Gradient(const Eigen::Ref<const Eigen::MatrixXd>& y,
       for (Eigen::Index j = 0; j < y.cols(); ++j) {
         for (Eigen::Index i = 0; i < y.rows(); ++i) {
           const double p = Clamp01(yhat(i, j), epsilon);
-          grad(i, j) = -y(i, j) / (epsilon + p) + (1.0 - y(i, j)) / (1.0 + epsilon - p);
+          grad(i, j) =
+              -y(i, j) / (epsilon + p) + (1.0 - y(i, j)) / (1.0 + epsilon - p);
         }
       }
       return;
@@ -131,8 +135,9 @@ void Loss::Curvature(const Eigen::Ref<const Eigen::MatrixXd>& y,
   }
 }
 
-Eigen::MatrixXd Loss::SampleHessian(const Eigen::Ref<const Eigen::VectorXd>& y,
-                                    const Eigen::Ref<const Eigen::VectorXd>& yhat) const {
+Eigen::MatrixXd Loss::SampleHessian(
+    const Eigen::Ref<const Eigen::VectorXd>& y,
+    const Eigen::Ref<const Eigen::VectorXd>& yhat) const {
   if (kind == LossKind::kSoftmaxCrossEntropy) {
     const Eigen::VectorXd p = Softmax(yhat);
     Eigen::MatrixXd h = -p * p.transpose();

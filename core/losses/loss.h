@@ -1,22 +1,23 @@
 // Per-sample losses l(y, yhat) with their first and second derivatives in yhat.
 //
-// Samples are columns. Separable losses (MSE, binary cross-entropy) act elementwise, so l' and
-// l'' are matrices of the outputs' shape. Softmax cross-entropy takes logits and one-hot
-// targets; its Hessian per sample is diag(p) - p p^T, returned by SampleHessian.
+// Samples are columns. Separable losses (MSE, binary cross-entropy) act
+// elementwise, so l' and l'' are matrices of the outputs' shape. Softmax
+// cross-entropy takes logits and one-hot targets; its Hessian per sample is
+// diag(p) - p p^T, returned by SampleHessian.
 #ifndef SPARROW_CORE_LOSSES_LOSS_H_
 #define SPARROW_CORE_LOSSES_LOSS_H_
-
-#include "absl/strings/string_view.h"
 
 #include "Eigen/Core"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 
 namespace sparrow::core {
 
 enum class LossKind {
   kMse,                  // (yhat - y)^2 per output
-  kBinaryCrossEntropy,   // on a sigmoid output in (0,1); NAILS' modified form when epsilon > 0
+  kBinaryCrossEntropy,   // on a sigmoid output in (0,1); NAILS' modified form
+                         // when epsilon > 0
   kSoftmaxCrossEntropy,  // on logits, targets one-hot
 };
 
@@ -25,8 +26,9 @@ absl::StatusOr<LossKind> ParseLoss(absl::string_view name);
 
 struct Loss {
   LossKind kind = LossKind::kMse;
-  // Bemporad Sec. 5.5: l = -y log(eps + yhat) - (1 - y) log(1 + eps - yhat); eps = 1e-4 there.
-  // eps = 0 is the ordinary binary cross-entropy (yhat is then clamped away from 0 and 1).
+  // Bemporad Sec. 5.5: l = -y log(eps + yhat) - (1 - y) log(1 + eps - yhat);
+  // eps = 1e-4 there. eps = 0 is the ordinary binary cross-entropy (yhat is
+  // then clamped away from 0 and 1).
   double epsilon = 0.0;
 
   absl::Status Validate() const;
@@ -38,13 +40,15 @@ struct Loss {
   void Gradient(const Eigen::Ref<const Eigen::MatrixXd>& y,
                 const Eigen::Ref<const Eigen::MatrixXd>& yhat,
                 Eigen::Ref<Eigen::MatrixXd> grad) const;
-  // d2l/dyhat2 on the diagonal, elementwise; for softmax the diagonal of the per-sample Hessian.
+  // d2l/dyhat2 on the diagonal, elementwise; for softmax the diagonal of the
+  // per-sample Hessian.
   void Curvature(const Eigen::Ref<const Eigen::MatrixXd>& y,
                  const Eigen::Ref<const Eigen::MatrixXd>& yhat,
                  Eigen::Ref<Eigen::MatrixXd> curv) const;
   // Full Hessian of one sample (outputs x outputs).
-  Eigen::MatrixXd SampleHessian(const Eigen::Ref<const Eigen::VectorXd>& y,
-                                const Eigen::Ref<const Eigen::VectorXd>& yhat) const;
+  Eigen::MatrixXd SampleHessian(
+      const Eigen::Ref<const Eigen::VectorXd>& y,
+      const Eigen::Ref<const Eigen::VectorXd>& yhat) const;
 };
 
 }  // namespace sparrow::core

@@ -1,5 +1,5 @@
-// Fit and sparsity metrics (ALGORITHMS.md §0). Samples are columns; multi-output metrics pool
-// all outputs.
+// Fit and sparsity metrics (ALGORITHMS.md §0). Samples are columns;
+// multi-output metrics pool all outputs.
 #ifndef SPARROW_CORE_METRICS_METRICS_H_
 #define SPARROW_CORE_METRICS_METRICS_H_
 
@@ -13,11 +13,12 @@ double Rmse(const Eigen::Ref<const Eigen::MatrixXd>& y,
 // RMSE divided by the standard deviation of y (per output, then averaged).
 double Nrmse(const Eigen::Ref<const Eigen::MatrixXd>& y,
              const Eigen::Ref<const Eigen::MatrixXd>& yhat);
-// Best fit rate 100 (1 - ||y - yhat|| / ||y - mean(y)||), per output, averaged over outputs.
+// Best fit rate 100 (1 - ||y - yhat|| / ||y - mean(y)||), per output, averaged
+// over outputs.
 double Bfr(const Eigen::Ref<const Eigen::MatrixXd>& y,
            const Eigen::Ref<const Eigen::MatrixXd>& yhat);
-// Percent of samples classified correctly: one output -> threshold 0.5 (yhat is a probability);
-// several outputs -> argmax (y one-hot).
+// Percent of samples classified correctly: one output -> threshold 0.5 (yhat is
+// a probability); several outputs -> argmax (y one-hot).
 double Accuracy(const Eigen::Ref<const Eigen::MatrixXd>& y,
                 const Eigen::Ref<const Eigen::MatrixXd>& yhat);
 

@@ -23,8 +23,9 @@ absl::string_view ActivationName(Activation a) {
 }
 
 absl::StatusOr<Activation> ParseActivation(absl::string_view name) {
-  for (Activation a : {Activation::kLinear, Activation::kTanh, Activation::kSigmoid,
-                       Activation::kRelu, Activation::kLeakyRelu}) {
+  for (Activation a :
+       {Activation::kLinear, Activation::kTanh, Activation::kSigmoid,
+        Activation::kRelu, Activation::kLeakyRelu}) {
     if (ActivationName(a) == name) return a;
   }
   return absl::InvalidArgumentError(

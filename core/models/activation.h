@@ -2,16 +2,16 @@
 #ifndef SPARROW_CORE_MODELS_ACTIVATION_H_
 #define SPARROW_CORE_MODELS_ACTIVATION_H_
 
-#include "absl/strings/string_view.h"
-
 #include "Eigen/Core"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 
 namespace sparrow::core {
 
 enum class Activation { kLinear, kTanh, kSigmoid, kRelu, kLeakyRelu };
 
-// Slope of leaky ReLU for negative inputs: max(v, 0) + 0.1 min(v, 0) (Bemporad, Sec. 5.3).
+// Slope of leaky ReLU for negative inputs: max(v, 0) + 0.1 min(v, 0) (Bemporad,
+// Sec. 5.3).
 inline constexpr double kLeakyReluSlope = 0.1;
 
 // "linear", "tanh", "sigmoid", "relu", "leaky_relu".
@@ -29,7 +29,8 @@ void ApplyActivation(Activation a, const In& v, Out&& z) {
       z.array() = v.array().tanh();
       break;
     case Activation::kSigmoid:
-      // 1/(1+exp(-v)) computed as 0.5 + 0.5 tanh(v/2): no overflow for large |v|.
+      // 1/(1+exp(-v)) computed as 0.5 + 0.5 tanh(v/2): no overflow for large
+      // |v|.
       z.array() = 0.5 + 0.5 * (0.5 * v.array()).tanh();
       break;
     case Activation::kRelu:
@@ -58,8 +59,9 @@ void ActivationDerivative(Activation a, const In& v, const In& z, Out&& d) {
       d.array() = (v.array() > 0.0).template cast<double>();
       break;
     case Activation::kLeakyRelu:
-      d.array() = kLeakyReluSlope +
-                  (1.0 - kLeakyReluSlope) * (v.array() > 0.0).template cast<double>();
+      d.array() =
+          kLeakyReluSlope +
+          (1.0 - kLeakyReluSlope) * (v.array() > 0.0).template cast<double>();
       break;
   }
 }

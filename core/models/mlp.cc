@@ -23,20 +23,24 @@ Map<const VectorXd> Bias(const double* theta, const Mlp::Layer& l) {
 absl::Status ValidateMlpSpec(const MlpSpec& spec, absl::string_view name) {
   if (spec.inputs <= 0) {
     return absl::InvalidArgumentError(
-        absl::StrCat(name, ": the number of inputs is ", spec.inputs, "; it must be positive"));
+        absl::StrCat(name, ": the number of inputs is ", spec.inputs,
+                     "; it must be positive"));
   }
   if (spec.outputs <= 0) {
-    return absl::InvalidArgumentError(absl::StrCat(name, ": the number of outputs is ",
-                                                   spec.outputs, "; it must be positive"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(name, ": the number of outputs is ", spec.outputs,
+                     "; it must be positive"));
   }
   for (size_t i = 0; i < spec.hidden.size(); ++i) {
     if (spec.hidden[i] <= 0) {
-      return absl::InvalidArgumentError(absl::StrCat(name, ".hidden[", i, "] is ", spec.hidden[i],
-                                                     "; layer sizes must be positive"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(name, ".hidden[", i, "] is ", spec.hidden[i],
+                       "; layer sizes must be positive"));
     }
     if (spec.hidden[i] > 100000) {
-      return absl::InvalidArgumentError(absl::StrCat(name, ".hidden[", i, "] is ", spec.hidden[i],
-                                                     "; layer sizes must be at most 100000"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(name, ".hidden[", i, "] is ", spec.hidden[i],
+                       "; layer sizes must be at most 100000"));
     }
   }
   return absl::OkStatus();
@@ -84,12 +88,14 @@ void Mlp::Cache::Resize(const Mlp& mlp, int cols) {
 void Mlp::Initialize(double sigma0, Rng* rng, double* theta) const {
   for (const Layer& l : layers_) {
     const double std = sigma0 * std::sqrt(2.0 / (l.in + l.out));
-    for (int k = 0; k < l.in * l.out; ++k) theta[l.weight_offset + k] = std * rng->Normal();
+    for (int k = 0; k < l.in * l.out; ++k)
+      theta[l.weight_offset + k] = std * rng->Normal();
     for (int k = 0; k < l.out; ++k) theta[l.bias_offset + k] = 0.0;
   }
 }
 
-void Mlp::Forward(const double* theta, const Eigen::Ref<const MatrixXd>& in, Cache* c) const {
+void Mlp::Forward(const double* theta, const Eigen::Ref<const MatrixXd>& in,
+                  Cache* c) const {
   c->Resize(*this, static_cast<int>(in.cols()));
   c->z[0] = in;
   for (size_t i = 0; i < layers_.size(); ++i) {
@@ -110,8 +116,8 @@ void Mlp::ForwardColumn(const double* theta, int col, Cache* c) const {
   }
 }
 
-void Mlp::Backward(const double* theta, const Eigen::Ref<const MatrixXd>& d_out, Cache* c,
-                   double* grad, MatrixXd* d_in) const {
+void Mlp::Backward(const double* theta, const Eigen::Ref<const MatrixXd>& d_out,
+                   Cache* c, double* grad, MatrixXd* d_in) const {
   const int n = static_cast<int>(layers_.size());
   for (int i = n; i >= 1; --i) {
     const Layer& l = layers_[i - 1];
@@ -120,7 +126,8 @@ void Mlp::Backward(const double* theta, const Eigen::Ref<const MatrixXd>& d_out,
       c->delta[i] = d_out.cwiseProduct(c->deriv[i]);
     } else {
       const Layer& next = layers_[i];
-      c->delta[i].noalias() = Weights(theta, next).transpose() * c->delta[i + 1];
+      c->delta[i].noalias() =
+          Weights(theta, next).transpose() * c->delta[i + 1];
       c->delta[i].array() *= c->deriv[i].array();
     }
   }
@@ -130,18 +137,20 @@ void Mlp::Backward(const double* theta, const Eigen::Ref<const MatrixXd>& d_out,
   }
 }
 
-void Mlp::BackwardColumn(const double* theta, int col, const double* d_out, Cache* c,
-                         double* d_in) const {
+void Mlp::BackwardColumn(const double* theta, int col, const double* d_out,
+                         Cache* c, double* d_in) const {
   const int n = static_cast<int>(layers_.size());
   for (int i = n; i >= 1; --i) {
     const Layer& l = layers_[i - 1];
     auto deriv = c->deriv[i].col(col);
-    ActivationDerivative(l.activation, c->v[i].col(col), c->z[i].col(col), deriv);
+    ActivationDerivative(l.activation, c->v[i].col(col), c->z[i].col(col),
+                         deriv);
     auto delta = c->delta[i].col(col);
     if (i == n) {
       delta = Map<const VectorXd>(d_out, l.out).cwiseProduct(deriv);
     } else {
-      delta.noalias() = Weights(theta, layers_[i]).transpose() * c->delta[i + 1].col(col);
+      delta.noalias() =
+          Weights(theta, layers_[i]).transpose() * c->delta[i + 1].col(col);
       delta.array() *= deriv.array();
     }
   }
@@ -154,19 +163,23 @@ void Mlp::AccumulateGradient(const Cache& c, double* grad) const {
     const Layer& l = layers_[i];
     Map<MatrixXd>(grad + l.weight_offset, l.out, l.in).noalias() +=
         c.delta[i + 1] * c.z[i].transpose();
-    Map<VectorXd>(grad + l.bias_offset, l.out) += c.delta[i + 1].rowwise().sum();
+    Map<VectorXd>(grad + l.bias_offset, l.out) +=
+        c.delta[i + 1].rowwise().sum();
   }
 }
 
 // Bemporad §2.3 "per-step MLP Jacobians": S_L = diag(phi'(v_L)); for each layer
-// d out/d b_i = S_i, d out/d vec A_i = z_{i-1}^T (x) S_i, S_{i-1} = S_i A_i diag(f'_{i-1}(v_{i-1})).
-void Mlp::Jacobian(const double* theta, int col, Cache* c, Eigen::Ref<MatrixXd> d_theta,
+// d out/d b_i = S_i, d out/d vec A_i = z_{i-1}^T (x) S_i, S_{i-1} = S_i A_i
+// diag(f'_{i-1}(v_{i-1})).
+void Mlp::Jacobian(const double* theta, int col, Cache* c,
+                   Eigen::Ref<MatrixXd> d_theta,
                    Eigen::Ref<MatrixXd> d_in) const {
   const int n = static_cast<int>(layers_.size());
   for (int i = n; i >= 1; --i) {
     const Layer& l = layers_[i - 1];
     auto deriv = c->deriv[i].col(col);
-    ActivationDerivative(l.activation, c->v[i].col(col), c->z[i].col(col), deriv);
+    ActivationDerivative(l.activation, c->v[i].col(col), c->z[i].col(col),
+                         deriv);
     MatrixXd& s = c->sens[i];
     if (i == n) {
       s = deriv.asDiagonal();
@@ -185,12 +198,14 @@ void Mlp::Jacobian(const double* theta, int col, Cache* c, Eigen::Ref<MatrixXd> 
   if (d_in.cols() > 0) d_in.noalias() = c->sens[1] * Weights(theta, layers_[0]);
 }
 
-void Mlp::AccumulateDiagGgn(const double* theta, const Eigen::Ref<const MatrixXd>& sqrt_curv,
+void Mlp::AccumulateDiagGgn(const double* theta,
+                            const Eigen::Ref<const MatrixXd>& sqrt_curv,
                             Cache* c, double* diag) const {
   const int n = static_cast<int>(layers_.size());
   for (int o = 0; o < outputs(); ++o) {
-    // Backpropagate the seed e_o scaled by sqrt(l'') through the whole batch: the deltas are then
-    // the per-sample Jacobian rows of output o with respect to each pre-activation.
+    // Backpropagate the seed e_o scaled by sqrt(l'') through the whole batch:
+    // the deltas are then the per-sample Jacobian rows of output o with respect
+    // to each pre-activation.
     for (int i = n; i >= 1; --i) {
       const Layer& l = layers_[i - 1];
       ActivationDerivative(l.activation, c->v[i], c->z[i], c->deriv[i]);
@@ -198,7 +213,8 @@ void Mlp::AccumulateDiagGgn(const double* theta, const Eigen::Ref<const MatrixXd
         c->delta[i].setZero();
         c->delta[i].row(o) = sqrt_curv.row(o).cwiseProduct(c->deriv[i].row(o));
       } else {
-        c->delta[i].noalias() = Weights(theta, layers_[i]).transpose() * c->delta[i + 1];
+        c->delta[i].noalias() =
+            Weights(theta, layers_[i]).transpose() * c->delta[i + 1];
         c->delta[i].array() *= c->deriv[i].array();
       }
     }

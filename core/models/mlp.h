@@ -1,21 +1,21 @@
 // Fully connected multilayer perceptron on one contiguous parameter vector.
 //
-// Layer i computes v_i = A_i z_{i-1} + b_i, z_i = f_i(v_i) with A_i stored out x in, column-major,
-// and the parameter layout theta = [vec A_1; b_1; ...; vec A_L; b_L] (ALGORITHMS.md §2.1). Hidden
-// layers share one activation; the last layer has its own (linear for regression, sigmoid for
-// binary outputs).
+// Layer i computes v_i = A_i z_{i-1} + b_i, z_i = f_i(v_i) with A_i stored out
+// x in, column-major, and the parameter layout theta = [vec A_1; b_1; ...; vec
+// A_L; b_L] (ALGORITHMS.md §2.1). Hidden layers share one activation; the last
+// layer has its own (linear for regression, sigmoid for binary outputs).
 //
-// Samples are columns. An Mlp is immutable after construction and safe to share between threads;
-// all per-evaluation state lives in an Mlp::Cache owned by the caller, so evaluating allocates
-// nothing once a cache has its size.
+// Samples are columns. An Mlp is immutable after construction and safe to share
+// between threads; all per-evaluation state lives in an Mlp::Cache owned by the
+// caller, so evaluating allocates nothing once a cache has its size.
 #ifndef SPARROW_CORE_MODELS_MLP_H_
 #define SPARROW_CORE_MODELS_MLP_H_
 
-#include "absl/strings/string_view.h"
 #include <vector>
 
 #include "Eigen/Core"
 #include "absl/status/status.h"
+#include "absl/strings/string_view.h"
 #include "core/models/activation.h"
 #include "core/util/random.h"
 
@@ -23,7 +23,8 @@ namespace sparrow::core {
 
 struct MlpSpec {
   int inputs = 0;
-  std::vector<int> hidden;  // widths of the hidden layers, may be empty (affine model)
+  std::vector<int>
+      hidden;  // widths of the hidden layers, may be empty (affine model)
   int outputs = 0;
   Activation hidden_activation = Activation::kTanh;
   Activation output_activation = Activation::kLinear;
@@ -42,13 +43,16 @@ class Mlp {
     Activation activation = Activation::kLinear;
   };
 
-  // Per-evaluation state for a batch of `cols` samples: z[0] holds the inputs, v[i] and z[i] the
-  // pre- and post-activations of layer i (1-based), delta[i] = dL/dv_i after a backward pass.
+  // Per-evaluation state for a batch of `cols` samples: z[0] holds the inputs,
+  // v[i] and z[i] the pre- and post-activations of layer i (1-based), delta[i]
+  // = dL/dv_i after a backward pass.
   struct Cache {
     std::vector<Eigen::MatrixXd> v, z, delta, deriv;
-    std::vector<Eigen::MatrixXd> sens;  // Jacobian scratch: d out / d v_i for one sample
+    std::vector<Eigen::MatrixXd>
+        sens;  // Jacobian scratch: d out / d v_i for one sample
     Eigen::VectorXd tmp;
-    // Resizes every buffer for `cols` samples; a no-op when the size is unchanged.
+    // Resizes every buffer for `cols` samples; a no-op when the size is
+    // unchanged.
     void Resize(const Mlp& mlp, int cols);
     int cols() const { return z.empty() ? 0 : static_cast<int>(z[0].cols()); }
     const Eigen::MatrixXd& output() const { return z.back(); }
@@ -67,34 +71,43 @@ class Mlp {
   // Glorot-normal weights, A_ij ~ N(0, sigma0^2 * 2 / (in + out)); zero biases.
   void Initialize(double sigma0, Rng* rng, double* theta) const;
 
-  // Forward pass over all columns of `in` (inputs x B); the output is cache->output().
+  // Forward pass over all columns of `in` (inputs x B); the output is
+  // cache->output().
   void Forward(const double* theta, const Eigen::Ref<const Eigen::MatrixXd>& in,
                Cache* cache) const;
-  // Forward pass of column `col` only; its input must already be in cache->z[0].col(col).
+  // Forward pass of column `col` only; its input must already be in
+  // cache->z[0].col(col).
   void ForwardColumn(const double* theta, int col, Cache* cache) const;
 
-  // Backward pass over the whole batch for the loss gradient d_out = dL/d(output) (outputs x B):
-  // grad += dL/dtheta (grad has num_params entries) and, when d_in is not null,
-  // *d_in = dL/d(input) (inputs x B). Requires a preceding Forward on the same cache.
-  void Backward(const double* theta, const Eigen::Ref<const Eigen::MatrixXd>& d_out,
-                Cache* cache, double* grad, Eigen::MatrixXd* d_in) const;
-  // Backward pass of one column, for BPTT: stores the deltas of column `col` in the cache and
-  // writes dL/d(input) of that column to d_in (inputs entries). Parameter gradients are
-  // collected afterwards for all columns at once by AccumulateGradient.
-  void BackwardColumn(const double* theta, int col, const double* d_out, Cache* cache,
-                      double* d_in) const;
-  // grad += sum over columns of the parameter gradient implied by the stored deltas.
+  // Backward pass over the whole batch for the loss gradient d_out =
+  // dL/d(output) (outputs x B): grad += dL/dtheta (grad has num_params entries)
+  // and, when d_in is not null, *d_in = dL/d(input) (inputs x B). Requires a
+  // preceding Forward on the same cache.
+  void Backward(const double* theta,
+                const Eigen::Ref<const Eigen::MatrixXd>& d_out, Cache* cache,
+                double* grad, Eigen::MatrixXd* d_in) const;
+  // Backward pass of one column, for BPTT: stores the deltas of column `col` in
+  // the cache and writes dL/d(input) of that column to d_in (inputs entries).
+  // Parameter gradients are collected afterwards for all columns at once by
+  // AccumulateGradient.
+  void BackwardColumn(const double* theta, int col, const double* d_out,
+                      Cache* cache, double* d_in) const;
+  // grad += sum over columns of the parameter gradient implied by the stored
+  // deltas.
   void AccumulateGradient(const Cache& cache, double* grad) const;
 
-  // Jacobians of the output of column `col` (after Forward/ForwardColumn) with respect to the
-  // parameters (outputs x num_params, overwritten) and to the inputs (outputs x inputs).
-  // Either target may have zero columns to skip it.
-  void Jacobian(const double* theta, int col, Cache* cache, Eigen::Ref<Eigen::MatrixXd> d_theta,
+  // Jacobians of the output of column `col` (after Forward/ForwardColumn) with
+  // respect to the parameters (outputs x num_params, overwritten) and to the
+  // inputs (outputs x inputs). Either target may have zero columns to skip it.
+  void Jacobian(const double* theta, int col, Cache* cache,
+                Eigen::Ref<Eigen::MatrixXd> d_theta,
                 Eigen::Ref<Eigen::MatrixXd> d_in) const;
 
-  // Diagonal generalized Gauss-Newton: diag += sum_t sum_o (sqrt_curv(o,t) d out_o(t)/dtheta)^2,
-  // where sqrt_curv holds sqrt(l'') per output and sample (outputs x B). After Forward.
-  void AccumulateDiagGgn(const double* theta, const Eigen::Ref<const Eigen::MatrixXd>& sqrt_curv,
+  // Diagonal generalized Gauss-Newton: diag += sum_t sum_o (sqrt_curv(o,t) d
+  // out_o(t)/dtheta)^2, where sqrt_curv holds sqrt(l'') per output and sample
+  // (outputs x B). After Forward.
+  void AccumulateDiagGgn(const double* theta,
+                         const Eigen::Ref<const Eigen::MatrixXd>& sqrt_curv,
                          Cache* cache, double* diag) const;
 
  private:

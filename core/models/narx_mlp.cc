@@ -2,10 +2,12 @@
 
 namespace sparrow::core {
 
-NarxMlp::NarxMlp(const data::NarxLags& lags, int nu, int ny, const MlpSpec& network)
+NarxMlp::NarxMlp(const data::NarxLags& lags, int nu, int ny,
+                 const MlpSpec& network)
     : lags_(lags), nu_(nu), ny_(ny), mlp_(network) {}
 
-Eigen::MatrixXd NarxMlp::PredictOneStep(const double* theta, const Eigen::MatrixXd& u,
+Eigen::MatrixXd NarxMlp::PredictOneStep(const double* theta,
+                                        const Eigen::MatrixXd& u,
                                         const Eigen::MatrixXd& y) const {
   const int first = lags_.max_lag();
   const int n = static_cast<int>(u.cols()) - first;

@@ -1,7 +1,8 @@
-// NARX model: an MLP on the regressor z(t) = [u(t)?, u(t-1..t-na), y(t-1..t-nb)]
-// (ALGORITHMS.md §1.1), used one-step-ahead (measured past outputs) or in free-run simulation
-// (the model's own past outputs). The first max_lag samples of a trace are history only and
-// are taken from the measured outputs.
+// NARX model: an MLP on the regressor z(t) = [u(t)?, u(t-1..t-na),
+// y(t-1..t-nb)] (ALGORITHMS.md §1.1), used one-step-ahead (measured past
+// outputs) or in free-run simulation (the model's own past outputs). The first
+// max_lag samples of a trace are history only and are taken from the measured
+// outputs.
 //
 // Immutable after construction and safe to share between threads.
 #ifndef SPARROW_CORE_MODELS_NARX_MLP_H_
@@ -23,11 +24,12 @@ class NarxMlp {
   const data::NarxLags& lags() const { return lags_; }
   int num_params() const { return mlp_.num_params(); }
 
-  // One-step-ahead predictions for t = max_lag..N-1 of one trace (ny x (N - max_lag)).
-  // u: nu x N, y: ny x N measured outputs. Requires N > max_lag.
+  // One-step-ahead predictions for t = max_lag..N-1 of one trace (ny x (N -
+  // max_lag)). u: nu x N, y: ny x N measured outputs. Requires N > max_lag.
   Eigen::MatrixXd PredictOneStep(const double* theta, const Eigen::MatrixXd& u,
                                  const Eigen::MatrixXd& y) const;
-  // Free-run simulation: ny x N, columns < max_lag copied from y, the rest simulated.
+  // Free-run simulation: ny x N, columns < max_lag copied from y, the rest
+  // simulated.
   Eigen::MatrixXd Simulate(const double* theta, const Eigen::MatrixXd& u,
                            const Eigen::MatrixXd& y) const;
 

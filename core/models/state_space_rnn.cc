@@ -9,40 +9,48 @@ namespace sparrow::core {
 namespace {
 
 MlpSpec FxSpec(const StateSpaceRnnSpec& s) {
-  return MlpSpec{s.nx + s.nu, s.fx_hidden, s.nx, s.activation, Activation::kLinear};
+  return MlpSpec{s.nx + s.nu, s.fx_hidden, s.nx, s.activation,
+                 Activation::kLinear};
 }
 MlpSpec FySpec(const StateSpaceRnnSpec& s) {
-  return MlpSpec{s.nx + (s.feedthrough ? s.nu : 0), s.fy_hidden, s.ny, s.activation,
-                 s.output_activation};
+  return MlpSpec{s.nx + (s.feedthrough ? s.nu : 0), s.fy_hidden, s.ny,
+                 s.activation, s.output_activation};
 }
 MlpSpec EncoderMlpSpec(const StateSpaceRnnSpec& s) {
-  return MlpSpec{s.ny * s.encoder.past_outputs + s.nu * s.encoder.past_inputs, s.encoder.hidden,
-                 s.nx, s.activation, Activation::kLinear};
+  return MlpSpec{s.ny * s.encoder.past_outputs + s.nu * s.encoder.past_inputs,
+                 s.encoder.hidden, s.nx, s.activation, Activation::kLinear};
 }
 
 }  // namespace
 
-absl::Status ValidateStateSpaceRnnSpec(const StateSpaceRnnSpec& s, absl::string_view name) {
+absl::Status ValidateStateSpaceRnnSpec(const StateSpaceRnnSpec& s,
+                                       absl::string_view name) {
   if (s.nx <= 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(name, ".nx is ", s.nx, "; the state dimension must be positive"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        name, ".nx is ", s.nx, "; the state dimension must be positive"));
   }
   if (s.nu <= 0 || s.ny <= 0) {
     return absl::InvalidArgumentError(absl::StrCat(
-        name, ": the model needs at least one input and one output column (got ", s.nu,
-        " inputs, ", s.ny, " outputs)"));
+        name,
+        ": the model needs at least one input and one output column (got ",
+        s.nu, " inputs, ", s.ny, " outputs)"));
   }
-  SPARROW_RETURN_IF_ERROR(ValidateMlpSpec(FxSpec(s), absl::StrCat(name, ".fx")));
-  SPARROW_RETURN_IF_ERROR(ValidateMlpSpec(FySpec(s), absl::StrCat(name, ".fy")));
+  SPARROW_RETURN_IF_ERROR(
+      ValidateMlpSpec(FxSpec(s), absl::StrCat(name, ".fx")));
+  SPARROW_RETURN_IF_ERROR(
+      ValidateMlpSpec(FySpec(s), absl::StrCat(name, ".fy")));
   if (s.initial_state == InitialState::kFree && s.num_traces <= 0) {
-    return absl::InvalidArgumentError(absl::StrCat(name, ": no training traces"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(name, ": no training traces"));
   }
   if (s.initial_state == InitialState::kEncoder) {
     const EncoderSpec& e = s.encoder;
-    if (e.past_outputs < 0 || e.past_inputs < 0 || e.past_outputs + e.past_inputs == 0) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          name, ".encoder: past_outputs (", e.past_outputs, ") and past_inputs (", e.past_inputs,
-          ") must be non-negative and not both zero"));
+    if (e.past_outputs < 0 || e.past_inputs < 0 ||
+        e.past_outputs + e.past_inputs == 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(name, ".encoder: past_outputs (", e.past_outputs,
+                       ") and past_inputs (", e.past_inputs,
+                       ") must be non-negative and not both zero"));
     }
     SPARROW_RETURN_IF_ERROR(
         ValidateMlpSpec(EncoderMlpSpec(s), absl::StrCat(name, ".encoder")));
@@ -86,12 +94,15 @@ void StateSpaceRnn::Initialize(double sigma0, Rng* rng, double* theta) const {
   fy_.Initialize(sigma0, rng, theta + fy_offset_);
 }
 
-void StateSpaceRnn::InitialStateOf(const double* theta, const Eigen::MatrixXd& u,
-                                   const Eigen::MatrixXd& y, int trace, Tape* t) const {
+void StateSpaceRnn::InitialStateOf(const double* theta,
+                                   const Eigen::MatrixXd& u,
+                                   const Eigen::MatrixXd& y, int trace,
+                                   Tape* t) const {
   const int nx = spec_.nx;
   switch (spec_.initial_state) {
     case InitialState::kFree:
-      t->x.col(0) = Eigen::Map<const Eigen::VectorXd>(theta + x0_offset_ + trace * nx, nx);
+      t->x.col(0) = Eigen::Map<const Eigen::VectorXd>(
+          theta + x0_offset_ + trace * nx, nx);
       break;
     case InitialState::kZero:
       t->x.col(0).setZero();
@@ -115,7 +126,8 @@ void StateSpaceRnn::InitialStateOf(const double* theta, const Eigen::MatrixXd& u
 }
 
 void StateSpaceRnn::Simulate(const double* theta, const Eigen::MatrixXd& u,
-                             const Eigen::MatrixXd& y, int trace, Tape* t, int max_steps) const {
+                             const Eigen::MatrixXd& y, int trace, Tape* t,
+                             int max_steps) const {
   t->start = warmup();
   t->steps = static_cast<int>(u.cols()) - t->start;
   if (max_steps >= 0) t->steps = std::min(t->steps, max_steps);
@@ -124,7 +136,8 @@ void StateSpaceRnn::Simulate(const double* theta, const Eigen::MatrixXd& u,
   Run(theta, u, t);
 }
 
-void StateSpaceRnn::SimulateFrom(const double* theta, const Eigen::Ref<const Eigen::VectorXd>& x0,
+void StateSpaceRnn::SimulateFrom(const double* theta,
+                                 const Eigen::Ref<const Eigen::VectorXd>& x0,
                                  const Eigen::MatrixXd& u, int start, Tape* t,
                                  int max_steps) const {
   t->start = start;
@@ -135,7 +148,8 @@ void StateSpaceRnn::SimulateFrom(const double* theta, const Eigen::Ref<const Eig
   Run(theta, u, t);
 }
 
-void StateSpaceRnn::Run(const double* theta, const Eigen::MatrixXd& u, Tape* t) const {
+void StateSpaceRnn::Run(const double* theta, const Eigen::MatrixXd& u,
+                        Tape* t) const {
   const int nx = spec_.nx;
   const int nu = spec_.nu;
   t->fy.Resize(fy_, t->steps);
@@ -155,15 +169,18 @@ void StateSpaceRnn::Run(const double* theta, const Eigen::MatrixXd& u, Tape* t) 
   }
 }
 
-void StateSpaceRnn::Backward(const double* theta, const Eigen::Ref<const Eigen::MatrixXd>& d_out,
-                             int trace, Tape* t, double* grad, Eigen::VectorXd* x0_grad) const {
+void StateSpaceRnn::Backward(const double* theta,
+                             const Eigen::Ref<const Eigen::MatrixXd>& d_out,
+                             int trace, Tape* t, double* grad,
+                             Eigen::VectorXd* x0_grad) const {
   const int nx = spec_.nx;
   t->grad_x.setZero(nx);  // dL/dx_{k+1} carried backwards through time
   t->grad_in_fy.resize(fy_.inputs());
   t->grad_in_fx.resize(fx_.inputs());
   for (int k = t->steps - 1; k >= 0; --k) {
     if (k + 1 < t->steps) {
-      fx_.BackwardColumn(theta + fx_offset_, k, t->grad_x.data(), &t->fx, t->grad_in_fx.data());
+      fx_.BackwardColumn(theta + fx_offset_, k, t->grad_x.data(), &t->fx,
+                         t->grad_in_fx.data());
     } else {
       t->grad_in_fx.setZero();
     }
@@ -179,12 +196,13 @@ void StateSpaceRnn::Backward(const double* theta, const Eigen::Ref<const Eigen::
   }
   switch (spec_.initial_state) {
     case InitialState::kFree:
-      Eigen::Map<Eigen::VectorXd>(grad + x0_offset_ + trace * nx, nx) += t->grad_x;
+      Eigen::Map<Eigen::VectorXd>(grad + x0_offset_ + trace * nx, nx) +=
+          t->grad_x;
       break;
     case InitialState::kEncoder: {
       Eigen::VectorXd unused(encoder_.inputs());
-      encoder_.BackwardColumn(theta + x0_offset_, 0, t->grad_x.data(), &t->encoder,
-                              unused.data());
+      encoder_.BackwardColumn(theta + x0_offset_, 0, t->grad_x.data(),
+                              &t->encoder, unused.data());
       encoder_.AccumulateGradient(t->encoder, grad + x0_offset_);
       break;
     }

@@ -1,13 +1,14 @@
-// State-space recurrent network x_{k+1} = f_x(x_k, u_k), y_k = f_y(x_k, u_k) (Bemporad eq. 1-2),
-// with MLPs f_x (linear output) and f_y, optional direct feedthrough of u into f_y, and an initial
-// state that is either a free variable per training trace, an encoder MLP of past data (eq. 6),
-// or zero.
+// State-space recurrent network x_{k+1} = f_x(x_k, u_k), y_k = f_y(x_k, u_k)
+// (Bemporad eq. 1-2), with MLPs f_x (linear output) and f_y, optional direct
+// feedthrough of u into f_y, and an initial state that is either a free
+// variable per training trace, an encoder MLP of past data (eq. 6), or zero.
 //
-// Parameter vector: [x0 block | encoder | theta_x | theta_y], matching the unknown ordering
-// p = [p_x0; p_theta_x; p_theta_y] of the Gauss-Newton rows (ALGORITHMS.md §2.3).
+// Parameter vector: [x0 block | encoder | theta_x | theta_y], matching the
+// unknown ordering p = [p_x0; p_theta_x; p_theta_y] of the Gauss-Newton rows
+// (ALGORITHMS.md §2.3).
 //
-// Immutable after construction and safe to share between threads; per-trace state lives in a Tape
-// owned by the caller.
+// Immutable after construction and safe to share between threads; per-trace
+// state lives in a Tape owned by the caller.
 #ifndef SPARROW_CORE_MODELS_STATE_SPACE_RNN_H_
 #define SPARROW_CORE_MODELS_STATE_SPACE_RNN_H_
 
@@ -47,7 +48,8 @@ struct StateSpaceRnnSpec {
   EncoderSpec encoder;
 };
 
-absl::Status ValidateStateSpaceRnnSpec(const StateSpaceRnnSpec& spec, absl::string_view name);
+absl::Status ValidateStateSpaceRnnSpec(const StateSpaceRnnSpec& spec,
+                                       absl::string_view name);
 
 // A named slice of a parameter vector.
 struct ParamBlock {
@@ -58,13 +60,15 @@ struct ParamBlock {
 
 class StateSpaceRnn {
  public:
-  // Simulation record of one trace: x.col(k) is the state at step k; fx/fy/encoder caches hold
-  // the MLP activations of every step for backpropagation and Jacobians.
+  // Simulation record of one trace: x.col(k) is the state at step k;
+  // fx/fy/encoder caches hold the MLP activations of every step for
+  // backpropagation and Jacobians.
   struct Tape {
     Mlp::Cache fx, fy, encoder;
     Eigen::MatrixXd x;
     Eigen::VectorXd grad_x, grad_in_fx, grad_in_fy;
-    Eigen::MatrixXd jac_fx_theta, jac_fx_in, jac_fy_theta, jac_fy_in, m_x0, m_theta, tmp;
+    Eigen::MatrixXd jac_fx_theta, jac_fx_in, jac_fy_theta, jac_fy_in, m_x0,
+        m_theta, tmp;
     int steps = 0;
     int start = 0;
     // Predictions for samples start..start+steps-1 (ny x steps).
@@ -81,39 +85,50 @@ class StateSpaceRnn {
   const Mlp& fy() const { return fy_; }
   const Mlp& encoder() const { return encoder_; }
   int x0_offset() const { return x0_offset_; }
-  int x0_size() const { return x0_size_; }  // nx * num_traces (kFree), encoder params, or 0
+  int x0_size() const {
+    return x0_size_;
+  }  // nx * num_traces (kFree), encoder params, or 0
   int fx_offset() const { return fx_offset_; }
   int fy_offset() const { return fy_offset_; }
-  // Samples at the start of every trace that only feed the encoder (max(na, nb); 0 otherwise).
+  // Samples at the start of every trace that only feed the encoder (max(na,
+  // nb); 0 otherwise).
   int warmup() const;
 
-  // x0 = 0 and biases 0; Glorot-normal weights scaled by sigma0 (Bemporad Sec. 5).
+  // x0 = 0 and biases 0; Glorot-normal weights scaled by sigma0 (Bemporad Sec.
+  // 5).
   void Initialize(double sigma0, Rng* rng, double* theta) const;
 
-  // Simulates training trace `trace` (u: nu x N, y: ny x N; y is read only by the encoder) for
-  // at most max_steps steps (-1: to the end of the trace).
-  void Simulate(const double* theta, const Eigen::MatrixXd& u, const Eigen::MatrixXd& y,
-                int trace, Tape* tape, int max_steps = -1) const;
-  // Simulates from an explicit initial state x0 at sample `start` (evaluation on new data, and
-  // truncated-BPTT windows) for at most max_steps steps.
-  void SimulateFrom(const double* theta, const Eigen::Ref<const Eigen::VectorXd>& x0,
-                    const Eigen::MatrixXd& u, int start, Tape* tape, int max_steps = -1) const;
+  // Simulates training trace `trace` (u: nu x N, y: ny x N; y is read only by
+  // the encoder) for at most max_steps steps (-1: to the end of the trace).
+  void Simulate(const double* theta, const Eigen::MatrixXd& u,
+                const Eigen::MatrixXd& y, int trace, Tape* tape,
+                int max_steps = -1) const;
+  // Simulates from an explicit initial state x0 at sample `start` (evaluation
+  // on new data, and truncated-BPTT windows) for at most max_steps steps.
+  void SimulateFrom(const double* theta,
+                    const Eigen::Ref<const Eigen::VectorXd>& x0,
+                    const Eigen::MatrixXd& u, int start, Tape* tape,
+                    int max_steps = -1) const;
 
-  // BPTT after Simulate: grad += d/dtheta sum_k <d_out(:,k), yhat_k>, where d_out = dL/dyhat
-  // (ny x steps). When x0_grad is not null it receives dL/dx0 (nx) and no x0/encoder gradient is
-  // added to grad (used after SimulateFrom).
-  void Backward(const double* theta, const Eigen::Ref<const Eigen::MatrixXd>& d_out, int trace,
-                Tape* tape, double* grad, Eigen::VectorXd* x0_grad = nullptr) const;
+  // BPTT after Simulate: grad += d/dtheta sum_k <d_out(:,k), yhat_k>, where
+  // d_out = dL/dyhat (ny x steps). When x0_grad is not null it receives dL/dx0
+  // (nx) and no x0/encoder gradient is added to grad (used after SimulateFrom).
+  void Backward(const double* theta,
+                const Eigen::Ref<const Eigen::MatrixXd>& d_out, int trace,
+                Tape* tape, double* grad,
+                Eigen::VectorXd* x0_grad = nullptr) const;
 
   // Output sensitivities by forward recursion (Bemporad eq. 8-9): calls
-  // visit(k, J) with J = d yhat_k / d theta (ny x num_params) for k = 0..steps-1, after Simulate.
+  // visit(k, J) with J = d yhat_k / d theta (ny x num_params) for k =
+  // 0..steps-1, after Simulate.
   template <typename Visitor>
-  void OutputJacobians(const double* theta, int trace, Tape* tape, Visitor&& visit) const;
+  void OutputJacobians(const double* theta, int trace, Tape* tape,
+                       Visitor&& visit) const;
 
  private:
   void Run(const double* theta, const Eigen::MatrixXd& u, Tape* tape) const;
-  void InitialStateOf(const double* theta, const Eigen::MatrixXd& u, const Eigen::MatrixXd& y,
-                      int trace, Tape* tape) const;
+  void InitialStateOf(const double* theta, const Eigen::MatrixXd& u,
+                      const Eigen::MatrixXd& y, int trace, Tape* tape) const;
 
   StateSpaceRnnSpec spec_;
   Mlp fx_, fy_, encoder_;
@@ -132,7 +147,8 @@ void StateSpaceRnn::OutputJacobians(const double* theta, int trace, Tape* t,
   t->jac_fy_in.resize(ny, n_fy_in);
   t->jac_fx_theta.resize(nx, fx_.num_params());
   t->jac_fx_in.resize(nx, fx_.inputs());
-  // M_0x: identity for a free x0, d f_x0 / d theta_x0 for the encoder, nothing for x0 = 0.
+  // M_0x: identity for a free x0, d f_x0 / d theta_x0 for the encoder, nothing
+  // for x0 = 0.
   int n0 = 0;
   int col0 = x0_offset_;
   switch (spec_.initial_state) {
@@ -163,7 +179,8 @@ void StateSpaceRnn::OutputJacobians(const double* theta, int trace, Tape* t,
     jac.middleCols(fy_offset_, fy_.num_params()) = t->jac_fy_theta;
     visit(k, static_cast<const Eigen::MatrixXd&>(jac));
     if (k + 1 == t->steps) break;
-    // Bemporad eq. (9): M_{k+1,theta} = F_k M_{k,theta} + Phi_k, M_{k+1,x} = F_k M_{k,x}.
+    // Bemporad eq. (9): M_{k+1,theta} = F_k M_{k,theta} + Phi_k, M_{k+1,x} =
+    // F_k M_{k,x}.
     fx_.Jacobian(theta + fx_offset_, k, &t->fx, t->jac_fx_theta, t->jac_fx_in);
     const auto f = t->jac_fx_in.leftCols(nx);
     t->tmp.noalias() = f * t->m_theta;

@@ -1,7 +1,9 @@
-// The function concept every Sparrow optimizer minimizes, and how a run reports to the outside.
+// The function concept every Sparrow optimizer minimizes, and how a run reports
+// to the outside.
 //
-// Follows ensmallen's separable-function shape (Evaluate / EvaluateBatch) and Ceres' Summary and
-// IterationCallback: not converging is an outcome recorded in the Summary, never an error.
+// Follows ensmallen's separable-function shape (Evaluate / EvaluateBatch) and
+// Ceres' Summary and IterationCallback: not converging is an outcome recorded
+// in the Summary, never an error.
 #ifndef SPARROW_CORE_OPTIM_PROBLEM_H_
 #define SPARROW_CORE_OPTIM_PROBLEM_H_
 
@@ -14,8 +16,9 @@
 
 namespace sparrow::core {
 
-// A differentiable objective, optionally split into minibatches. Implementations return +Inf
-// (never NaN) when the model produces non-finite values, so that a line search rejects the point.
+// A differentiable objective, optionally split into minibatches.
+// Implementations return +Inf (never NaN) when the model produces non-finite
+// values, so that a line search rejects the point.
 class Objective {
  public:
   virtual ~Objective() = default;
@@ -24,10 +27,13 @@ class Objective {
   virtual double Evaluate(const Eigen::VectorXd& w, Eigen::VectorXd* grad) = 0;
   // Number of minibatches per epoch (1 = full batch).
   virtual int num_batches() const { return 1; }
-  // Called before every epoch: reshuffle minibatches, refresh truncated-BPTT start states.
+  // Called before every epoch: reshuffle minibatches, refresh truncated-BPTT
+  // start states.
   virtual void StartEpoch(const Eigen::VectorXd& /*w*/, Rng* /*rng*/) {}
-  // Value and gradient of minibatch b, scaled so that it estimates the full objective.
-  virtual double EvaluateBatch(const Eigen::VectorXd& w, int /*batch*/, Eigen::VectorXd* grad) {
+  // Value and gradient of minibatch b, scaled so that it estimates the full
+  // objective.
+  virtual double EvaluateBatch(const Eigen::VectorXd& w, int /*batch*/,
+                               Eigen::VectorXd* grad) {
     return Evaluate(w, grad);
   }
 };
@@ -38,8 +44,8 @@ enum class Termination {
   kDeadline,           // the wall-clock budget ran out
   kLineSearchFailure,  // no acceptable step along the search direction
   kDiverged,           // the objective became NaN/Inf
-  kEarlyStopped,       // the callback asked to finish (e.g. validation patience)
-  kUserAbort,          // the callback asked to abort (cancellation)
+  kEarlyStopped,  // the callback asked to finish (e.g. validation patience)
+  kUserAbort,     // the callback asked to abort (cancellation)
 };
 const char* TerminationName(Termination t);
 
@@ -49,18 +55,22 @@ struct IterationRecord {
   double elapsed_seconds = 0.0;
   double loss = std::numeric_limits<double>::quiet_NaN();  // training objective
   double step_size = std::numeric_limits<double>::quiet_NaN();
-  double validation_metric = std::numeric_limits<double>::quiet_NaN();  // set by the callback
+  double validation_metric =
+      std::numeric_limits<double>::quiet_NaN();  // set by the callback
   double sparsity_pct = std::numeric_limits<double>::quiet_NaN();
-  const Eigen::VectorXd* params = nullptr;  // the current iterate, valid during the call only
+  const Eigen::VectorXd* params =
+      nullptr;  // the current iterate, valid during the call only
 };
 
 enum class CallbackResult { kContinue, kFinish, kAbort };
 
-// How the outside world watches and steers a run. The optimizer does not own it.
+// How the outside world watches and steers a run. The optimizer does not own
+// it.
 class IterationCallback {
  public:
   virtual ~IterationCallback() = default;
-  // May fill record->validation_metric. kFinish ends the run successfully, kAbort cancels it.
+  // May fill record->validation_metric. kFinish ends the run successfully,
+  // kAbort cancels it.
   virtual CallbackResult OnIteration(IterationRecord* record) = 0;
 };
 
@@ -72,7 +82,8 @@ struct Summary {
   double final_loss = std::numeric_limits<double>::quiet_NaN();
   double seconds = 0.0;
   std::vector<IterationRecord> history;  // params pointers cleared
-  // One line: method-independent outcome, e.g. "converged after 120 epochs: loss 0.31 -> 0.012".
+  // One line: method-independent outcome, e.g. "converged after 120 epochs:
+  // loss 0.31 -> 0.012".
   std::string BriefReport() const;
 };
 

@@ -9,15 +9,18 @@
 namespace sparrow::core {
 namespace {
 
-absl::Status CheckSequence(const Model& m, const Eigen::MatrixXd& u, const Eigen::MatrixXd& y) {
-  if (u.rows() != m.input_scaling.size() || y.rows() != m.output_scaling.size()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "the model has ", m.input_scaling.size(), " inputs and ", m.output_scaling.size(),
-        " outputs; the data has ", u.rows(), " and ", y.rows()));
+absl::Status CheckSequence(const Model& m, const Eigen::MatrixXd& u,
+                           const Eigen::MatrixXd& y) {
+  if (u.rows() != m.input_scaling.size() ||
+      y.rows() != m.output_scaling.size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the model has ", m.input_scaling.size(), " inputs and ",
+                     m.output_scaling.size(), " outputs; the data has ",
+                     u.rows(), " and ", y.rows()));
   }
   if (u.cols() != y.cols()) {
-    return absl::InvalidArgumentError(absl::StrCat("inputs have ", u.cols(),
-                                                   " samples but outputs have ", y.cols()));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "inputs have ", u.cols(), " samples but outputs have ", y.cols()));
   }
   if (!u.allFinite() || !y.allFinite()) {
     return absl::InvalidArgumentError("the data contains NaN or Inf");
@@ -29,14 +32,21 @@ absl::Status CheckSequence(const Model& m, const Eigen::MatrixXd& u, const Eigen
 class InitialStateObjective : public Objective {
  public:
   InitialStateObjective(const StateSpaceRnn& rnn, const Eigen::VectorXd& params,
-                        const Eigen::MatrixXd& u, const Eigen::MatrixXd& y, int n0,
-                        const Loss& loss, double rho)
-      : rnn_(rnn), params_(params), u_(u), y_(y), n0_(n0), loss_(loss), rho_(rho) {}
+                        const Eigen::MatrixXd& u, const Eigen::MatrixXd& y,
+                        int n0, const Loss& loss, double rho)
+      : rnn_(rnn),
+        params_(params),
+        u_(u),
+        y_(y),
+        n0_(n0),
+        loss_(loss),
+        rho_(rho) {}
   int num_params() const override { return rnn_.spec().nx; }
   double Evaluate(const Eigen::VectorXd& x0, Eigen::VectorXd* grad) override {
     rnn_.SimulateFrom(params_.data(), x0, u_, 0, &tape_, n0_);
     const auto target = y_.leftCols(tape_.steps);
-    double value = loss_.Value(target, tape_.outputs()) + 0.5 * rho_ * x0.squaredNorm();
+    double value =
+        loss_.Value(target, tape_.outputs()) + 0.5 * rho_ * x0.squaredNorm();
     if (grad != nullptr) {
       d_out_.resize(y_.rows(), tape_.steps);
       loss_.Gradient(target, tape_.outputs(), d_out_);
@@ -46,7 +56,8 @@ class InitialStateObjective : public Objective {
       *grad /= tape_.steps;
     }
     value /= tape_.steps;
-    return std::isfinite(value) ? value : std::numeric_limits<double>::infinity();
+    return std::isfinite(value) ? value
+                                : std::numeric_limits<double>::infinity();
   }
 
  private:
@@ -65,7 +76,8 @@ class InitialStateObjective : public Objective {
 NarxMlp Narx(const Model& m) {
   const int nu = m.input_scaling.size();
   const int ny = m.output_scaling.size();
-  return NarxMlp(m.config.lags, nu, ny, NetworkSpec(m.config, m.config.lags.dimension(nu, ny), ny));
+  return NarxMlp(m.config.lags, nu, ny,
+                 NetworkSpec(m.config, m.config.lags.dimension(nu, ny), ny));
 }
 
 }  // namespace
@@ -74,19 +86,23 @@ MlpSpec NetworkSpec(const ModelConfig& c, int n_in, int n_out) {
   return MlpSpec{n_in, c.hidden, n_out, c.activation, c.output_activation};
 }
 
-Eigen::VectorXd EstimateInitialState(const StateSpaceRnn& rnn, const Eigen::VectorXd& params,
-                                     const Eigen::MatrixXd& u, const Eigen::MatrixXd& y,
-                                     int n0, const Loss& loss, double rho_x0) {
+Eigen::VectorXd EstimateInitialState(const StateSpaceRnn& rnn,
+                                     const Eigen::VectorXd& params,
+                                     const Eigen::MatrixXd& u,
+                                     const Eigen::MatrixXd& y, int n0,
+                                     const Loss& loss, double rho_x0) {
   const int nx = rnn.spec().nx;
-  InitialStateObjective objective(rnn, params, u, y, std::max(1, n0), loss, rho_x0);
+  InitialStateObjective objective(rnn, params, u, y, std::max(1, n0), loss,
+                                  rho_x0);
   LbfgsOptions options;
   options.max_iterations = 100;
   options.gradient_tolerance = 1e-9;
   Rng rng(0x5eed);
   Eigen::VectorXd best = Eigen::VectorXd::Zero(nx);
   double best_value = std::numeric_limits<double>::infinity();
-  // Multi-start local search (the paper uses a particle swarm; ALGORITHMS.md §2.7 allows any
-  // robust multi-start method): x0 = 0 plus 2 nx uniform starts in the paper's box [-3, 3].
+  // Multi-start local search (the paper uses a particle swarm; ALGORITHMS.md
+  // §2.7 allows any robust multi-start method): x0 = 0 plus 2 nx uniform starts
+  // in the paper's box [-3, 3].
   for (int start = 0; start <= 2 * nx; ++start) {
     Eigen::VectorXd x0 = Eigen::VectorXd::Zero(nx);
     if (start > 0) {
@@ -101,7 +117,8 @@ Eigen::VectorXd EstimateInitialState(const StateSpaceRnn& rnn, const Eigen::Vect
   return best;
 }
 
-absl::StatusOr<SequencePrediction> Simulate(const Model& m, const Eigen::MatrixXd& u_raw,
+absl::StatusOr<SequencePrediction> Simulate(const Model& m,
+                                            const Eigen::MatrixXd& u_raw,
                                             const Eigen::MatrixXd& y_raw) {
   if (absl::Status s = CheckSequence(m, u_raw, y_raw); !s.ok()) return s;
   Eigen::MatrixXd u = u_raw;
@@ -114,9 +131,9 @@ absl::StatusOr<SequencePrediction> Simulate(const Model& m, const Eigen::MatrixX
     case ModelKind::kNarxMlp: {
       const data::NarxLags& lags = m.config.lags;
       if (n <= lags.max_lag()) {
-        return absl::InvalidArgumentError(absl::StrCat("the sequence has ", n,
-                                                       " samples; the model needs more than ",
-                                                       lags.max_lag()));
+        return absl::InvalidArgumentError(absl::StrCat(
+            "the sequence has ", n, " samples; the model needs more than ",
+            lags.max_lag()));
       }
       out.y = Narx(m).Simulate(m.params.data(), u, y);
       out.first = lags.max_lag();
@@ -127,13 +144,14 @@ absl::StatusOr<SequencePrediction> Simulate(const Model& m, const Eigen::MatrixX
       StateSpaceRnn::Tape tape;
       out.first = rnn.warmup();
       if (n <= out.first) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "the sequence has ", n, " samples; the encoder needs more than ", out.first));
+        return absl::InvalidArgumentError(
+            absl::StrCat("the sequence has ", n,
+                         " samples; the encoder needs more than ", out.first));
       }
       if (m.config.rnn.initial_state == InitialState::kFree) {
-        const Eigen::VectorXd x0 =
-            EstimateInitialState(rnn, m.params, u, y, m.config.x0_estimation_samples, m.loss,
-                                 m.rho_x0);
+        const Eigen::VectorXd x0 = EstimateInitialState(
+            rnn, m.params, u, y, m.config.x0_estimation_samples, m.loss,
+            m.rho_x0);
         rnn.SimulateFrom(m.params.data(), x0, u, 0, &tape);
       } else {
         rnn.Simulate(m.params.data(), u, y, 0, &tape);
@@ -144,16 +162,19 @@ absl::StatusOr<SequencePrediction> Simulate(const Model& m, const Eigen::MatrixX
     }
     case ModelKind::kMlp:
       return absl::InvalidArgumentError(
-          "a static MLP has no simulation; use a narx_mlp or state_space_rnn model");
+          "a static MLP has no simulation; use a narx_mlp or state_space_rnn "
+          "model");
   }
   m.output_scaling.Invert(&out.y);
   return out;
 }
 
-absl::StatusOr<SequencePrediction> PredictOneStep(const Model& m, const Eigen::MatrixXd& u_raw,
-                                                  const Eigen::MatrixXd& y_raw) {
+absl::StatusOr<SequencePrediction> PredictOneStep(
+    const Model& m, const Eigen::MatrixXd& u_raw,
+    const Eigen::MatrixXd& y_raw) {
   if (m.config.kind != ModelKind::kNarxMlp) {
-    return absl::InvalidArgumentError("one-step prediction needs a narx_mlp model");
+    return absl::InvalidArgumentError(
+        "one-step prediction needs a narx_mlp model");
   }
   if (absl::Status s = CheckSequence(m, u_raw, y_raw); !s.ok()) return s;
   Eigen::MatrixXd u = u_raw;
@@ -161,30 +182,35 @@ absl::StatusOr<SequencePrediction> PredictOneStep(const Model& m, const Eigen::M
   m.input_scaling.Apply(&u);
   m.output_scaling.Apply(&y);
   if (u.cols() <= m.config.lags.max_lag()) {
-    return absl::InvalidArgumentError(absl::StrCat("the sequence has ", u.cols(),
-                                                   " samples; the model needs more than ",
-                                                   m.config.lags.max_lag()));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the sequence has ", u.cols(), " samples; the model needs more than ",
+        m.config.lags.max_lag()));
   }
   SequencePrediction out;
   out.first = m.config.lags.max_lag();
   out.y = y;
-  out.y.rightCols(u.cols() - out.first) = Narx(m).PredictOneStep(m.params.data(), u, y);
+  out.y.rightCols(u.cols() - out.first) =
+      Narx(m).PredictOneStep(m.params.data(), u, y);
   m.output_scaling.Invert(&out.y);
   return out;
 }
 
-absl::StatusOr<Eigen::MatrixXd> PredictTable(const Model& m, const Eigen::MatrixXd& x_raw) {
+absl::StatusOr<Eigen::MatrixXd> PredictTable(const Model& m,
+                                             const Eigen::MatrixXd& x_raw) {
   if (m.config.kind != ModelKind::kMlp) {
     return absl::InvalidArgumentError("row-wise prediction needs an mlp model");
   }
   if (x_raw.rows() != m.input_scaling.size()) {
-    return absl::InvalidArgumentError(absl::StrCat("the model has ", m.input_scaling.size(),
-                                                   " inputs; the data has ", x_raw.rows()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("the model has ", m.input_scaling.size(),
+                     " inputs; the data has ", x_raw.rows()));
   }
-  if (!x_raw.allFinite()) return absl::InvalidArgumentError("the data contains NaN or Inf");
+  if (!x_raw.allFinite())
+    return absl::InvalidArgumentError("the data contains NaN or Inf");
   Eigen::MatrixXd x = x_raw;
   m.input_scaling.Apply(&x);
-  const Mlp mlp(NetworkSpec(m.config, static_cast<int>(x.rows()), m.output_scaling.size()));
+  const Mlp mlp(NetworkSpec(m.config, static_cast<int>(x.rows()),
+                            m.output_scaling.size()));
   Mlp::Cache cache;
   mlp.Forward(m.params.data(), x, &cache);
   Eigen::MatrixXd y = cache.output();

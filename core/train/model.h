@@ -1,5 +1,5 @@
-// A trained model in core terms, and running it on new data. The server/CLI converts it to and
-// from sparrow.v1.TrainedModel in server/spec.
+// A trained model in core terms, and running it on new data. The server/CLI
+// converts it to and from sparrow.v1.TrainedModel in server/spec.
 #ifndef SPARROW_CORE_TRAIN_MODEL_H_
 #define SPARROW_CORE_TRAIN_MODEL_H_
 
@@ -47,26 +47,36 @@ struct Model {
 
 // Predictions of a sequence model on one trace, in data units.
 struct SequencePrediction {
-  Eigen::MatrixXd y;  // ny x N; columns before `first` copy the measured outputs
-  int first = 0;      // first genuinely predicted sample (encoder / NARX history excluded)
+  Eigen::MatrixXd
+      y;  // ny x N; columns before `first` copy the measured outputs
+  int first =
+      0;  // first genuinely predicted sample (encoder / NARX history excluded)
 };
 
-// Free-run simulation of a NARX or state-space model on inputs u (nu x N, data units). The
-// measured outputs y are read only for the NARX initial history, the encoder window, or the
-// x0 estimate of a free-x0 model (its first x0_estimation_samples samples).
-absl::StatusOr<SequencePrediction> Simulate(const Model& model, const Eigen::MatrixXd& u,
+// Free-run simulation of a NARX or state-space model on inputs u (nu x N, data
+// units). The measured outputs y are read only for the NARX initial history,
+// the encoder window, or the x0 estimate of a free-x0 model (its first
+// x0_estimation_samples samples).
+absl::StatusOr<SequencePrediction> Simulate(const Model& model,
+                                            const Eigen::MatrixXd& u,
                                             const Eigen::MatrixXd& y);
-// One-step-ahead prediction of a NARX model (measured past outputs), data units.
-absl::StatusOr<SequencePrediction> PredictOneStep(const Model& model, const Eigen::MatrixXd& u,
+// One-step-ahead prediction of a NARX model (measured past outputs), data
+// units.
+absl::StatusOr<SequencePrediction> PredictOneStep(const Model& model,
+                                                  const Eigen::MatrixXd& u,
                                                   const Eigen::MatrixXd& y);
 // A static MLP on rows x (n_in x M), data units.
-absl::StatusOr<Eigen::MatrixXd> PredictTable(const Model& model, const Eigen::MatrixXd& x);
+absl::StatusOr<Eigen::MatrixXd> PredictTable(const Model& model,
+                                             const Eigen::MatrixXd& x);
 
-// Bemporad eq. (30): x0 minimizing rho_x |x0|^2 + sum_{k < n0} l(y_k, yhat_k), in the model's
-// normalized units, by L-BFGS from x0 = 0 and a few deterministic starts in [-3, 3]^nx.
-Eigen::VectorXd EstimateInitialState(const StateSpaceRnn& rnn, const Eigen::VectorXd& params,
-                                     const Eigen::MatrixXd& u, const Eigen::MatrixXd& y,
-                                     int n0, const Loss& loss, double rho_x0);
+// Bemporad eq. (30): x0 minimizing rho_x |x0|^2 + sum_{k < n0} l(y_k, yhat_k),
+// in the model's normalized units, by L-BFGS from x0 = 0 and a few
+// deterministic starts in [-3, 3]^nx.
+Eigen::VectorXd EstimateInitialState(const StateSpaceRnn& rnn,
+                                     const Eigen::VectorXd& params,
+                                     const Eigen::MatrixXd& u,
+                                     const Eigen::MatrixXd& y, int n0,
+                                     const Loss& loss, double rho_x0);
 
 }  // namespace sparrow::core
 

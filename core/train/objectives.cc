@@ -9,13 +9,15 @@ namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
-// Non-finite predictions make the point unacceptable to every line search and step test.
+// Non-finite predictions make the point unacceptable to every line search and
+// step test.
 double FiniteOrInf(double v) { return std::isfinite(v) ? v : kInf; }
 
 }  // namespace
 
-TableObjective::TableObjective(const Mlp* mlp, const Eigen::MatrixXd* x, const Eigen::MatrixXd* y,
-                               Loss loss, double rho_theta, int batch_size, bool shuffle)
+TableObjective::TableObjective(const Mlp* mlp, const Eigen::MatrixXd* x,
+                               const Eigen::MatrixXd* y, Loss loss,
+                               double rho_theta, int batch_size, bool shuffle)
     : mlp_(mlp),
       x_(x),
       y_(y),
@@ -24,8 +26,9 @@ TableObjective::TableObjective(const Mlp* mlp, const Eigen::MatrixXd* x, const E
       batch_size_(batch_size),
       shuffle_(shuffle) {
   const int n = static_cast<int>(x->cols());
-  num_batches_ =
-      (batch_size <= 0 || batch_size >= n) ? 1 : (n + batch_size - 1) / batch_size;
+  num_batches_ = (batch_size <= 0 || batch_size >= n)
+                     ? 1
+                     : (n + batch_size - 1) / batch_size;
   order_.resize(n);
   std::iota(order_.begin(), order_.end(), 0);
   if (num_batches_ > 1) {
@@ -34,7 +37,8 @@ TableObjective::TableObjective(const Mlp* mlp, const Eigen::MatrixXd* x, const E
   }
 }
 
-double TableObjective::Accumulate(const Eigen::VectorXd& w, const Eigen::MatrixXd& x,
+double TableObjective::Accumulate(const Eigen::VectorXd& w,
+                                  const Eigen::MatrixXd& x,
                                   const Eigen::MatrixXd& y, int begin, int end,
                                   Eigen::VectorXd* grad) {
   const int cols = end - begin;
@@ -50,7 +54,8 @@ double TableObjective::Accumulate(const Eigen::VectorXd& w, const Eigen::MatrixX
   return value;
 }
 
-double TableObjective::Evaluate(const Eigen::VectorXd& w, Eigen::VectorXd* grad) {
+double TableObjective::Evaluate(const Eigen::VectorXd& w,
+                                Eigen::VectorXd* grad) {
   const int n = static_cast<int>(x_->cols());
   if (grad != nullptr) grad->setZero(w.size());
   double value = Accumulate(w, *x_, *y_, 0, n, grad);
@@ -71,13 +76,15 @@ void TableObjective::StartEpoch(const Eigen::VectorXd&, Rng* rng) {
   }
 }
 
-double TableObjective::EvaluateBatch(const Eigen::VectorXd& w, int batch, Eigen::VectorXd* grad) {
+double TableObjective::EvaluateBatch(const Eigen::VectorXd& w, int batch,
+                                     Eigen::VectorXd* grad) {
   if (num_batches_ == 1) return Evaluate(w, grad);
   const int n = static_cast<int>(x_->cols());
   const int begin = batch * batch_size_;
   const int end = std::min(n, begin + batch_size_);
   grad->setZero(w.size());
-  const double value = Accumulate(w, x_shuffled_, y_shuffled_, begin, end, grad);
+  const double value =
+      Accumulate(w, x_shuffled_, y_shuffled_, begin, end, grad);
   const double m = end - begin;
   *grad /= m;
   *grad += (rho_theta_ / n) * w;
@@ -85,9 +92,9 @@ double TableObjective::EvaluateBatch(const Eigen::VectorXd& w, int batch, Eigen:
 }
 
 SequenceObjective::SequenceObjective(const StateSpaceRnn* rnn,
-                                     const std::vector<data::Trace>* traces, Loss loss,
-                                     double rho_x0, double rho_theta, int bptt_window,
-                                     bool shuffle)
+                                     const std::vector<data::Trace>* traces,
+                                     Loss loss, double rho_x0, double rho_theta,
+                                     int bptt_window, bool shuffle)
     : rnn_(rnn),
       traces_(traces),
       loss_(loss),
@@ -101,12 +108,14 @@ SequenceObjective::SequenceObjective(const StateSpaceRnn* rnn,
     num_samples_ += steps;
     const int window = bptt_window > 0 ? bptt_window : steps;
     for (int offset = 0; offset < steps; offset += window) {
-      windows_.push_back({static_cast<int>(t), offset, std::min(window, steps - offset)});
+      windows_.push_back(
+          {static_cast<int>(t), offset, std::min(window, steps - offset)});
     }
   }
 }
 
-double SequenceObjective::Regularization(const Eigen::VectorXd& w, Eigen::VectorXd* grad,
+double SequenceObjective::Regularization(const Eigen::VectorXd& w,
+                                         Eigen::VectorXd* grad,
                                          double scale) const {
   const int x0 = rnn_->x0_size();
   const int rest = rnn_->num_params() - x0;
@@ -115,11 +124,13 @@ double SequenceObjective::Regularization(const Eigen::VectorXd& w, Eigen::Vector
     grad->tail(rest) += scale * rho_theta_ * w.tail(rest);
   }
   return scale * 0.5 *
-         (rho_x0_ * w.head(x0).squaredNorm() + rho_theta_ * w.tail(rest).squaredNorm());
+         (rho_x0_ * w.head(x0).squaredNorm() +
+          rho_theta_ * w.tail(rest).squaredNorm());
 }
 
-double SequenceObjective::LossAndBackward(const Eigen::VectorXd& w, int trace, int offset,
-                                          StateSpaceRnn::Tape* tape, Eigen::VectorXd* grad,
+double SequenceObjective::LossAndBackward(const Eigen::VectorXd& w, int trace,
+                                          int offset, StateSpaceRnn::Tape* tape,
+                                          Eigen::VectorXd* grad,
                                           const Eigen::VectorXd*) {
   const data::Trace& tr = (*traces_)[trace];
   const auto target = tr.y.middleCols(tape->start, tape->steps);
@@ -130,7 +141,8 @@ double SequenceObjective::LossAndBackward(const Eigen::VectorXd& w, int trace, i
     if (offset == 0) {
       rnn_->Backward(w.data(), d_out_, trace, tape, grad->data());
     } else {
-      // A window after the first starts from a detached nominal state: no x0 gradient.
+      // A window after the first starts from a detached nominal state: no x0
+      // gradient.
       Eigen::VectorXd unused;
       rnn_->Backward(w.data(), d_out_, trace, tape, grad->data(), &unused);
     }
@@ -138,13 +150,15 @@ double SequenceObjective::LossAndBackward(const Eigen::VectorXd& w, int trace, i
   return value;
 }
 
-double SequenceObjective::Evaluate(const Eigen::VectorXd& w, Eigen::VectorXd* grad) {
+double SequenceObjective::Evaluate(const Eigen::VectorXd& w,
+                                   Eigen::VectorXd* grad) {
   if (grad != nullptr) grad->setZero(w.size());
   double value = 0.0;
   for (size_t t = 0; t < traces_->size(); ++t) {
     const data::Trace& tr = (*traces_)[t];
     rnn_->Simulate(w.data(), tr.u, tr.y, static_cast<int>(t), &tapes_[t]);
-    value += LossAndBackward(w, static_cast<int>(t), 0, &tapes_[t], grad, nullptr);
+    value +=
+        LossAndBackward(w, static_cast<int>(t), 0, &tapes_[t], grad, nullptr);
   }
   const double scale = 1.0 / num_samples_;
   if (grad != nullptr) *grad *= scale;
@@ -154,7 +168,8 @@ double SequenceObjective::Evaluate(const Eigen::VectorXd& w, Eigen::VectorXd* gr
 }
 
 void SequenceObjective::StartEpoch(const Eigen::VectorXd& w, Rng* rng) {
-  if (windows_.size() == traces_->size()) return;  // full BPTT: nothing to prepare
+  if (windows_.size() == traces_->size())
+    return;  // full BPTT: nothing to prepare
   for (size_t t = 0; t < traces_->size(); ++t) {
     const data::Trace& tr = (*traces_)[t];
     rnn_->Simulate(w.data(), tr.u, tr.y, static_cast<int>(t), &tapes_[t]);
@@ -164,7 +179,8 @@ void SequenceObjective::StartEpoch(const Eigen::VectorXd& w, Rng* rng) {
 
 double SequenceObjective::EvaluateBatch(const Eigen::VectorXd& w, int batch,
                                         Eigen::VectorXd* grad) {
-  if (windows_.size() == traces_->size() && bptt_window_ <= 0) return Evaluate(w, grad);
+  if (windows_.size() == traces_->size() && bptt_window_ <= 0)
+    return Evaluate(w, grad);
   const Window& win = windows_[batch];
   const data::Trace& tr = (*traces_)[win.trace];
   grad->setZero(w.size());
@@ -174,7 +190,8 @@ double SequenceObjective::EvaluateBatch(const Eigen::VectorXd& w, int batch,
     rnn_->SimulateFrom(w.data(), tapes_[win.trace].x.col(win.offset), tr.u,
                        rnn_->warmup() + win.offset, &window_tape_, win.steps);
   }
-  double value = LossAndBackward(w, win.trace, win.offset, &window_tape_, grad, nullptr);
+  double value =
+      LossAndBackward(w, win.trace, win.offset, &window_tape_, grad, nullptr);
   *grad /= win.steps;
   value = value / win.steps + Regularization(w, grad, 1.0 / num_samples_);
   return FiniteOrInf(value);

@@ -1,9 +1,11 @@
-// Training objectives: a model, its data and its loss turned into an Objective the optimizers
-// minimize. All use the same scaling,
-//   V(w) = (1/N) [ sum_k l(y_k, yhat_k) + rho_x0/2 |x0|^2 + rho_theta/2 |theta|^2 ],
+// Training objectives: a model, its data and its loss turned into an Objective
+// the optimizers minimize. All use the same scaling,
+//   V(w) = (1/N) [ sum_k l(y_k, yhat_k) + rho_x0/2 |x0|^2 + rho_theta/2
+//   |theta|^2 ],
 // with N the number of predicted training samples; minibatch values estimate V.
 //
-// Not thread-safe: each run owns its objective (the models inside are shared read-only).
+// Not thread-safe: each run owns its objective (the models inside are shared
+// read-only).
 #ifndef SPARROW_CORE_TRAIN_OBJECTIVES_H_
 #define SPARROW_CORE_TRAIN_OBJECTIVES_H_
 
@@ -19,23 +21,26 @@
 
 namespace sparrow::core {
 
-// An MLP on columns of x (inputs x N) with targets y (outputs x N); also the one-step NARX
-// objective on regressors. batch_size 0 = full batch.
+// An MLP on columns of x (inputs x N) with targets y (outputs x N); also the
+// one-step NARX objective on regressors. batch_size 0 = full batch.
 class TableObjective : public Objective {
  public:
-  TableObjective(const Mlp* mlp, const Eigen::MatrixXd* x, const Eigen::MatrixXd* y, Loss loss,
-                 double rho_theta, int batch_size, bool shuffle);
+  TableObjective(const Mlp* mlp, const Eigen::MatrixXd* x,
+                 const Eigen::MatrixXd* y, Loss loss, double rho_theta,
+                 int batch_size, bool shuffle);
 
   int num_params() const override { return mlp_->num_params(); }
   int num_batches() const override { return num_batches_; }
   double Evaluate(const Eigen::VectorXd& w, Eigen::VectorXd* grad) override;
   void StartEpoch(const Eigen::VectorXd& w, Rng* rng) override;
-  double EvaluateBatch(const Eigen::VectorXd& w, int batch, Eigen::VectorXd* grad) override;
+  double EvaluateBatch(const Eigen::VectorXd& w, int batch,
+                       Eigen::VectorXd* grad) override;
 
  private:
   // Loss sum and (optionally) gradient over the columns [begin, end) of (x, y).
-  double Accumulate(const Eigen::VectorXd& w, const Eigen::MatrixXd& x, const Eigen::MatrixXd& y,
-                    int begin, int end, Eigen::VectorXd* grad);
+  double Accumulate(const Eigen::VectorXd& w, const Eigen::MatrixXd& x,
+                    const Eigen::MatrixXd& y, int begin, int end,
+                    Eigen::VectorXd* grad);
 
   const Mlp* mlp_;
   const Eigen::MatrixXd* x_;
@@ -47,21 +52,26 @@ class TableObjective : public Objective {
   int num_batches_;
   std::vector<int> order_;
   Eigen::MatrixXd x_shuffled_, y_shuffled_, d_out_;
-  std::map<int, Mlp::Cache> caches_;  // one per batch width, so no reallocation per batch
+  std::map<int, Mlp::Cache>
+      caches_;  // one per batch width, so no reallocation per batch
 };
 
-// A state-space RNN on several traces: full BPTT (bptt_window 0) or truncated BPTT over windows
-// of bptt_window steps, each started from the state of a nominal simulation at the epoch start.
+// A state-space RNN on several traces: full BPTT (bptt_window 0) or truncated
+// BPTT over windows of bptt_window steps, each started from the state of a
+// nominal simulation at the epoch start.
 class SequenceObjective : public Objective {
  public:
-  SequenceObjective(const StateSpaceRnn* rnn, const std::vector<data::Trace>* traces, Loss loss,
-                    double rho_x0, double rho_theta, int bptt_window, bool shuffle);
+  SequenceObjective(const StateSpaceRnn* rnn,
+                    const std::vector<data::Trace>* traces, Loss loss,
+                    double rho_x0, double rho_theta, int bptt_window,
+                    bool shuffle);
 
   int num_params() const override { return rnn_->num_params(); }
   int num_batches() const override { return static_cast<int>(windows_.size()); }
   double Evaluate(const Eigen::VectorXd& w, Eigen::VectorXd* grad) override;
   void StartEpoch(const Eigen::VectorXd& w, Rng* rng) override;
-  double EvaluateBatch(const Eigen::VectorXd& w, int batch, Eigen::VectorXd* grad) override;
+  double EvaluateBatch(const Eigen::VectorXd& w, int batch,
+                       Eigen::VectorXd* grad) override;
   int num_samples() const { return num_samples_; }
 
  private:
@@ -70,8 +80,10 @@ class SequenceObjective : public Objective {
     int offset = 0;  // steps after the warmup
     int steps = 0;
   };
-  double Regularization(const Eigen::VectorXd& w, Eigen::VectorXd* grad, double scale) const;
-  // Loss sum of one simulated tape against trace t, adding its gradient when grad is set.
+  double Regularization(const Eigen::VectorXd& w, Eigen::VectorXd* grad,
+                        double scale) const;
+  // Loss sum of one simulated tape against trace t, adding its gradient when
+  // grad is set.
   double LossAndBackward(const Eigen::VectorXd& w, int trace, int offset,
                          StateSpaceRnn::Tape* tape, Eigen::VectorXd* grad,
                          const Eigen::VectorXd* x0_grad_sink);

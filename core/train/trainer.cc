@@ -17,15 +17,18 @@ bool IsClassification(const Loss& loss) { return loss.kind != LossKind::kMse; }
 
 absl::Status Positive(absl::string_view field, double v) {
   if (v > 0 && std::isfinite(v)) return absl::OkStatus();
-  return absl::InvalidArgumentError(absl::StrCat(field, " is ", v, "; it must be positive"));
+  return absl::InvalidArgumentError(
+      absl::StrCat(field, " is ", v, "; it must be positive"));
 }
 absl::Status NonNegative(absl::string_view field, double v) {
   if (v >= 0 && std::isfinite(v)) return absl::OkStatus();
-  return absl::InvalidArgumentError(absl::StrCat(field, " is ", v, "; it must be >= 0"));
+  return absl::InvalidArgumentError(
+      absl::StrCat(field, " is ", v, "; it must be >= 0"));
 }
 
 // Normalizes every trace in place with the given scalings.
-data::SequenceData Scaled(const data::SequenceData& seq, const data::Normalizer& in,
+data::SequenceData Scaled(const data::SequenceData& seq,
+                          const data::Normalizer& in,
                           const data::Normalizer& out) {
   data::SequenceData s = seq;
   for (data::Trace& t : s.traces) {
@@ -35,27 +38,29 @@ data::SequenceData Scaled(const data::SequenceData& seq, const data::Normalizer&
   return s;
 }
 
-// Softmax cross-entropy with a single label column: labels 0..C-1 become one-hot rows.
-absl::StatusOr<Eigen::MatrixXd> OneHot(const Eigen::MatrixXd& labels, int classes) {
+// Softmax cross-entropy with a single label column: labels 0..C-1 become
+// one-hot rows.
+absl::StatusOr<Eigen::MatrixXd> OneHot(const Eigen::MatrixXd& labels,
+                                       int classes) {
   Eigen::MatrixXd y = Eigen::MatrixXd::Zero(classes, labels.cols());
   for (Eigen::Index j = 0; j < labels.cols(); ++j) {
     const double v = labels(0, j);
     if (v < 0 || v >= classes || v != std::floor(v)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "softmax_cross_entropy needs integer class labels 0..", classes - 1, "; sample ", j + 1,
-          " has ", v));
+      return absl::InvalidArgumentError(
+          absl::StrCat("softmax_cross_entropy needs integer class labels 0..",
+                       classes - 1, "; sample ", j + 1, " has ", v));
     }
     y(static_cast<int>(v), j) = 1.0;
   }
   return y;
 }
 
-// Wraps the user's callback: adds the validation metric, keeps the best iterate on validation
-// data, and stops after `patience` reports without improvement.
+// Wraps the user's callback: adds the validation metric, keeps the best iterate
+// on validation data, and stops after `patience` reports without improvement.
 class ValidationMonitor : public IterationCallback {
  public:
-  ValidationMonitor(Model* model, const TrainConfig& config, const TrainData& data,
-                    IterationCallback* user)
+  ValidationMonitor(Model* model, const TrainConfig& config,
+                    const TrainData& data, IterationCallback* user)
       : model_(model), config_(config), data_(data), user_(user) {
     active_ = model->config.kind == ModelKind::kMlp
                   ? data.validation_table.num_samples() > 0
@@ -65,13 +70,16 @@ class ValidationMonitor : public IterationCallback {
     if (active_ && r->params != nullptr) {
       model_->params = *r->params;
       Metrics m;
-      const absl::Status s = model_->config.kind == ModelKind::kMlp
-                                 ? EvaluateTable(*model_, data_.validation_table, 1, &m)
-                                 : EvaluateSequences(*model_, data_.validation_seq, 1, &m);
+      const absl::Status s =
+          model_->config.kind == ModelKind::kMlp
+              ? EvaluateTable(*model_, data_.validation_table, 1, &m)
+              : EvaluateSequences(*model_, data_.validation_seq, 1, &m);
       if (s.ok()) {
-        r->validation_metric = IsClassification(config_.loss) ? 100.0 - m.validation_accuracy
-                                                              : m.validation_rmse;
-        if (std::isfinite(r->validation_metric) && r->validation_metric < best_) {
+        r->validation_metric = IsClassification(config_.loss)
+                                   ? 100.0 - m.validation_accuracy
+                                   : m.validation_rmse;
+        if (std::isfinite(r->validation_metric) &&
+            r->validation_metric < best_) {
           best_ = r->validation_metric;
           best_params_ = *r->params;
           since_best_ = 0;
@@ -80,7 +88,8 @@ class ValidationMonitor : public IterationCallback {
         }
       }
     }
-    if (r->params != nullptr) r->sparsity_pct = ComputeSparsity(*r->params).zero_pct;
+    if (r->params != nullptr)
+      r->sparsity_pct = ComputeSparsity(*r->params).zero_pct;
     CallbackResult answer =
         user_ != nullptr ? user_->OnIteration(r) : CallbackResult::kContinue;
     if (answer == CallbackResult::kContinue && config_.patience > 0 &&
@@ -104,8 +113,9 @@ class ValidationMonitor : public IterationCallback {
 };
 
 // Stacks the predicted part of every trace and scores it.
-void Score(const std::vector<Eigen::MatrixXd>& ys, const std::vector<Eigen::MatrixXd>& yhats,
-           const Loss& loss, double* rmse, double* bfr, double* accuracy) {
+void Score(const std::vector<Eigen::MatrixXd>& ys,
+           const std::vector<Eigen::MatrixXd>& yhats, const Loss& loss,
+           double* rmse, double* bfr, double* accuracy) {
   Eigen::Index cols = 0;
   for (const auto& y : ys) cols += y.cols();
   if (ys.empty() || cols == 0) return;
@@ -121,9 +131,11 @@ void Score(const std::vector<Eigen::MatrixXd>& ys, const std::vector<Eigen::Matr
   if (accuracy && IsClassification(loss)) *accuracy = Accuracy(y, yhat);
 }
 
-double* Field(Metrics* m, int which, double Metrics::*train, double Metrics::*validation,
-              double Metrics::*test) {
-  return which == 0 ? &(m->*train) : which == 1 ? &(m->*validation) : &(m->*test);
+double* Field(Metrics* m, int which, double Metrics::*train,
+              double Metrics::*validation, double Metrics::*test) {
+  return which == 0   ? &(m->*train)
+         : which == 1 ? &(m->*validation)
+                      : &(m->*test);
 }
 
 }  // namespace
@@ -134,8 +146,8 @@ absl::Status TrainConfig::Validate() const {
   SPARROW_RETURN_IF_ERROR(NonNegative("regularization.rho_theta", rho_theta));
   SPARROW_RETURN_IF_ERROR(Positive("model.init_scale", model.init_scale));
   if (max_epochs < 1) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("stopping.max_epochs is ", max_epochs, "; it must be at least 1"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "stopping.max_epochs is ", max_epochs, "; it must be at least 1"));
   }
   SPARROW_RETURN_IF_ERROR(NonNegative("stopping.max_seconds", max_seconds));
   SPARROW_RETURN_IF_ERROR(NonNegative("stopping.tolerance", tolerance));
@@ -144,28 +156,32 @@ absl::Status TrainConfig::Validate() const {
         absl::StrCat("stopping.patience is ", patience, "; it must be >= 0"));
   }
   if (batch_size < 0 || bptt_window < 0) {
-    return absl::InvalidArgumentError(absl::StrCat("batch_size (", batch_size,
-                                                   ") and bptt_window (", bptt_window,
-                                                   ") must be >= 0"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("batch_size (", batch_size, ") and bptt_window (",
+                     bptt_window, ") must be >= 0"));
   }
   if (model.x0_estimation_samples < 1) {
     return absl::InvalidArgumentError(
         absl::StrCat("model.state_space_rnn.x0_estimation_samples is ",
                      model.x0_estimation_samples, "; it must be >= 1"));
   }
-  if (model.kind == ModelKind::kNarxMlp) SPARROW_RETURN_IF_ERROR(data::ValidateNarxLags(model.lags));
-  const absl::Status options =
-      optimizer == OptimizerKind::kLbfgs ? lbfgs.Validate() : first_order.Validate();
+  if (model.kind == ModelKind::kNarxMlp)
+    SPARROW_RETURN_IF_ERROR(data::ValidateNarxLags(model.lags));
+  const absl::Status options = optimizer == OptimizerKind::kLbfgs
+                                   ? lbfgs.Validate()
+                                   : first_order.Validate();
   if (!options.ok()) {
-    const char* name = optimizer == OptimizerKind::kLbfgs  ? "lbfgs"
+    const char* name = optimizer == OptimizerKind::kLbfgs ? "lbfgs"
                        : optimizer == OptimizerKind::kSgd ? "sgd"
-                                                           : "adam";
-    return absl::InvalidArgumentError(absl::StrCat("optimizer.", name, ".", options.message()));
+                                                          : "adam";
+    return absl::InvalidArgumentError(
+        absl::StrCat("optimizer.", name, ".", options.message()));
   }
   return absl::OkStatus();
 }
 
-absl::Status EvaluateSequences(const Model& model, const data::SequenceData& data, int which,
+absl::Status EvaluateSequences(const Model& model,
+                               const data::SequenceData& data, int which,
                                Metrics* metrics) {
   if (data.traces.empty()) return absl::OkStatus();
   std::vector<Eigen::MatrixXd> ys, sims, ones;
@@ -173,9 +189,10 @@ absl::Status EvaluateSequences(const Model& model, const data::SequenceData& dat
   for (size_t t = 0; t < data.traces.size(); ++t) {
     const data::Trace& tr = data.traces[t];
     SequencePrediction p;
-    const bool learned_x0 = which == 0 && model.config.kind == ModelKind::kStateSpaceRnn &&
-                            model.config.rnn.initial_state == InitialState::kFree &&
-                            static_cast<int>(data.traces.size()) == model.config.rnn.num_traces;
+    const bool learned_x0 =
+        which == 0 && model.config.kind == ModelKind::kStateSpaceRnn &&
+        model.config.rnn.initial_state == InitialState::kFree &&
+        static_cast<int>(data.traces.size()) == model.config.rnn.num_traces;
     if (learned_x0) {
       // Training traces keep the x0 learned with the model.
       const StateSpaceRnn rnn(model.config.rnn);
@@ -192,26 +209,29 @@ absl::Status EvaluateSequences(const Model& model, const data::SequenceData& dat
     ys.push_back(tr.y.rightCols(p.y.cols()));
     sims.push_back(p.y);
     if (narx && which != 1) {
-      SPARROW_ASSIGN_OR_RETURN(SequencePrediction one, PredictOneStep(model, tr.u, tr.y));
+      SPARROW_ASSIGN_OR_RETURN(SequencePrediction one,
+                               PredictOneStep(model, tr.u, tr.y));
       ones.push_back(one.y.rightCols(one.y.cols() - one.first));
     }
   }
   Score(ys, sims, model.loss,
         Field(metrics, which, &Metrics::train_rmse, &Metrics::validation_rmse,
               &Metrics::test_rmse),
-        Field(metrics, which, &Metrics::train_bfr, &Metrics::validation_bfr, &Metrics::test_bfr),
-        Field(metrics, which, &Metrics::train_accuracy, &Metrics::validation_accuracy,
-              &Metrics::test_accuracy));
+        Field(metrics, which, &Metrics::train_bfr, &Metrics::validation_bfr,
+              &Metrics::test_bfr),
+        Field(metrics, which, &Metrics::train_accuracy,
+              &Metrics::validation_accuracy, &Metrics::test_accuracy));
   if (!ones.empty()) {
     Score(ys, ones, model.loss,
-          which == 0 ? &metrics->train_one_step_rmse : &metrics->test_one_step_rmse, nullptr,
-          nullptr);
+          which == 0 ? &metrics->train_one_step_rmse
+                     : &metrics->test_one_step_rmse,
+          nullptr, nullptr);
   }
   return absl::OkStatus();
 }
 
-absl::Status EvaluateTable(const Model& model, const data::TableData& data, int which,
-                           Metrics* metrics) {
+absl::Status EvaluateTable(const Model& model, const data::TableData& data,
+                           int which, Metrics* metrics) {
   if (data.num_samples() == 0) return absl::OkStatus();
   SPARROW_ASSIGN_OR_RETURN(Eigen::MatrixXd yhat, PredictTable(model, data.x));
   Eigen::MatrixXd y = data.y;
@@ -222,12 +242,13 @@ absl::Status EvaluateTable(const Model& model, const data::TableData& data, int 
         Field(metrics, which, &Metrics::train_rmse, &Metrics::validation_rmse,
               &Metrics::test_rmse),
         nullptr,
-        Field(metrics, which, &Metrics::train_accuracy, &Metrics::validation_accuracy,
-              &Metrics::test_accuracy));
+        Field(metrics, which, &Metrics::train_accuracy,
+              &Metrics::validation_accuracy, &Metrics::test_accuracy));
   return absl::OkStatus();
 }
 
-absl::StatusOr<TrainResult> Train(const TrainConfig& config, const TrainData& data,
+absl::StatusOr<TrainResult> Train(const TrainConfig& config,
+                                  const TrainData& data,
                                   IterationCallback* callback) {
   SPARROW_RETURN_IF_ERROR(config.Validate());
   TrainResult result;
@@ -237,7 +258,8 @@ absl::StatusOr<TrainResult> Train(const TrainConfig& config, const TrainData& da
   model.rho_x0 = config.rho_x0;
   Rng rng(config.seed);
 
-  // Owned per-kind state that the objective points into; it must outlive the optimizer run.
+  // Owned per-kind state that the objective points into; it must outlive the
+  // optimizer run.
   data::SequenceData train_seq;
   data::TableData train_table;
   Mlp mlp;
@@ -246,15 +268,19 @@ absl::StatusOr<TrainResult> Train(const TrainConfig& config, const TrainData& da
 
   if (config.model.kind == ModelKind::kMlp) {
     const data::TableData& t = data.train_table;
-    if (t.num_samples() == 0) return absl::InvalidArgumentError("the training split is empty");
+    if (t.num_samples() == 0)
+      return absl::InvalidArgumentError("the training split is empty");
     train_table = t;
     model.input_names = t.input_names;
     model.output_names = t.output_names;
-    model.input_scaling = config.normalize ? data::Normalizer::FitZScore({&t.x})
-                                           : data::Normalizer::Identity(t.x.rows());
-    const bool scale_outputs = config.normalize && !IsClassification(config.loss);
-    model.output_scaling = scale_outputs ? data::Normalizer::FitZScore({&t.y})
-                                         : data::Normalizer::Identity(t.y.rows());
+    model.input_scaling = config.normalize
+                              ? data::Normalizer::FitZScore({&t.x})
+                              : data::Normalizer::Identity(t.x.rows());
+    const bool scale_outputs =
+        config.normalize && !IsClassification(config.loss);
+    model.output_scaling = scale_outputs
+                               ? data::Normalizer::FitZScore({&t.y})
+                               : data::Normalizer::Identity(t.y.rows());
     model.input_scaling.Apply(&train_table.x);
     model.output_scaling.Apply(&train_table.y);
     int n_out = static_cast<int>(t.y.rows());
@@ -267,17 +293,19 @@ absl::StatusOr<TrainResult> Train(const TrainConfig& config, const TrainData& da
         model.output_names[c] = absl::StrCat(t.output_names[0], "=", c);
       }
     }
-    const MlpSpec spec = NetworkSpec(config.model, static_cast<int>(t.x.rows()), n_out);
+    const MlpSpec spec =
+        NetworkSpec(config.model, static_cast<int>(t.x.rows()), n_out);
     SPARROW_RETURN_IF_ERROR(ValidateMlpSpec(spec, "model.mlp"));
     mlp = Mlp(spec);
     model.params.resize(mlp.num_params());
     mlp.Initialize(config.model.init_scale, &rng, model.params.data());
-    objective = std::make_unique<TableObjective>(&mlp, &train_table.x, &train_table.y,
-                                                 config.loss, config.rho_theta,
-                                                 config.batch_size, config.shuffle);
+    objective = std::make_unique<TableObjective>(
+        &mlp, &train_table.x, &train_table.y, config.loss, config.rho_theta,
+        config.batch_size, config.shuffle);
   } else {
     const data::SequenceData& s = data.train_seq;
-    if (s.traces.empty()) return absl::InvalidArgumentError("the training split is empty");
+    if (s.traces.empty())
+      return absl::InvalidArgumentError("the training split is empty");
     model.input_names = s.input_names;
     model.output_names = s.output_names;
     std::vector<const Eigen::MatrixXd*> us, ys;
@@ -292,21 +320,24 @@ absl::StatusOr<TrainResult> Train(const TrainConfig& config, const TrainData& da
                                : data::Normalizer::Identity(s.n_y);
     train_seq = Scaled(s, model.input_scaling, model.output_scaling);
     if (config.model.kind == ModelKind::kNarxMlp) {
-      SPARROW_ASSIGN_OR_RETURN(train_table, data::BuildNarxRegressors(train_seq, config.model.lags));
-      const MlpSpec spec = NetworkSpec(config.model, static_cast<int>(train_table.x.rows()), s.n_y);
+      SPARROW_ASSIGN_OR_RETURN(
+          train_table, data::BuildNarxRegressors(train_seq, config.model.lags));
+      const MlpSpec spec = NetworkSpec(
+          config.model, static_cast<int>(train_table.x.rows()), s.n_y);
       SPARROW_RETURN_IF_ERROR(ValidateMlpSpec(spec, "model.narx_mlp"));
       mlp = Mlp(spec);
       model.params.resize(mlp.num_params());
       mlp.Initialize(config.model.init_scale, &rng, model.params.data());
-      objective = std::make_unique<TableObjective>(&mlp, &train_table.x, &train_table.y,
-                                                   config.loss, config.rho_theta,
-                                                   config.batch_size, config.shuffle);
+      objective = std::make_unique<TableObjective>(
+          &mlp, &train_table.x, &train_table.y, config.loss, config.rho_theta,
+          config.batch_size, config.shuffle);
     } else {
       StateSpaceRnnSpec& spec = model.config.rnn;
       spec.nu = s.n_u;
       spec.ny = s.n_y;
       spec.num_traces = static_cast<int>(s.traces.size());
-      SPARROW_RETURN_IF_ERROR(ValidateStateSpaceRnnSpec(spec, "model.state_space_rnn"));
+      SPARROW_RETURN_IF_ERROR(
+          ValidateStateSpaceRnnSpec(spec, "model.state_space_rnn"));
       rnn = StateSpaceRnn(spec);
       for (size_t t = 0; t < s.traces.size(); ++t) {
         if (s.traces[t].length() <= rnn.warmup() + 1) {
@@ -318,9 +349,9 @@ absl::StatusOr<TrainResult> Train(const TrainConfig& config, const TrainData& da
       }
       model.params.resize(rnn.num_params());
       rnn.Initialize(config.model.init_scale, &rng, model.params.data());
-      objective = std::make_unique<SequenceObjective>(&rnn, &train_seq.traces, config.loss,
-                                                      config.rho_x0, config.rho_theta,
-                                                      config.bptt_window, config.shuffle);
+      objective = std::make_unique<SequenceObjective>(
+          &rnn, &train_seq.traces, config.loss, config.rho_x0, config.rho_theta,
+          config.bptt_window, config.shuffle);
     }
   }
 
@@ -335,8 +366,9 @@ absl::StatusOr<TrainResult> Train(const TrainConfig& config, const TrainData& da
     result.summary = MinimizeLbfgs(o, *objective, &w, &monitor);
   } else {
     FirstOrderOptions o = config.first_order;
-    o.method = config.optimizer == OptimizerKind::kSgd ? FirstOrderOptions::Method::kSgd
-                                                       : FirstOrderOptions::Method::kAdam;
+    o.method = config.optimizer == OptimizerKind::kSgd
+                   ? FirstOrderOptions::Method::kSgd
+                   : FirstOrderOptions::Method::kAdam;
     o.max_epochs = config.max_epochs;
     o.max_seconds = config.max_seconds;
     o.tolerance = config.tolerance;
@@ -345,9 +377,10 @@ absl::StatusOr<TrainResult> Train(const TrainConfig& config, const TrainData& da
     result.summary = MinimizeFirstOrder(o, *objective, &w, &monitor);
   }
   result.train_seconds = result.summary.seconds;
-  result.ms_per_epoch = result.summary.iterations > 0
-                            ? 1000.0 * result.summary.seconds / result.summary.iterations
-                            : 0.0;
+  result.ms_per_epoch =
+      result.summary.iterations > 0
+          ? 1000.0 * result.summary.seconds / result.summary.iterations
+          : 0.0;
   model.params = monitor.has_best() ? monitor.best_params() : w;
 
   Metrics& m = result.metrics;
@@ -357,15 +390,18 @@ absl::StatusOr<TrainResult> Train(const TrainConfig& config, const TrainData& da
     SPARROW_RETURN_IF_ERROR(EvaluateTable(model, data.test_table, 2, &m));
   } else {
     SPARROW_RETURN_IF_ERROR(EvaluateSequences(model, data.train_seq, 0, &m));
-    SPARROW_RETURN_IF_ERROR(EvaluateSequences(model, data.validation_seq, 1, &m));
+    SPARROW_RETURN_IF_ERROR(
+        EvaluateSequences(model, data.validation_seq, 1, &m));
     SPARROW_RETURN_IF_ERROR(EvaluateSequences(model, data.test_seq, 2, &m));
   }
-  // Sparsity counts network weights only: free initial states are not part of the model.
+  // Sparsity counts network weights only: free initial states are not part of
+  // the model.
   const int x0 = config.model.kind == ModelKind::kStateSpaceRnn &&
                          model.config.rnn.initial_state == InitialState::kFree
                      ? rnn.x0_size()
                      : 0;
-  const Sparsity sp = ComputeSparsity(model.params.tail(model.params.size() - x0));
+  const Sparsity sp =
+      ComputeSparsity(model.params.tail(model.params.size() - x0));
   m.sparsity_pct = sp.zero_pct;
   m.remaining_pct = sp.remaining_pct;
   return result;

@@ -1,6 +1,7 @@
-// The Trainer: a validated training configuration plus prepared data in, a trained model with
-// honest held-out metrics out. Progress goes through an IterationCallback; cancellation is the
-// callback returning kAbort. Deterministic for a given seed.
+// The Trainer: a validated training configuration plus prepared data in, a
+// trained model with honest held-out metrics out. Progress goes through an
+// IterationCallback; cancellation is the callback returning kAbort.
+// Deterministic for a given seed.
 #ifndef SPARROW_CORE_TRAIN_TRAINER_H_
 #define SPARROW_CORE_TRAIN_TRAINER_H_
 
@@ -23,16 +24,18 @@ struct TrainConfig {
   double rho_x0 = 0.0;     // on free x0 / encoder weights
   double rho_theta = 0.0;  // on network weights and biases
   OptimizerKind optimizer = OptimizerKind::kAdam;
-  FirstOrderOptions first_order;  // kSgd / kAdam (its stopping fields are overwritten below)
-  LbfgsOptions lbfgs;             // kLbfgs
-  int batch_size = 0;             // tabular / NARX minibatch; 0 = full batch
-  int bptt_window = 0;            // RNN truncated BPTT; 0 = full BPTT
+  FirstOrderOptions
+      first_order;  // kSgd / kAdam (its stopping fields are overwritten below)
+  LbfgsOptions lbfgs;   // kLbfgs
+  int batch_size = 0;   // tabular / NARX minibatch; 0 = full batch
+  int bptt_window = 0;  // RNN truncated BPTT; 0 = full BPTT
   bool shuffle = true;
   // Stopping rules shared by every optimizer.
   int max_epochs = 1000;
   double max_seconds = 0.0;
   double tolerance = 0.0;
-  int patience = 0;  // validation reports without improvement before stopping; 0 = off
+  int patience =
+      0;  // validation reports without improvement before stopping; 0 = off
   int report_every = 1;
   bool normalize = true;
   uint64_t seed = 0;
@@ -40,7 +43,8 @@ struct TrainConfig {
   absl::Status Validate() const;
 };
 
-// Data already split. Sequence models use the *_seq fields, tabular models the *_table fields.
+// Data already split. Sequence models use the *_seq fields, tabular models the
+// *_table fields.
 struct TrainData {
   data::SequenceData train_seq, validation_seq, test_seq;
   data::TableData train_table, validation_table, test_table;
@@ -50,7 +54,8 @@ struct Metrics {
   static constexpr double kNone = std::numeric_limits<double>::quiet_NaN();
   double train_rmse = kNone, validation_rmse = kNone, test_rmse = kNone;
   double train_bfr = kNone, validation_bfr = kNone, test_bfr = kNone;
-  double train_accuracy = kNone, validation_accuracy = kNone, test_accuracy = kNone;
+  double train_accuracy = kNone, validation_accuracy = kNone,
+         test_accuracy = kNone;
   double train_one_step_rmse = kNone, test_one_step_rmse = kNone;
   double sparsity_pct = 0.0, remaining_pct = 100.0;
 };
@@ -63,15 +68,17 @@ struct TrainResult {
   double ms_per_epoch = 0.0;
 };
 
-absl::StatusOr<TrainResult> Train(const TrainConfig& config, const TrainData& data,
+absl::StatusOr<TrainResult> Train(const TrainConfig& config,
+                                  const TrainData& data,
                                   IterationCallback* callback);
 
-// Metrics of a model on sequence traces or table rows (data units); fills the fields of one
-// split: which = 0 train, 1 validation, 2 test.
-absl::Status EvaluateSequences(const Model& model, const data::SequenceData& data, int which,
+// Metrics of a model on sequence traces or table rows (data units); fills the
+// fields of one split: which = 0 train, 1 validation, 2 test.
+absl::Status EvaluateSequences(const Model& model,
+                               const data::SequenceData& data, int which,
                                Metrics* metrics);
-absl::Status EvaluateTable(const Model& model, const data::TableData& data, int which,
-                           Metrics* metrics);
+absl::Status EvaluateTable(const Model& model, const data::TableData& data,
+                           int which, Metrics* metrics);
 
 }  // namespace sparrow::core
 

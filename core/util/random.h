@@ -1,5 +1,6 @@
-// Deterministic random numbers. std::normal_distribution differs between standard libraries, so
-// Sparrow draws normals itself (Box-Muller) to keep "same seed = same model" across builds.
+// Deterministic random numbers. std::normal_distribution differs between
+// standard libraries, so Sparrow draws normals itself (Box-Muller) to keep
+// "same seed = same model" across builds.
 #ifndef SPARROW_CORE_UTIL_RANDOM_H_
 #define SPARROW_CORE_UTIL_RANDOM_H_
 
@@ -15,9 +16,7 @@ class Rng {
   explicit Rng(uint64_t seed) : engine_(seed) {}
 
   // Uniform in [0, 1).
-  double Uniform() {
-    return static_cast<double>(engine_() >> 11) * 0x1.0p-53;
-  }
+  double Uniform() { return static_cast<double>(engine_() >> 11) * 0x1.0p-53; }
   // Standard normal.
   double Normal() {
     if (has_spare_) {
@@ -37,7 +36,8 @@ class Rng {
   // Fisher-Yates shuffle, identical on every platform.
   template <typename T>
   void Shuffle(std::vector<T>* v) {
-    for (size_t i = v->size(); i > 1; --i) std::swap((*v)[i - 1], (*v)[Below(i)]);
+    for (size_t i = v->size(); i > 1; --i)
+      std::swap((*v)[i - 1], (*v)[Below(i)]);
   }
   uint64_t Next() { return engine_(); }
 

@@ -14,11 +14,14 @@ namespace {
 
 using core::Activation;
 
-absl::Status Invalid(absl::string_view field, double value, absl::string_view rule) {
-  return absl::InvalidArgumentError(absl::StrCat(field, " is ", value, "; it must be ", rule));
+absl::Status Invalid(absl::string_view field, double value,
+                     absl::string_view rule) {
+  return absl::InvalidArgumentError(
+      absl::StrCat(field, " is ", value, "; it must be ", rule));
 }
 
-absl::StatusOr<Activation> ToActivation(v1::Activation a, Activation unspecified,
+absl::StatusOr<Activation> ToActivation(v1::Activation a,
+                                        Activation unspecified,
                                         absl::string_view field) {
   switch (a) {
     case v1::ACTIVATION_UNSPECIFIED:
@@ -34,7 +37,8 @@ absl::StatusOr<Activation> ToActivation(v1::Activation a, Activation unspecified
     case v1::ACTIVATION_LEAKY_RELU:
       return Activation::kLeakyRelu;
     default:
-      return absl::InvalidArgumentError(absl::StrCat(field, " has an unknown value ", a));
+      return absl::InvalidArgumentError(
+          absl::StrCat(field, " has an unknown value ", a));
   }
 }
 
@@ -56,19 +60,22 @@ absl::StatusOr<core::Loss> ToLoss(const v1::LossSpec& l) {
       loss.kind = core::LossKind::kSoftmaxCrossEntropy;
       break;
     default:
-      return absl::InvalidArgumentError(absl::StrCat("loss.kind has an unknown value ", l.kind()));
+      return absl::InvalidArgumentError(
+          absl::StrCat("loss.kind has an unknown value ", l.kind()));
   }
   loss.epsilon = l.epsilon();
   SPARROW_RETURN_IF_ERROR(loss.Validate());
   return loss;
 }
 
-// Model architecture; dimensions that come from the data are filled in by the trainer.
-absl::StatusOr<core::ModelConfig> ToModelConfig(const v1::ModelSpec& m, const core::Loss& loss) {
+// Model architecture; dimensions that come from the data are filled in by the
+// trainer.
+absl::StatusOr<core::ModelConfig> ToModelConfig(const v1::ModelSpec& m,
+                                                const core::Loss& loss) {
   core::ModelConfig c;
-  const Activation default_output = loss.kind == core::LossKind::kBinaryCrossEntropy
-                                        ? Activation::kSigmoid
-                                        : Activation::kLinear;
+  const Activation default_output =
+      loss.kind == core::LossKind::kBinaryCrossEntropy ? Activation::kSigmoid
+                                                       : Activation::kLinear;
   if (m.init_scale() < 0 || !std::isfinite(m.init_scale())) {
     return Invalid("model.init_scale", m.init_scale(), "positive (0 means 1)");
   }
@@ -78,29 +85,35 @@ absl::StatusOr<core::ModelConfig> ToModelConfig(const v1::ModelSpec& m, const co
       c.kind = core::ModelKind::kMlp;
       c.hidden = Sizes(m.mlp().hidden());
       SPARROW_ASSIGN_OR_RETURN(
-          c.activation, ToActivation(m.mlp().activation(), Activation::kTanh, "model.mlp.activation"));
-      SPARROW_ASSIGN_OR_RETURN(c.output_activation,
-                               ToActivation(m.mlp().output_activation(), default_output,
-                                            "model.mlp.output_activation"));
-      SPARROW_RETURN_IF_ERROR(core::ValidateMlpSpec(core::NetworkSpec(c, 1, 1), "model.mlp"));
+          c.activation, ToActivation(m.mlp().activation(), Activation::kTanh,
+                                     "model.mlp.activation"));
+      SPARROW_ASSIGN_OR_RETURN(
+          c.output_activation,
+          ToActivation(m.mlp().output_activation(), default_output,
+                       "model.mlp.output_activation"));
+      SPARROW_RETURN_IF_ERROR(
+          core::ValidateMlpSpec(core::NetworkSpec(c, 1, 1), "model.mlp"));
       break;
     }
     case v1::ModelSpec::kNarxMlp: {
       const v1::NarxMlpModel& n = m.narx_mlp();
       c.kind = core::ModelKind::kNarxMlp;
       c.hidden = Sizes(n.hidden());
-      SPARROW_ASSIGN_OR_RETURN(
-          c.activation, ToActivation(n.activation(), Activation::kTanh, "model.narx_mlp.activation"));
+      SPARROW_ASSIGN_OR_RETURN(c.activation,
+                               ToActivation(n.activation(), Activation::kTanh,
+                                            "model.narx_mlp.activation"));
       c.output_activation = default_output;
       c.lags.input_lags = n.input_lags();
       c.lags.output_lags = n.output_lags();
       c.lags.feedthrough = !n.no_feedthrough();
-      if (n.input_lags() < 0) return Invalid("model.narx_mlp.input_lags", n.input_lags(), ">= 0");
+      if (n.input_lags() < 0)
+        return Invalid("model.narx_mlp.input_lags", n.input_lags(), ">= 0");
       if (n.output_lags() < 0) {
         return Invalid("model.narx_mlp.output_lags", n.output_lags(), ">= 0");
       }
       SPARROW_RETURN_IF_ERROR(core::data::ValidateNarxLags(c.lags));
-      SPARROW_RETURN_IF_ERROR(core::ValidateMlpSpec(core::NetworkSpec(c, 1, 1), "model.narx_mlp"));
+      SPARROW_RETURN_IF_ERROR(
+          core::ValidateMlpSpec(core::NetworkSpec(c, 1, 1), "model.narx_mlp"));
       break;
     }
     case v1::ModelSpec::kStateSpaceRnn: {
@@ -110,8 +123,9 @@ absl::StatusOr<core::ModelConfig> ToModelConfig(const v1::ModelSpec& m, const co
       s.nx = r.nx();
       s.fx_hidden = Sizes(r.fx_hidden());
       s.fy_hidden = Sizes(r.fy_hidden());
-      SPARROW_ASSIGN_OR_RETURN(s.activation, ToActivation(r.activation(), Activation::kTanh,
-                                                          "model.state_space_rnn.activation"));
+      SPARROW_ASSIGN_OR_RETURN(
+          s.activation, ToActivation(r.activation(), Activation::kTanh,
+                                     "model.state_space_rnn.activation"));
       SPARROW_ASSIGN_OR_RETURN(
           s.output_activation,
           ToActivation(r.output_activation(), default_output,
@@ -129,29 +143,34 @@ absl::StatusOr<core::ModelConfig> ToModelConfig(const v1::ModelSpec& m, const co
           s.initial_state = core::InitialState::kZero;
           break;
         default:
-          return absl::InvalidArgumentError("model.state_space_rnn.initial_state is unknown");
+          return absl::InvalidArgumentError(
+              "model.state_space_rnn.initial_state is unknown");
       }
       s.encoder.hidden = Sizes(r.encoder().hidden());
       s.encoder.past_outputs = r.encoder().past_outputs();
       s.encoder.past_inputs = r.encoder().past_inputs();
       if (r.x0_estimation_samples() < 0) {
-        return Invalid("model.state_space_rnn.x0_estimation_samples", r.x0_estimation_samples(),
-                       ">= 0 (0 means 100)");
+        return Invalid("model.state_space_rnn.x0_estimation_samples",
+                       r.x0_estimation_samples(), ">= 0 (0 means 100)");
       }
-      c.x0_estimation_samples = r.x0_estimation_samples() == 0 ? 100 : r.x0_estimation_samples();
+      c.x0_estimation_samples =
+          r.x0_estimation_samples() == 0 ? 100 : r.x0_estimation_samples();
       core::StateSpaceRnnSpec probe = s;  // data dimensions are not known yet
       probe.nu = probe.ny = 1;
-      SPARROW_RETURN_IF_ERROR(core::ValidateStateSpaceRnnSpec(probe, "model.state_space_rnn"));
+      SPARROW_RETURN_IF_ERROR(
+          core::ValidateStateSpaceRnnSpec(probe, "model.state_space_rnn"));
       break;
     }
     case v1::ModelSpec::kLstm:
     case v1::ModelSpec::kCnn:
       return absl::UnimplementedError(
-          "model.lstm and model.cnn are reserved for the RLS optimizer and not trainable yet; "
+          "model.lstm and model.cnn are reserved for the RLS optimizer and not "
+          "trainable yet; "
           "use mlp, narx_mlp or state_space_rnn");
     case v1::ModelSpec::KIND_NOT_SET:
       return absl::InvalidArgumentError(
-          "model: set one of mlp, narx_mlp, state_space_rnn (e.g. \"model\": {\"mlp\": "
+          "model: set one of mlp, narx_mlp, state_space_rnn (e.g. \"model\": "
+          "{\"mlp\": "
           "{\"hidden\": [16]}})");
   }
   return c;
@@ -174,11 +193,13 @@ v1::ChannelScaling ToProto(const core::data::Normalizer& n,
   return s;
 }
 
-absl::StatusOr<core::data::Normalizer> FromProto(const v1::ChannelScaling& s, int n,
+absl::StatusOr<core::data::Normalizer> FromProto(const v1::ChannelScaling& s,
+                                                 int n,
                                                  absl::string_view what) {
   if (s.mean_size() != n || s.scale_size() != n) {
-    return absl::InvalidArgumentError(absl::StrCat(what, " has ", s.mean_size(), " means and ",
-                                                   s.scale_size(), " scales; expected ", n));
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, " has ", s.mean_size(), " means and ",
+                     s.scale_size(), " scales; expected ", n));
   }
   core::data::Normalizer out;
   out.mean = Eigen::Map<const Eigen::VectorXd>(s.mean().data(), n);
@@ -187,12 +208,14 @@ absl::StatusOr<core::data::Normalizer> FromProto(const v1::ChannelScaling& s, in
   return out;
 }
 
-// Keeps the first `fraction` of the rows covered by `ranges` (a contiguous prefix).
-std::vector<core::data::RowRange> Prefix(std::vector<core::data::RowRange> ranges,
-                                         double fraction) {
+// Keeps the first `fraction` of the rows covered by `ranges` (a contiguous
+// prefix).
+std::vector<core::data::RowRange> Prefix(
+    std::vector<core::data::RowRange> ranges, double fraction) {
   int64_t total = 0;
   for (const auto& r : ranges) total += r.last - r.first + 1;
-  int64_t keep = std::max<int64_t>(1, static_cast<int64_t>(std::llround(fraction * total)));
+  int64_t keep = std::max<int64_t>(
+      1, static_cast<int64_t>(std::llround(fraction * total)));
   std::vector<core::data::RowRange> out;
   for (auto r : ranges) {
     if (keep <= 0) break;
@@ -203,7 +226,8 @@ std::vector<core::data::RowRange> Prefix(std::vector<core::data::RowRange> range
   return out;
 }
 
-std::vector<core::data::RowRange> Ranges(const google::protobuf::RepeatedPtrField<v1::RowRange>& r) {
+std::vector<core::data::RowRange> Ranges(
+    const google::protobuf::RepeatedPtrField<v1::RowRange>& r) {
   std::vector<core::data::RowRange> out;
   for (const v1::RowRange& x : r) out.push_back({x.first(), x.last()});
   return out;
@@ -219,8 +243,10 @@ absl::StatusOr<v1::JobSpec> ParseJobSpecJson(absl::string_view json) {
       google::protobuf::StringPiece(json.data(), json.size()), &spec, options);
   if (!status.ok()) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "the job spec is not valid: ", std::string(status.message().data(), status.message().size()),
-        " (field names are those of sparrow.v1.JobSpec in proto/sparrow/v1/spec.proto)"));
+        "the job spec is not valid: ",
+        std::string(status.message().data(), status.message().size()),
+        " (field names are those of sparrow.v1.JobSpec in "
+        "proto/sparrow/v1/spec.proto)"));
   }
   return spec;
 }
@@ -244,15 +270,18 @@ absl::StatusOr<core::TrainConfig> ToTrainConfig(const v1::JobSpec& spec) {
   const v1::OptimizerSpec& opt = spec.optimizer();
   if (reg.penalty_case() != v1::Regularization::PENALTY_NOT_SET) {
     return absl::UnimplementedError(
-        "regularization.l1/l0/group_lasso/quantization/binary need the ADMM optimizers "
-        "(nails/nailm), which are not available in this build yet; remove the penalty or use "
+        "regularization.l1/l0/group_lasso/quantization/binary need the ADMM "
+        "optimizers "
+        "(nails/nailm), which are not available in this build yet; remove the "
+        "penalty or use "
         "rho_theta");
   }
   switch (opt.method_case()) {
     case v1::OptimizerSpec::kSgd: {
       const v1::SgdOptions& o = opt.sgd();
       c.optimizer = core::OptimizerKind::kSgd;
-      c.first_order.learning_rate = o.learning_rate() == 0 ? 0.01 : o.learning_rate();
+      c.first_order.learning_rate =
+          o.learning_rate() == 0 ? 0.01 : o.learning_rate();
       c.first_order.momentum = o.momentum();
       c.first_order.nesterov = o.nesterov();
       FillBatch(o.batch(), &c);
@@ -274,8 +303,10 @@ absl::StatusOr<core::TrainConfig> ToTrainConfig(const v1::JobSpec& spec) {
       const v1::LbfgsOptions& o = opt.lbfgs();
       c.optimizer = core::OptimizerKind::kLbfgs;
       if (o.memory() != 0) c.lbfgs.memory = o.memory();
-      if (o.gradient_tolerance() != 0) c.lbfgs.gradient_tolerance = o.gradient_tolerance();
-      if (o.max_line_search() != 0) c.lbfgs.max_line_search = o.max_line_search();
+      if (o.gradient_tolerance() != 0)
+        c.lbfgs.gradient_tolerance = o.gradient_tolerance();
+      if (o.max_line_search() != 0)
+        c.lbfgs.max_line_search = o.max_line_search();
       break;
     }
     case v1::OptimizerSpec::kNails:
@@ -285,17 +316,22 @@ absl::StatusOr<core::TrainConfig> ToTrainConfig(const v1::JobSpec& spec) {
     case v1::OptimizerSpec::kB2Ld:
     case v1::OptimizerSpec::kBling:
       return absl::UnimplementedError(
-          "this optimizer is specified in the API but not available in this build yet; use "
+          "this optimizer is specified in the API but not available in this "
+          "build yet; use "
           "sgd, adam or lbfgs");
     case v1::OptimizerSpec::METHOD_NOT_SET:
       return absl::InvalidArgumentError(
-          "optimizer: set one of sgd, adam, lbfgs (e.g. \"optimizer\": {\"adam\": "
+          "optimizer: set one of sgd, adam, lbfgs (e.g. \"optimizer\": "
+          "{\"adam\": "
           "{\"learning_rate\": 0.01}})");
   }
-  if (c.batch_size < 0) return Invalid("optimizer.*.batch.batch_size", c.batch_size, ">= 0");
-  if (c.bptt_window < 0) return Invalid("optimizer.*.batch.bptt_window", c.bptt_window, ">= 0");
+  if (c.batch_size < 0)
+    return Invalid("optimizer.*.batch.batch_size", c.batch_size, ">= 0");
+  if (c.bptt_window < 0)
+    return Invalid("optimizer.*.batch.bptt_window", c.bptt_window, ">= 0");
   const v1::Stopping& stop = spec.stopping();
-  if (stop.max_epochs() < 0) return Invalid("stopping.max_epochs", stop.max_epochs(), ">= 1");
+  if (stop.max_epochs() < 0)
+    return Invalid("stopping.max_epochs", stop.max_epochs(), ">= 1");
   c.max_epochs = stop.max_epochs() == 0 ? 1000 : stop.max_epochs();
   c.max_seconds = stop.max_seconds();
   c.tolerance = stop.tolerance();
@@ -316,57 +352,69 @@ absl::StatusOr<core::TrainData> LoadTrainData(const v1::JobSpec& spec,
   const v1::DataSource& src = spec.data();
   if (src.inputs().empty()) {
     return absl::InvalidArgumentError(
-        "data.inputs is empty; name the input columns, e.g. \"inputs\": [\"u\"]");
+        "data.inputs is empty; name the input columns, e.g. \"inputs\": "
+        "[\"u\"]");
   }
   if (src.outputs().empty()) {
     return absl::InvalidArgumentError(
-        "data.outputs is empty; name the output columns, e.g. \"outputs\": [\"y\"]");
+        "data.outputs is empty; name the output columns, e.g. \"outputs\": "
+        "[\"y\"]");
   }
   std::vector<std::string> selectors(src.inputs().begin(), src.inputs().end());
   selectors.insert(selectors.end(), src.outputs().begin(), src.outputs().end());
   const bool has_trace_column = !src.trace_column().empty();
   if (has_trace_column) selectors.push_back(src.trace_column());
-  SPARROW_ASSIGN_OR_RETURN(core::data::CsvTable table,
-                           core::data::ParseCsv(std::string_view(csv.data(), csv.size()),
-                                                selectors));
+  SPARROW_ASSIGN_OR_RETURN(
+      core::data::CsvTable table,
+      core::data::ParseCsv(std::string_view(csv.data(), csv.size()),
+                           selectors));
   std::vector<int> inputs, outputs;
   for (int i = 0; i < src.inputs_size(); ++i) inputs.push_back(i);
-  for (int i = 0; i < src.outputs_size(); ++i) outputs.push_back(src.inputs_size() + i);
-  const int trace_col = has_trace_column ? src.inputs_size() + src.outputs_size() : -1;
-  const std::vector<int64_t> starts(src.trace_starts().begin(), src.trace_starts().end());
+  for (int i = 0; i < src.outputs_size(); ++i)
+    outputs.push_back(src.inputs_size() + i);
+  const int trace_col =
+      has_trace_column ? src.inputs_size() + src.outputs_size() : -1;
+  const std::vector<int64_t> starts(src.trace_starts().begin(),
+                                    src.trace_starts().end());
 
   const v1::Split& split = spec.split();
   std::vector<core::data::RowRange> train = Ranges(split.train());
   if (train.empty()) train.push_back({1, table.num_rows()});
-  SPARROW_RETURN_IF_ERROR(core::data::ValidateRanges(train, table.num_rows(), "split.train"));
+  SPARROW_RETURN_IF_ERROR(
+      core::data::ValidateRanges(train, table.num_rows(), "split.train"));
   const double fraction = split.train_fraction();
   if (fraction < 0 || fraction > 1 || !std::isfinite(fraction)) {
     return Invalid("split.train_fraction", fraction, "in (0, 1] (0 means 1)");
   }
   if (fraction > 0 && fraction < 1) train = Prefix(train, fraction);
-  const std::vector<core::data::RowRange> validation = Ranges(split.validation());
+  const std::vector<core::data::RowRange> validation =
+      Ranges(split.validation());
   const std::vector<core::data::RowRange> test = Ranges(split.test());
   if (!validation.empty()) {
-    SPARROW_RETURN_IF_ERROR(
-        core::data::ValidateRanges(validation, table.num_rows(), "split.validation"));
+    SPARROW_RETURN_IF_ERROR(core::data::ValidateRanges(
+        validation, table.num_rows(), "split.validation"));
   }
   if (!test.empty()) {
-    SPARROW_RETURN_IF_ERROR(core::data::ValidateRanges(test, table.num_rows(), "split.test"));
+    SPARROW_RETURN_IF_ERROR(
+        core::data::ValidateRanges(test, table.num_rows(), "split.test"));
   }
 
   core::TrainData data;
   if (config.model.kind == core::ModelKind::kMlp) {
-    SPARROW_ASSIGN_OR_RETURN(data.train_table, MakeTable(table, inputs, outputs, train));
+    SPARROW_ASSIGN_OR_RETURN(data.train_table,
+                             MakeTable(table, inputs, outputs, train));
     if (!validation.empty()) {
       SPARROW_ASSIGN_OR_RETURN(data.validation_table,
                                MakeTable(table, inputs, outputs, validation));
     }
     if (!test.empty()) {
-      SPARROW_ASSIGN_OR_RETURN(data.test_table, MakeTable(table, inputs, outputs, test));
+      SPARROW_ASSIGN_OR_RETURN(data.test_table,
+                               MakeTable(table, inputs, outputs, test));
     }
   } else {
     auto make = [&](const std::vector<core::data::RowRange>& r) {
-      return core::data::MakeSequences(table, inputs, outputs, r, trace_col, starts);
+      return core::data::MakeSequences(table, inputs, outputs, r, trace_col,
+                                       starts);
     };
     SPARROW_ASSIGN_OR_RETURN(data.train_seq, make(train));
     if (!validation.empty()) {
@@ -377,12 +425,16 @@ absl::StatusOr<core::TrainData> LoadTrainData(const v1::JobSpec& spec,
     }
     if (config.model.kind == core::ModelKind::kNarxMlp) {
       const int lag = config.model.lags.max_lag();
-      for (const auto* part : {&data.train_seq, &data.validation_seq, &data.test_seq}) {
+      for (const auto* part :
+           {&data.train_seq, &data.validation_seq, &data.test_seq}) {
         for (size_t t = 0; t < part->traces.size(); ++t) {
           if (part->traces[t].length() <= lag) {
             return absl::InvalidArgumentError(absl::StrCat(
-                "model.narx_mlp: lag ", lag, " is longer than the data: a trace of the ",
-                part == &data.train_seq ? "training" : part == &data.test_seq ? "test" : "validation",
+                "model.narx_mlp: lag ", lag,
+                " is longer than the data: a trace of the ",
+                part == &data.train_seq  ? "training"
+                : part == &data.test_seq ? "test"
+                                         : "validation",
                 " split has only ", part->traces[t].length(), " samples"));
           }
         }
@@ -392,7 +444,8 @@ absl::StatusOr<core::TrainData> LoadTrainData(const v1::JobSpec& spec,
   return data;
 }
 
-v1::TrainedModel ToProto(const v1::JobSpec& spec, const core::TrainResult& result) {
+v1::TrainedModel ToProto(const v1::JobSpec& spec,
+                         const core::TrainResult& result) {
   const core::Model& m = result.model;
   v1::TrainedModel out;
   *out.mutable_model() = spec.model();
@@ -401,7 +454,8 @@ v1::TrainedModel ToProto(const v1::JobSpec& spec, const core::TrainResult& resul
   out.set_num_outputs(static_cast<int>(m.output_names.size()));
   *out.mutable_input_scaling() = ToProto(m.input_scaling, m.input_names);
   *out.mutable_output_scaling() = ToProto(m.output_scaling, m.output_names);
-  out.mutable_parameters()->Add(m.params.data(), m.params.data() + m.params.size());
+  out.mutable_parameters()->Add(m.params.data(),
+                                m.params.data() + m.params.size());
   if (m.config.kind == core::ModelKind::kStateSpaceRnn) {
     const core::StateSpaceRnn rnn(m.config.rnn);
     for (const core::ParamBlock& b : rnn.blocks()) {
@@ -445,21 +499,27 @@ absl::StatusOr<core::Model> FromProto(const v1::TrainedModel& p) {
   m.rho_x0 = p.rho_x0();
   const int n_in = p.num_inputs();
   const int n_out = p.num_outputs();
-  SPARROW_ASSIGN_OR_RETURN(m.input_scaling, FromProto(p.input_scaling(), n_in, "input_scaling"));
-  SPARROW_ASSIGN_OR_RETURN(m.output_scaling,
-                           FromProto(p.output_scaling(), n_out, "output_scaling"));
-  m.input_names.assign(p.input_scaling().names().begin(), p.input_scaling().names().end());
-  m.output_names.assign(p.output_scaling().names().begin(), p.output_scaling().names().end());
-  m.params = Eigen::Map<const Eigen::VectorXd>(p.parameters().data(), p.parameters_size());
+  SPARROW_ASSIGN_OR_RETURN(m.input_scaling,
+                           FromProto(p.input_scaling(), n_in, "input_scaling"));
+  SPARROW_ASSIGN_OR_RETURN(
+      m.output_scaling, FromProto(p.output_scaling(), n_out, "output_scaling"));
+  m.input_names.assign(p.input_scaling().names().begin(),
+                       p.input_scaling().names().end());
+  m.output_names.assign(p.output_scaling().names().begin(),
+                        p.output_scaling().names().end());
+  m.params = Eigen::Map<const Eigen::VectorXd>(p.parameters().data(),
+                                               p.parameters_size());
   int expected = 0;
   switch (m.config.kind) {
     case core::ModelKind::kMlp:
-      expected = core::Mlp(core::NetworkSpec(m.config, n_in, n_out)).num_params();
+      expected =
+          core::Mlp(core::NetworkSpec(m.config, n_in, n_out)).num_params();
       break;
     case core::ModelKind::kNarxMlp:
-      expected = core::Mlp(core::NetworkSpec(m.config, m.config.lags.dimension(n_in, n_out),
-                                             n_out))
-                     .num_params();
+      expected =
+          core::Mlp(core::NetworkSpec(
+                        m.config, m.config.lags.dimension(n_in, n_out), n_out))
+              .num_params();
       break;
     case core::ModelKind::kStateSpaceRnn: {
       core::StateSpaceRnnSpec& s = m.config.rnn;
@@ -467,19 +527,21 @@ absl::StatusOr<core::Model> FromProto(const v1::TrainedModel& p) {
       s.ny = n_out;
       s.num_traces = 1;
       for (const v1::ParameterBlock& b : p.blocks()) {
-        if (b.name() == "x0" && s.nx > 0) s.num_traces = std::max(1, b.size() / s.nx);
+        if (b.name() == "x0" && s.nx > 0)
+          s.num_traces = std::max(1, b.size() / s.nx);
       }
       expected = core::StateSpaceRnn(s).num_params();
       break;
     }
   }
   if (expected != m.params.size()) {
-    return absl::InvalidArgumentError(absl::StrCat("the stored model has ", m.params.size(),
-                                                   " parameters but its architecture needs ",
-                                                   expected));
+    return absl::InvalidArgumentError(
+        absl::StrCat("the stored model has ", m.params.size(),
+                     " parameters but its architecture needs ", expected));
   }
   if (!m.params.allFinite()) {
-    return absl::InvalidArgumentError("the stored model has NaN or Inf parameters");
+    return absl::InvalidArgumentError(
+        "the stored model has NaN or Inf parameters");
   }
   return m;
 }

@@ -10,10 +10,11 @@
 
 namespace sparrow::testing {
 
-// Jacobian of f: R^n -> R^m at x by central differences with a step scaled to |x_i|.
+// Jacobian of f: R^n -> R^m at x by central differences with a step scaled to
+// |x_i|.
 inline Eigen::MatrixXd NumericJacobian(
-    const std::function<Eigen::VectorXd(const Eigen::VectorXd&)>& f, const Eigen::VectorXd& x,
-    double h = 1e-6) {
+    const std::function<Eigen::VectorXd(const Eigen::VectorXd&)>& f,
+    const Eigen::VectorXd& x, double h = 1e-6) {
   const Eigen::VectorXd f0 = f(x);
   Eigen::MatrixXd jac(f0.size(), x.size());
   Eigen::VectorXd xp = x;
@@ -29,20 +30,26 @@ inline Eigen::MatrixXd NumericJacobian(
   return jac;
 }
 
-inline Eigen::VectorXd NumericGradient(const std::function<double(const Eigen::VectorXd&)>& f,
-                                       const Eigen::VectorXd& x, double h = 1e-6) {
+inline Eigen::VectorXd NumericGradient(
+    const std::function<double(const Eigen::VectorXd&)>& f,
+    const Eigen::VectorXd& x, double h = 1e-6) {
   return NumericJacobian(
-             [&](const Eigen::VectorXd& v) { return Eigen::VectorXd::Constant(1, f(v)); }, x, h)
+             [&](const Eigen::VectorXd& v) {
+               return Eigen::VectorXd::Constant(1, f(v));
+             },
+             x, h)
       .row(0)
       .transpose();
 }
 
-// Uniform entries in [-1, 1] from a fixed seed: test data must not depend on which tests ran
-// before (Eigen's Random() draws from the shared std::rand state).
+// Uniform entries in [-1, 1] from a fixed seed: test data must not depend on
+// which tests ran before (Eigen's Random() draws from the shared std::rand
+// state).
 inline Eigen::MatrixXd RandomMatrix(int rows, int cols, uint64_t seed) {
   core::Rng rng(seed);
   Eigen::MatrixXd m(rows, cols);
-  for (Eigen::Index i = 0; i < m.size(); ++i) m.data()[i] = 2.0 * rng.Uniform() - 1.0;
+  for (Eigen::Index i = 0; i < m.size(); ++i)
+    m.data()[i] = 2.0 * rng.Uniform() - 1.0;
   return m;
 }
 

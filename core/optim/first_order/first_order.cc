@@ -7,8 +7,10 @@
 namespace sparrow::core {
 namespace {
 
-absl::Status OutOfRange(absl::string_view field, double value, absl::string_view rule) {
-  return absl::InvalidArgumentError(absl::StrCat(field, " is ", value, "; it must be ", rule));
+absl::Status OutOfRange(absl::string_view field, double value,
+                        absl::string_view rule) {
+  return absl::InvalidArgumentError(
+      absl::StrCat(field, " is ", value, "; it must be ", rule));
 }
 
 }  // namespace
@@ -17,12 +19,16 @@ absl::Status FirstOrderOptions::Validate() const {
   if (!(learning_rate > 0.0) || !std::isfinite(learning_rate)) {
     return OutOfRange("learning_rate", learning_rate, "positive and finite");
   }
-  if (!(momentum >= 0.0 && momentum < 1.0)) return OutOfRange("momentum", momentum, "in [0, 1)");
-  if (!(beta1 >= 0.0 && beta1 < 1.0)) return OutOfRange("beta1", beta1, "in [0, 1)");
-  if (!(beta2 >= 0.0 && beta2 < 1.0)) return OutOfRange("beta2", beta2, "in [0, 1)");
+  if (!(momentum >= 0.0 && momentum < 1.0))
+    return OutOfRange("momentum", momentum, "in [0, 1)");
+  if (!(beta1 >= 0.0 && beta1 < 1.0))
+    return OutOfRange("beta1", beta1, "in [0, 1)");
+  if (!(beta2 >= 0.0 && beta2 < 1.0))
+    return OutOfRange("beta2", beta2, "in [0, 1)");
   if (!(epsilon > 0.0)) return OutOfRange("epsilon", epsilon, "positive");
   if (max_epochs < 1) return OutOfRange("max_epochs", max_epochs, "at least 1");
-  if (!(max_seconds >= 0.0)) return OutOfRange("max_seconds", max_seconds, ">= 0");
+  if (!(max_seconds >= 0.0))
+    return OutOfRange("max_seconds", max_seconds, ">= 0");
   if (!(tolerance >= 0.0)) return OutOfRange("tolerance", tolerance, ">= 0");
   return absl::OkStatus();
 }
@@ -54,8 +60,9 @@ void FirstOrderOptimizer::Update(Eigen::VectorXd* w) {
     }
     return;
   }
-  // Adam (Kingma & Ba, Alg. 1) with bias correction; AMSGrad keeps max(v) (Reddi et al., Alg. 2,
-  // with PyTorch's bias-corrected form so the two agree for the same learning rate).
+  // Adam (Kingma & Ba, Alg. 1) with bias correction; AMSGrad keeps max(v)
+  // (Reddi et al., Alg. 2, with PyTorch's bias-corrected form so the two agree
+  // for the same learning rate).
   const double b1 = options_.beta1;
   const double b2 = options_.beta2;
   state_.m = b1 * state_.m + (1.0 - b1) * grad_;
@@ -68,7 +75,8 @@ void FirstOrderOptimizer::Update(Eigen::VectorXd* w) {
     state_.v_max = state_.v_max.cwiseMax(state_.v);
     v = &state_.v_max;
   }
-  w->array() -= step * state_.m.array() / ((v->array() / c2).sqrt() + options_.epsilon);
+  w->array() -=
+      step * state_.m.array() / ((v->array() / c2).sqrt() + options_.epsilon);
 }
 
 double FirstOrderOptimizer::Step(Objective& objective, Eigen::VectorXd* w) {
@@ -86,11 +94,12 @@ double FirstOrderOptimizer::Step(Objective& objective, Eigen::VectorXd* w) {
   return sum / batches;
 }
 
-Summary MinimizeFirstOrder(const FirstOrderOptions& options, Objective& objective,
-                           Eigen::VectorXd* w, IterationCallback* callback) {
+Summary MinimizeFirstOrder(const FirstOrderOptions& options,
+                           Objective& objective, Eigen::VectorXd* w,
+                           IterationCallback* callback) {
   Summary summary;
-  internal::RunMonitor monitor({options.max_epochs, options.max_seconds, options.tolerance,
-                                options.report_every},
+  internal::RunMonitor monitor({options.max_epochs, options.max_seconds,
+                                options.tolerance, options.report_every},
                                callback, &summary);
   FirstOrderOptimizer optimizer(options);
   optimizer.Initialize(objective.num_params());
@@ -99,7 +108,8 @@ Summary MinimizeFirstOrder(const FirstOrderOptions& options, Objective& objectiv
   for (int epoch = 1;; ++epoch) {
     const double loss = optimizer.Step(objective, w);
     if (epoch == 1) summary.initial_loss = loss;
-    const auto stop = monitor.EndIteration(epoch, previous, loss, options.learning_rate, *w);
+    const auto stop =
+        monitor.EndIteration(epoch, previous, loss, options.learning_rate, *w);
     if (stop == Termination::kDiverged) *w = last_good;
     if (stop) {
       monitor.Finish(*stop);

@@ -1,5 +1,5 @@
-// First-order baselines: SGD with (Nesterov) momentum, Adam and AMSGrad (Reddi et al. 2018),
-// minibatch over an Objective's batches. One Step() is one epoch.
+// First-order baselines: SGD with (Nesterov) momentum, Adam and AMSGrad (Reddi
+// et al. 2018), minibatch over an Objective's batches. One Step() is one epoch.
 #ifndef SPARROW_CORE_OPTIM_FIRST_ORDER_FIRST_ORDER_H_
 #define SPARROW_CORE_OPTIM_FIRST_ORDER_FIRST_ORDER_H_
 
@@ -15,7 +15,8 @@ struct FirstOrderOptions {
   Method method = Method::kAdam;
   // Step size; SGD default 0.01 is set by the caller, Adam's 1e-3 here. > 0.
   double learning_rate = 1e-3;
-  // SGD: heavy-ball momentum in [0, 1); Nesterov's variant when nesterov is set.
+  // SGD: heavy-ball momentum in [0, 1); Nesterov's variant when nesterov is
+  // set.
   double momentum = 0.0;
   bool nesterov = false;
   // Adam: decay rates in [0, 1) and the denominator guard (> 0).
@@ -24,8 +25,9 @@ struct FirstOrderOptions {
   double epsilon = 1e-8;
   // AMSGrad: divide by the running maximum of the second-moment estimate.
   bool amsgrad = false;
-  // Stopping rules: epochs (>= 1), wall clock (0 = none), and the per-epoch decrease of the
-  // reported loss below which the run counts as converged (0 = never).
+  // Stopping rules: epochs (>= 1), wall clock (0 = none), and the per-epoch
+  // decrease of the reported loss below which the run counts as converged (0 =
+  // never).
   int max_epochs = 1000;
   double max_seconds = 0.0;
   double tolerance = 0.0;
@@ -35,8 +37,8 @@ struct FirstOrderOptions {
   absl::Status Validate() const;
 };
 
-// Step-wise optimizer: Initialize, then Step() once per epoch; the server can checkpoint between
-// steps from the public state.
+// Step-wise optimizer: Initialize, then Step() once per epoch; the server can
+// checkpoint between steps from the public state.
 class FirstOrderOptimizer {
  public:
   struct State {
@@ -46,8 +48,8 @@ class FirstOrderOptimizer {
 
   explicit FirstOrderOptimizer(const FirstOrderOptions& options);
   void Initialize(int num_params);
-  // One epoch over all minibatches; returns the mean batch loss (the full-batch loss before the
-  // update when there is one batch).
+  // One epoch over all minibatches; returns the mean batch loss (the full-batch
+  // loss before the update when there is one batch).
   double Step(Objective& objective, Eigen::VectorXd* w);
   const State& state() const { return state_; }
   State* mutable_state() { return &state_; }
@@ -62,8 +64,9 @@ class FirstOrderOptimizer {
 };
 
 // Runs until a stopping rule holds. On divergence w is the last finite iterate.
-Summary MinimizeFirstOrder(const FirstOrderOptions& options, Objective& objective,
-                           Eigen::VectorXd* w, IterationCallback* callback);
+Summary MinimizeFirstOrder(const FirstOrderOptions& options,
+                           Objective& objective, Eigen::VectorXd* w,
+                           IterationCallback* callback);
 
 }  // namespace sparrow::core
 

@@ -1,5 +1,6 @@
-// Shared bookkeeping of an iterative run: wall clock, progress cadence, the callback, and the
-// stopping predicates common to every method. Each optimizer owns one per Minimize call.
+// Shared bookkeeping of an iterative run: wall clock, progress cadence, the
+// callback, and the stopping predicates common to every method. Each optimizer
+// owns one per Minimize call.
 #ifndef SPARROW_CORE_OPTIM_INTERNAL_RUN_MONITOR_H_
 #define SPARROW_CORE_OPTIM_INTERNAL_RUN_MONITOR_H_
 
@@ -15,40 +16,49 @@ namespace sparrow::core::internal {
 struct StopRules {
   int max_iterations = 1000;
   double max_seconds = 0.0;  // 0 = no deadline
-  // Converged when the objective decreased by at most this over one iteration (0 = never).
+  // Converged when the objective decreased by at most this over one iteration
+  // (0 = never).
   double tolerance = 0.0;
   int report_every = 1;
 };
 
 class RunMonitor {
  public:
-  RunMonitor(const StopRules& rules, IterationCallback* callback, Summary* summary)
+  RunMonitor(const StopRules& rules, IterationCallback* callback,
+             Summary* summary)
       : rules_(rules),
         callback_(callback),
         summary_(summary),
         start_(std::chrono::steady_clock::now()) {}
 
   double Elapsed() const {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                         start_)
+        .count();
   }
 
-  // Records iteration `it` that moved the objective from `previous` to `loss`. Returns the
-  // termination reason when the run must stop, std::nullopt to continue.
-  std::optional<Termination> EndIteration(int it, double previous, double loss, double step,
+  // Records iteration `it` that moved the objective from `previous` to `loss`.
+  // Returns the termination reason when the run must stop, std::nullopt to
+  // continue.
+  std::optional<Termination> EndIteration(int it, double previous, double loss,
+                                          double step,
                                           const Eigen::VectorXd& params) {
     summary_->iterations = it;
     summary_->final_loss = loss;
     if (!std::isfinite(loss)) {
       summary_->message = absl::StrFormat(
-          "the loss became %s at iteration %d; try a smaller learning rate or step, or "
+          "the loss became %s at iteration %d; try a smaller learning rate or "
+          "step, or "
           "normalized data",
           std::isnan(loss) ? "NaN" : "Inf", it);
       return Termination::kDiverged;
     }
     const bool last = it >= rules_.max_iterations;
-    const bool converged = rules_.tolerance > 0.0 && previous - loss <= rules_.tolerance &&
+    const bool converged = rules_.tolerance > 0.0 &&
+                           previous - loss <= rules_.tolerance &&
                            std::isfinite(previous);
-    const bool deadline = rules_.max_seconds > 0.0 && Elapsed() >= rules_.max_seconds;
+    const bool deadline =
+        rules_.max_seconds > 0.0 && Elapsed() >= rules_.max_seconds;
     std::optional<Termination> stop;
     if (converged) stop = Termination::kConverged;
     if (deadline) stop = Termination::kDeadline;
@@ -66,7 +76,8 @@ class RunMonitor {
       r.params = nullptr;
       summary_->history.push_back(r);
       if (answer == CallbackResult::kAbort) return Termination::kUserAbort;
-      if (answer == CallbackResult::kFinish && !stop) stop = Termination::kEarlyStopped;
+      if (answer == CallbackResult::kFinish && !stop)
+        stop = Termination::kEarlyStopped;
     }
     return stop;
   }

@@ -30,13 +30,15 @@ class Adapter {
     }
     if (!has_best_) initial_ = f;
     if (!has_best_ || f < best_) {
-      const double previous = has_best_ ? best_ : std::numeric_limits<double>::infinity();
+      const double previous =
+          has_best_ ? best_ : std::numeric_limits<double>::infinity();
       has_best_ = true;
       best_ = f;
       best_w_ = w;
       ++iterations_;
       if (iterations_ > 1) {
-        const auto stop = monitor_->EndIteration(iterations_ - 1, previous, f, 0.0, w);
+        const auto stop =
+            monitor_->EndIteration(iterations_ - 1, previous, f, 0.0, w);
         if (stop) throw StopRequest{*stop};
       }
     }
@@ -61,29 +63,32 @@ class Adapter {
 }  // namespace
 
 absl::Status LbfgsOptions::Validate() const {
-  if (memory < 1) return absl::InvalidArgumentError(absl::StrCat("memory is ", memory, "; >= 1"));
-  if (!(gradient_tolerance >= 0.0)) {
+  if (memory < 1)
     return absl::InvalidArgumentError(
-        absl::StrCat("gradient_tolerance is ", gradient_tolerance, "; it must be >= 0"));
+        absl::StrCat("memory is ", memory, "; >= 1"));
+  if (!(gradient_tolerance >= 0.0)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "gradient_tolerance is ", gradient_tolerance, "; it must be >= 0"));
   }
   if (max_line_search < 1) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("max_line_search is ", max_line_search, "; it must be >= 1"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "max_line_search is ", max_line_search, "; it must be >= 1"));
   }
   if (max_iterations < 1) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("max_iterations is ", max_iterations, "; it must be >= 1"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "max_iterations is ", max_iterations, "; it must be >= 1"));
   }
   return absl::OkStatus();
 }
 
-Summary MinimizeLbfgs(const LbfgsOptions& options, Objective& objective, Eigen::VectorXd* w,
-                      IterationCallback* callback) {
+Summary MinimizeLbfgs(const LbfgsOptions& options, Objective& objective,
+                      Eigen::VectorXd* w, IterationCallback* callback) {
   Summary summary;
-  // The tolerance test runs inside LBFGS++ (past/delta); the monitor handles the rest.
+  // The tolerance test runs inside LBFGS++ (past/delta); the monitor handles
+  // the rest.
   internal::RunMonitor monitor(
-      {options.max_iterations, options.max_seconds, 0.0, options.report_every}, callback,
-      &summary);
+      {options.max_iterations, options.max_seconds, 0.0, options.report_every},
+      callback, &summary);
   LBFGSpp::LBFGSParam<double> param;
   param.m = options.memory;
   param.epsilon = options.gradient_tolerance;
@@ -107,7 +112,8 @@ Summary MinimizeLbfgs(const LbfgsOptions& options, Objective& objective, Eigen::
   } catch (const StopRequest& stop) {
     termination = stop.termination;
   } catch (const std::exception& e) {
-    // LBFGS++ signals line-search trouble by exception; the best point so far is kept.
+    // LBFGS++ signals line-search trouble by exception; the best point so far
+    // is kept.
     termination = Termination::kLineSearchFailure;
     summary.message = e.what();
   }
@@ -119,7 +125,8 @@ Summary MinimizeLbfgs(const LbfgsOptions& options, Objective& objective, Eigen::
     termination = Termination::kDiverged;
     summary.message = "the objective is not finite at the starting point";
   }
-  if (summary.history.empty() || summary.history.back().loss != summary.final_loss) {
+  if (summary.history.empty() ||
+      summary.history.back().loss != summary.final_loss) {
     IterationRecord r;
     r.iteration = summary.iterations;
     r.elapsed_seconds = monitor.Elapsed();

@@ -1,10 +1,11 @@
-// Full-batch L-BFGS through LBFGS++ (Nocedal-Wright strong-Wolfe line search), with Sparrow's progress,
-// cancellation and deadline rules.
+// Full-batch L-BFGS through LBFGS++ (Nocedal-Wright strong-Wolfe line search),
+// with Sparrow's progress, cancellation and deadline rules.
 //
-// LBFGS++ has no iteration callback and reports failures by exception; this wrapper reports
-// progress whenever the objective reaches a new best value (one record per accepted line-search
-// point), stops the solver by throwing from inside the objective when the callback or the
-// deadline says so, and turns LBFGS++'s exceptions into Summary terminations.
+// LBFGS++ has no iteration callback and reports failures by exception; this
+// wrapper reports progress whenever the objective reaches a new best value (one
+// record per accepted line-search point), stops the solver by throwing from
+// inside the objective when the callback or the deadline says so, and turns
+// LBFGS++'s exceptions into Summary terminations.
 #ifndef SPARROW_CORE_OPTIM_LBFGS_LBFGS_H_
 #define SPARROW_CORE_OPTIM_LBFGS_LBFGS_H_
 
@@ -15,20 +16,21 @@
 namespace sparrow::core {
 
 struct LbfgsOptions {
-  int memory = 10;                    // correction pairs kept, >= 1
-  double gradient_tolerance = 1e-8;   // converged when |g| <= tol * max(1, |w|)
-  int max_line_search = 40;           // function evaluations per line search, >= 1
-  int max_iterations = 1000;          // >= 1
-  double max_seconds = 0.0;           // 0 = none
-  // Converged when the objective decreased by at most this over one iteration (0 = never).
+  int memory = 10;                   // correction pairs kept, >= 1
+  double gradient_tolerance = 1e-8;  // converged when |g| <= tol * max(1, |w|)
+  int max_line_search = 40;   // function evaluations per line search, >= 1
+  int max_iterations = 1000;  // >= 1
+  double max_seconds = 0.0;   // 0 = none
+  // Converged when the objective decreased by at most this over one iteration
+  // (0 = never).
   double tolerance = 0.0;
   int report_every = 1;
 
   absl::Status Validate() const;
 };
 
-Summary MinimizeLbfgs(const LbfgsOptions& options, Objective& objective, Eigen::VectorXd* w,
-                      IterationCallback* callback);
+Summary MinimizeLbfgs(const LbfgsOptions& options, Objective& objective,
+                      Eigen::VectorXd* w, IterationCallback* callback);
 
 }  // namespace sparrow::core
 

@@ -21,7 +21,8 @@ struct LossCase {
 
 class LossDerivativeTest : public ::testing::TestWithParam<LossCase> {
  protected:
-  // Targets and predictions valid for the loss: probabilities for BCE, one-hot for softmax.
+  // Targets and predictions valid for the loss: probabilities for BCE, one-hot
+  // for softmax.
   void MakeData(MatrixXd* y, MatrixXd* yhat) const {
     const LossCase& c = GetParam();
     *yhat = testing::RandomMatrix(c.outputs, 6, 1);
@@ -46,10 +47,12 @@ TEST_P(LossDerivativeTest, GradientMatchesFiniteDifferences) {
   const VectorXd flat = Eigen::Map<const VectorXd>(yhat.data(), yhat.size());
   const VectorXd fd = NumericGradient(
       [&](const VectorXd& v) {
-        return loss.Value(y, Eigen::Map<const MatrixXd>(v.data(), y.rows(), y.cols()));
+        return loss.Value(
+            y, Eigen::Map<const MatrixXd>(v.data(), y.rows(), y.cols()));
       },
       flat);
-  EXPECT_LT(RelativeError(Eigen::Map<const VectorXd>(g.data(), g.size()), fd), 1e-7);
+  EXPECT_LT(RelativeError(Eigen::Map<const VectorXd>(g.data(), g.size()), fd),
+            1e-7);
 }
 
 TEST_P(LossDerivativeTest, CurvatureAndHessianMatchFiniteDifferences) {
@@ -68,7 +71,8 @@ TEST_P(LossDerivativeTest, CurvatureAndHessianMatchFiniteDifferences) {
         yhat.col(j));
     const MatrixXd h = loss.SampleHessian(y.col(j), yhat.col(j));
     EXPECT_LT(RelativeError(h, fd), 1e-6) << "sample " << j;
-    EXPECT_LT(RelativeError(curv.col(j), fd.diagonal()), 1e-6) << "sample " << j;
+    EXPECT_LT(RelativeError(curv.col(j), fd.diagonal()), 1e-6)
+        << "sample " << j;
     EXPECT_GT(curv.col(j).minCoeff(), 0.0);
   }
 }
@@ -90,7 +94,8 @@ TEST(LossTest, ModifiedCrossEntropyIsThePapersFormula) {
   MatrixXd y(1, 2), p(1, 2);
   y << 1, 0;
   p << 0.3, 0.3;
-  EXPECT_NEAR(loss.Value(y, p), -std::log(1e-4 + 0.3) - std::log(1 + 1e-4 - 0.3), 1e-15);
+  EXPECT_NEAR(loss.Value(y, p),
+              -std::log(1e-4 + 0.3) - std::log(1 + 1e-4 - 0.3), 1e-15);
   // Saturated predictions stay finite: eps bounds the loss and its derivatives.
   p << 0.0, 1.0;
   MatrixXd g(1, 2), c(1, 2);

@@ -22,12 +22,14 @@ TEST(MetricsTest, BestFitRate) {
   y << 1, 2, 3, 4;
   EXPECT_DOUBLE_EQ(Bfr(y, y), 100.0);
   EXPECT_NEAR(Bfr(y, MatrixXd::Constant(1, 4, 2.5)), 0.0, 1e-12);
-  // BFR = 100 (1 - |y - yhat| / |y - mean y|): error norm 1 against spread sqrt(5).
+  // BFR = 100 (1 - |y - yhat| / |y - mean y|): error norm 1 against spread
+  // sqrt(5).
   MatrixXd yhat = y;
   yhat(0, 0) += 1.0;
   EXPECT_NEAR(Bfr(y, yhat), 100.0 * (1.0 - 1.0 / std::sqrt(5.0)), 1e-12);
   // Invariant to an affine change of units applied to both.
-  EXPECT_NEAR(Bfr(3.0 * y.array() + 7.0, 3.0 * yhat.array() + 7.0), Bfr(y, yhat), 1e-12);
+  EXPECT_NEAR(Bfr(3.0 * y.array() + 7.0, 3.0 * yhat.array() + 7.0),
+              Bfr(y, yhat), 1e-12);
 }
 
 TEST(MetricsTest, AccuracyBinaryAndMulticlass) {

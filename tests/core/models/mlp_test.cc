@@ -18,7 +18,8 @@ constexpr double kTolerance = 1e-6;
 
 // Parameters: hidden activation, output activation, hidden widths.
 class MlpDerivativeTest
-    : public ::testing::TestWithParam<std::tuple<Activation, Activation, std::vector<int>>> {
+    : public ::testing::TestWithParam<
+          std::tuple<Activation, Activation, std::vector<int>>> {
  protected:
   void SetUp() override {
     const auto& [hidden_act, out_act, hidden] = GetParam();
@@ -28,7 +29,8 @@ class MlpDerivativeTest
     mlp_.Initialize(1.0, &rng, theta_.data());
     // Nonzero biases exercise the bias paths.
     for (const auto& l : mlp_.layers()) {
-      for (int k = 0; k < l.out; ++k) theta_(l.bias_offset + k) = 0.3 * rng.Normal();
+      for (int k = 0; k < l.out; ++k)
+        theta_(l.bias_offset + k) = 0.3 * rng.Normal();
     }
     x_ = testing::RandomMatrix(3, 5, 1);
     target_ = testing::RandomMatrix(2, 5, 2);
@@ -39,7 +41,9 @@ class MlpDerivativeTest
     return c.output();
   }
   // A loss with a non-trivial gradient: sum of weighted squares.
-  double LossOf(const MatrixXd& out) const { return (out - target_).array().square().sum(); }
+  double LossOf(const MatrixXd& out) const {
+    return (out - target_).array().square().sum();
+  }
 
   Mlp mlp_;
   VectorXd theta_;
@@ -61,10 +65,12 @@ TEST_P(MlpDerivativeTest, BackwardMatchesFiniteDifferences) {
   const VectorXd x_vec = Eigen::Map<const VectorXd>(x_.data(), x_.size());
   const VectorXd fd_in = NumericGradient(
       [&](const VectorXd& xv) {
-        return LossOf(Output(theta_, Eigen::Map<const MatrixXd>(xv.data(), 3, 5)));
+        return LossOf(
+            Output(theta_, Eigen::Map<const MatrixXd>(xv.data(), 3, 5)));
       },
       x_vec);
-  EXPECT_LT(RelativeError(Eigen::Map<const VectorXd>(d_in.data(), d_in.size()), fd_in),
+  EXPECT_LT(RelativeError(Eigen::Map<const VectorXd>(d_in.data(), d_in.size()),
+                          fd_in),
             kTolerance);
 }
 
@@ -83,7 +89,8 @@ TEST_P(MlpDerivativeTest, ColumnBackwardEqualsBatchBackward) {
   VectorXd d_in_col(3);
   for (int j = 0; j < 5; ++j) {
     mlp_.ForwardColumn(theta_.data(), j, &cc);
-    mlp_.BackwardColumn(theta_.data(), j, d_out.col(j).data(), &cc, d_in_col.data());
+    mlp_.BackwardColumn(theta_.data(), j, d_out.col(j).data(), &cc,
+                        d_in_col.data());
     EXPECT_LT(RelativeError(d_in_col, d_in.col(j)), 1e-12);
   }
   mlp_.AccumulateGradient(cc, columns.data());
@@ -97,10 +104,12 @@ TEST_P(MlpDerivativeTest, JacobiansMatchFiniteDifferences) {
     MatrixXd d_theta(2, mlp_.num_params()), d_in(2, 3);
     mlp_.Jacobian(theta_.data(), j, &c, d_theta, d_in);
     const MatrixXd fd_theta = NumericJacobian(
-        [&](const VectorXd& th) -> VectorXd { return Output(th, x_.col(j)); }, theta_);
+        [&](const VectorXd& th) -> VectorXd { return Output(th, x_.col(j)); },
+        theta_);
     EXPECT_LT(RelativeError(d_theta, fd_theta), kTolerance) << "sample " << j;
     const MatrixXd fd_in = NumericJacobian(
-        [&](const VectorXd& xv) -> VectorXd { return Output(theta_, xv); }, x_.col(j));
+        [&](const VectorXd& xv) -> VectorXd { return Output(theta_, xv); },
+        x_.col(j));
     EXPECT_LT(RelativeError(d_in, fd_in), kTolerance) << "sample " << j;
   }
 }
@@ -111,13 +120,16 @@ TEST_P(MlpDerivativeTest, DiagGgnEqualsSumOfSquaredJacobians) {
   const MatrixXd sqrt_curv = testing::RandomMatrix(2, 5, 3).cwiseAbs();
   VectorXd diag = VectorXd::Zero(mlp_.num_params());
   mlp_.AccumulateDiagGgn(theta_.data(), sqrt_curv, &c, diag.data());
-  // Reference from finite-difference Jacobians: sum_t sum_o (s_ot * dout_o/dtheta)^2.
+  // Reference from finite-difference Jacobians: sum_t sum_o (s_ot *
+  // dout_o/dtheta)^2.
   VectorXd expected = VectorXd::Zero(mlp_.num_params());
   for (int j = 0; j < 5; ++j) {
     const MatrixXd fd = NumericJacobian(
-        [&](const VectorXd& th) -> VectorXd { return Output(th, x_.col(j)); }, theta_);
+        [&](const VectorXd& th) -> VectorXd { return Output(th, x_.col(j)); },
+        theta_);
     for (int o = 0; o < 2; ++o) {
-      expected += (sqrt_curv(o, j) * fd.row(o)).array().square().matrix().transpose();
+      expected +=
+          (sqrt_curv(o, j) * fd.row(o)).array().square().matrix().transpose();
     }
   }
   EXPECT_LT(RelativeError(diag, expected), kTolerance);
@@ -125,12 +137,13 @@ TEST_P(MlpDerivativeTest, DiagGgnEqualsSumOfSquaredJacobians) {
 
 INSTANTIATE_TEST_SUITE_P(
     AllActivations, MlpDerivativeTest,
-    ::testing::Combine(::testing::Values(Activation::kLinear, Activation::kTanh,
-                                         Activation::kSigmoid, Activation::kRelu,
-                                         Activation::kLeakyRelu),
-                       ::testing::Values(Activation::kLinear, Activation::kSigmoid),
-                       ::testing::Values(std::vector<int>{}, std::vector<int>{4},
-                                         std::vector<int>{5, 3, 4})));
+    ::testing::Combine(
+        ::testing::Values(Activation::kLinear, Activation::kTanh,
+                          Activation::kSigmoid, Activation::kRelu,
+                          Activation::kLeakyRelu),
+        ::testing::Values(Activation::kLinear, Activation::kSigmoid),
+        ::testing::Values(std::vector<int>{}, std::vector<int>{4},
+                          std::vector<int>{5, 3, 4})));
 
 TEST(MlpTest, LayoutAndParameterCount) {
   // Bemporad's damper fy: [x;u] (5) -> 4 -> 1 has 29 parameters.
@@ -168,11 +181,12 @@ TEST(MlpTest, SameSeedSameParameters) {
 }
 
 TEST(MlpTest, ValidationNamesTheBadLayer) {
-  const absl::Status s =
-      ValidateMlpSpec(MlpSpec{3, {4, -2}, 1, Activation::kTanh, Activation::kLinear},
-                      "model.mlp");
+  const absl::Status s = ValidateMlpSpec(
+      MlpSpec{3, {4, -2}, 1, Activation::kTanh, Activation::kLinear},
+      "model.mlp");
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_NE(s.message().find("model.mlp.hidden[1] is -2"), std::string::npos) << s;
+  EXPECT_NE(s.message().find("model.mlp.hidden[1] is -2"), std::string::npos)
+      << s;
 }
 
 }  // namespace

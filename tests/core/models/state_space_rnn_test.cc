@@ -25,8 +25,10 @@ struct Case {
 };
 
 void PrintTo(const Case& c, std::ostream* os) {
-  *os << static_cast<int>(c.initial_state) << (c.feedthrough ? "_feedthrough_" : "_strict_")
-      << ActivationName(c.activation) << "_" << ActivationName(c.output_activation);
+  *os << static_cast<int>(c.initial_state)
+      << (c.feedthrough ? "_feedthrough_" : "_strict_")
+      << ActivationName(c.activation) << "_"
+      << ActivationName(c.output_activation);
 }
 
 class RnnDerivativeTest : public ::testing::TestWithParam<Case> {
@@ -50,7 +52,8 @@ class RnnDerivativeTest : public ::testing::TestWithParam<Case> {
     Rng rng(5);
     theta_.resize(rnn_.num_params());
     rnn_.Initialize(1.0, &rng, theta_.data());
-    for (int i = 0; i < rnn_.x0_size(); ++i) theta_(rnn_.x0_offset() + i) += 0.5 * rng.Normal();
+    for (int i = 0; i < rnn_.x0_size(); ++i)
+      theta_(rnn_.x0_offset() + i) += 0.5 * rng.Normal();
     for (int t = 0; t < 2; ++t) {
       u_.push_back(testing::RandomMatrix(2, 12 + t, 10 + t));
       y_.push_back(testing::RandomMatrix(2, 12 + t, 20 + t).cwiseAbs());
@@ -62,7 +65,8 @@ class RnnDerivativeTest : public ::testing::TestWithParam<Case> {
     StateSpaceRnn::Tape tape;
     for (int t = 0; t < 2; ++t) {
       rnn_.Simulate(theta.data(), u_[t], y_[t], t, &tape);
-      sum += (tape.outputs() - y_[t].rightCols(tape.steps)).array().square().sum();
+      sum +=
+          (tape.outputs() - y_[t].rightCols(tape.steps)).array().square().sum();
     }
     return sum;
   }
@@ -79,7 +83,8 @@ TEST_P(RnnDerivativeTest, BpttGradientMatchesFiniteDifferences) {
     const MatrixXd d_out = 2.0 * (tape.outputs() - y_[t].rightCols(tape.steps));
     rnn_.Backward(theta_.data(), d_out, t, &tape, grad.data());
   }
-  const VectorXd fd = NumericGradient([&](const VectorXd& th) { return Loss(th); }, theta_);
+  const VectorXd fd =
+      NumericGradient([&](const VectorXd& th) { return Loss(th); }, theta_);
   EXPECT_LT(RelativeError(grad, fd), kTolerance);
 }
 
@@ -90,14 +95,16 @@ TEST_P(RnnDerivativeTest, OutputJacobiansMatchFiniteDifferences) {
     const int steps = tape.steps;
     // All outputs of the trace stacked: (ny * steps) x num_params.
     MatrixXd analytic(2 * steps, rnn_.num_params());
-    rnn_.OutputJacobians(theta_.data(), t, &tape, [&](int k, const MatrixXd& jac) {
-      analytic.middleRows(2 * k, 2) = jac;
-    });
+    rnn_.OutputJacobians(theta_.data(), t, &tape,
+                         [&](int k, const MatrixXd& jac) {
+                           analytic.middleRows(2 * k, 2) = jac;
+                         });
     const MatrixXd fd = NumericJacobian(
         [&](const VectorXd& th) -> VectorXd {
           StateSpaceRnn::Tape tp;
           rnn_.Simulate(th.data(), u_[t], y_[t], t, &tp);
-          return Eigen::Map<const VectorXd>(tp.outputs().data(), tp.outputs().size());
+          return Eigen::Map<const VectorXd>(tp.outputs().data(),
+                                            tp.outputs().size());
         },
         theta_);
     EXPECT_LT(RelativeError(analytic, fd), kTolerance) << "trace " << t;
@@ -108,12 +115,17 @@ INSTANTIATE_TEST_SUITE_P(
     Variants, RnnDerivativeTest,
     ::testing::Values(
         Case{InitialState::kFree, true, Activation::kTanh, Activation::kLinear},
-        Case{InitialState::kFree, false, Activation::kTanh, Activation::kSigmoid},
-        Case{InitialState::kEncoder, false, Activation::kTanh, Activation::kLinear},
-        Case{InitialState::kEncoder, true, Activation::kSigmoid, Activation::kLinear},
-        Case{InitialState::kZero, true, Activation::kLeakyRelu, Activation::kLinear},
+        Case{InitialState::kFree, false, Activation::kTanh,
+             Activation::kSigmoid},
+        Case{InitialState::kEncoder, false, Activation::kTanh,
+             Activation::kLinear},
+        Case{InitialState::kEncoder, true, Activation::kSigmoid,
+             Activation::kLinear},
+        Case{InitialState::kZero, true, Activation::kLeakyRelu,
+             Activation::kLinear},
         Case{InitialState::kFree, true, Activation::kRelu, Activation::kLinear},
-        Case{InitialState::kFree, true, Activation::kLinear, Activation::kLinear}),
+        Case{InitialState::kFree, true, Activation::kLinear,
+             Activation::kLinear}),
     [](const ::testing::TestParamInfo<Case>& info) {
       std::ostringstream name;
       PrintTo(info.param, &name);
@@ -136,7 +148,8 @@ TEST(StateSpaceRnnTest, DamperModelHasThePapersParameterCounts) {
 }
 
 TEST(StateSpaceRnnTest, SilverboxEncoderModelHas649Parameters) {
-  // Bemporad Sec. 5.1.1: nx = 8, 3 hidden layers of 8, no feedthrough, encoder 2 x 4 on 8 + 8.
+  // Bemporad Sec. 5.1.1: nx = 8, 3 hidden layers of 8, no feedthrough, encoder
+  // 2 x 4 on 8 + 8.
   StateSpaceRnnSpec spec;
   spec.nx = 8;
   spec.nu = 1;
@@ -179,7 +192,8 @@ TEST(StateSpaceRnnTest, ValidationRejectsNegativeSizes) {
   spec.nu = 1;
   spec.ny = 1;
   spec.fx_hidden = {-3};
-  const absl::Status s = ValidateStateSpaceRnnSpec(spec, "model.state_space_rnn");
+  const absl::Status s =
+      ValidateStateSpaceRnnSpec(spec, "model.state_space_rnn");
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(s.message().find("fx.hidden[0] is -3"), std::string::npos) << s;
   spec.fx_hidden = {3};

@@ -28,7 +28,8 @@ FirstOrderOptions Adam(double lr, bool amsgrad) {
   return o;
 }
 
-class FirstOrderConvergenceTest : public ::testing::TestWithParam<MethodCase> {};
+class FirstOrderConvergenceTest : public ::testing::TestWithParam<MethodCase> {
+};
 
 TEST_P(FirstOrderConvergenceTest, ReachesThePlantedLeastSquaresSolution) {
   for (int batches : {1, 8}) {
@@ -43,20 +44,24 @@ TEST_P(FirstOrderConvergenceTest, ReachesThePlantedLeastSquaresSolution) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Methods, FirstOrderConvergenceTest,
-                         ::testing::Values(MethodCase{"sgd", Sgd(0.1, 0.0, false)},
-                                           MethodCase{"momentum", Sgd(0.05, 0.9, false)},
-                                           MethodCase{"nesterov", Sgd(0.05, 0.9, true)},
-                                           MethodCase{"adam", Adam(0.05, false)},
-                                           MethodCase{"amsgrad", Adam(0.05, true)}),
-                         [](const auto& info) { return std::string(info.param.name); });
+INSTANTIATE_TEST_SUITE_P(
+    Methods, FirstOrderConvergenceTest,
+    ::testing::Values(MethodCase{"sgd", Sgd(0.1, 0.0, false)},
+                      MethodCase{"momentum", Sgd(0.05, 0.9, false)},
+                      MethodCase{"nesterov", Sgd(0.05, 0.9, true)},
+                      MethodCase{"adam", Adam(0.05, false)},
+                      MethodCase{"amsgrad", Adam(0.05, true)}),
+    [](const auto& info) { return std::string(info.param.name); });
 
-TEST(FirstOrderTest, DefaultOptionsValidate) { EXPECT_TRUE(FirstOrderOptions().Validate().ok()); }
+TEST(FirstOrderTest, DefaultOptionsValidate) {
+  EXPECT_TRUE(FirstOrderOptions().Validate().ok());
+}
 
 TEST(FirstOrderTest, ValidationNamesTheField) {
   FirstOrderOptions o;
   o.learning_rate = -1;
-  EXPECT_NE(o.Validate().message().find("learning_rate is -1"), std::string::npos);
+  EXPECT_NE(o.Validate().message().find("learning_rate is -1"),
+            std::string::npos);
   o = FirstOrderOptions();
   o.beta2 = 1.0;
   EXPECT_NE(o.Validate().message().find("beta2"), std::string::npos);
@@ -72,7 +77,8 @@ TEST(FirstOrderTest, DivergenceIsReportedAndTheLastFiniteIterateKept) {
   Eigen::VectorXd w = Eigen::VectorXd::Zero(5);
   const Summary s = MinimizeFirstOrder(options, problem, &w, nullptr);
   EXPECT_EQ(s.termination, Termination::kDiverged);
-  EXPECT_NE(s.message.find("smaller learning rate"), std::string::npos) << s.message;
+  EXPECT_NE(s.message.find("smaller learning rate"), std::string::npos)
+      << s.message;
   EXPECT_TRUE(w.allFinite());
 }
 
@@ -106,7 +112,8 @@ class CountingCallback : public IterationCallback {
 };
 
 TEST(FirstOrderTest, CallbackAbortsAndFinishes) {
-  for (CallbackResult answer : {CallbackResult::kAbort, CallbackResult::kFinish}) {
+  for (CallbackResult answer :
+       {CallbackResult::kAbort, CallbackResult::kFinish}) {
     LeastSquares problem(5, 100, 1, 3);
     FirstOrderOptions options = Adam(0.01, false);
     options.max_epochs = 1000;
@@ -115,8 +122,9 @@ TEST(FirstOrderTest, CallbackAbortsAndFinishes) {
     const Summary s = MinimizeFirstOrder(options, problem, &w, &callback);
     EXPECT_EQ(s.iterations, 7);
     EXPECT_EQ(callback.calls, 7);
-    EXPECT_EQ(s.termination, answer == CallbackResult::kAbort ? Termination::kUserAbort
-                                                              : Termination::kEarlyStopped);
+    EXPECT_EQ(s.termination, answer == CallbackResult::kAbort
+                                 ? Termination::kUserAbort
+                                 : Termination::kEarlyStopped);
   }
 }
 

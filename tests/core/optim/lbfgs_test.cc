@@ -39,7 +39,8 @@ TEST(LbfgsTest, IterationBudgetIsHonoured) {
 class AbortAt : public IterationCallback {
  public:
   CallbackResult OnIteration(IterationRecord* r) override {
-    return r->iteration >= 3 ? CallbackResult::kAbort : CallbackResult::kContinue;
+    return r->iteration >= 3 ? CallbackResult::kAbort
+                             : CallbackResult::kContinue;
   }
 };
 

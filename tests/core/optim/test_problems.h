@@ -9,10 +9,12 @@
 
 namespace sparrow::core::testing {
 
-// Least squares 1/(2N) |X^T w - y|^2 with a planted solution, split into `batches` minibatches.
+// Least squares 1/(2N) |X^T w - y|^2 with a planted solution, split into
+// `batches` minibatches.
 class LeastSquares : public Objective {
  public:
-  LeastSquares(int n, int samples, int batches, uint64_t seed) : batches_(batches) {
+  LeastSquares(int n, int samples, int batches, uint64_t seed)
+      : batches_(batches) {
     Rng rng(seed);
     x_.resize(n, samples);
     for (int i = 0; i < x_.size(); ++i) x_.data()[i] = rng.Normal();
@@ -24,13 +26,16 @@ class LeastSquares : public Objective {
   }
   int num_params() const override { return static_cast<int>(x_.rows()); }
   int num_batches() const override { return batches_; }
-  void StartEpoch(const Eigen::VectorXd&, Rng* rng) override { rng->Shuffle(&order_); }
+  void StartEpoch(const Eigen::VectorXd&, Rng* rng) override {
+    rng->Shuffle(&order_);
+  }
   double Evaluate(const Eigen::VectorXd& w, Eigen::VectorXd* grad) override {
     const Eigen::VectorXd r = x_.transpose() * w - y_;
     if (grad) *grad = x_ * r / r.size();
     return 0.5 * r.squaredNorm() / r.size();
   }
-  double EvaluateBatch(const Eigen::VectorXd& w, int b, Eigen::VectorXd* grad) override {
+  double EvaluateBatch(const Eigen::VectorXd& w, int b,
+                       Eigen::VectorXd* grad) override {
     const int n = static_cast<int>(order_.size());
     const int begin = b * n / batches_;
     const int end = (b + 1) * n / batches_;

@@ -17,12 +17,17 @@ TEST(TableObjectiveTest, FullAndMinibatchGradientsMatchFiniteDifferences) {
   for (LossKind kind : {LossKind::kMse, LossKind::kBinaryCrossEntropy,
                         LossKind::kSoftmaxCrossEntropy}) {
     const int outputs = kind == LossKind::kSoftmaxCrossEntropy ? 3 : 1;
-    Mlp mlp(MlpSpec{4, {5}, outputs, Activation::kTanh,
-                    kind == LossKind::kBinaryCrossEntropy ? Activation::kSigmoid
-                                                          : Activation::kLinear});
+    Mlp mlp(MlpSpec{4,
+                    {5},
+                    outputs,
+                    Activation::kTanh,
+                    kind == LossKind::kBinaryCrossEntropy
+                        ? Activation::kSigmoid
+                        : Activation::kLinear});
     const MatrixXd x = testing::RandomMatrix(4, 30, 1);
     MatrixXd y = MatrixXd::Zero(outputs, 30);
-    for (int j = 0; j < 30; ++j) y(j % outputs, j) = outputs == 1 ? (j % 3 == 0) : 1.0;
+    for (int j = 0; j < 30; ++j)
+      y(j % outputs, j) = outputs == 1 ? (j % 3 == 0) : 1.0;
     if (kind == LossKind::kMse) y = testing::RandomMatrix(1, 30, 2);
     Loss loss{kind, kind == LossKind::kBinaryCrossEntropy ? 1e-4 : 0.0};
     TableObjective objective(&mlp, &x, &y, loss, 0.3, 8, true);
@@ -45,7 +50,8 @@ TEST(TableObjectiveTest, FullAndMinibatchGradientsMatchFiniteDifferences) {
       VectorXd scratch;
       EXPECT_LT(RelativeError(grad, NumericGradient(
                                         [&](const VectorXd& v) {
-                                          return objective.EvaluateBatch(v, b, &scratch);
+                                          return objective.EvaluateBatch(
+                                              v, b, &scratch);
                                         },
                                         w)),
                 kTolerance)
@@ -86,7 +92,8 @@ class SequenceObjectiveTest : public ::testing::Test {
     spec.num_traces = 2;
     rnn_ = StateSpaceRnn(spec);
     for (int t = 0; t < 2; ++t) {
-      traces_.push_back({testing::RandomMatrix(1, 25 + 7 * t, 5 + t), testing::RandomMatrix(1, 25 + 7 * t, 7 + t)});
+      traces_.push_back({testing::RandomMatrix(1, 25 + 7 * t, 5 + t),
+                         testing::RandomMatrix(1, 25 + 7 * t, 7 + t)});
     }
     Rng rng(4);
     w_.resize(rnn_.num_params());
@@ -102,13 +109,14 @@ TEST_F(SequenceObjectiveTest, FullBpttGradientMatchesFiniteDifferences) {
   SequenceObjective objective(&rnn_, &traces_, Loss{}, 1.0, 0.1, 0, false);
   VectorXd grad;
   objective.Evaluate(w_, &grad);
-  const VectorXd fd =
-      NumericGradient([&](const VectorXd& v) { return objective.Evaluate(v, nullptr); }, w_);
+  const VectorXd fd = NumericGradient(
+      [&](const VectorXd& v) { return objective.Evaluate(v, nullptr); }, w_);
   EXPECT_LT(RelativeError(grad, fd), kTolerance);
   EXPECT_EQ(objective.num_samples(), 25 + 32);
 }
 
-TEST_F(SequenceObjectiveTest, TruncatedBpttWindowGradientsMatchFiniteDifferences) {
+TEST_F(SequenceObjectiveTest,
+       TruncatedBpttWindowGradientsMatchFiniteDifferences) {
   SequenceObjective objective(&rnn_, &traces_, Loss{}, 1.0, 0.1, 10, true);
   EXPECT_EQ(objective.num_batches(), 3 + 4);
   Rng rng(8);
@@ -117,7 +125,10 @@ TEST_F(SequenceObjectiveTest, TruncatedBpttWindowGradientsMatchFiniteDifferences
     VectorXd grad, scratch;
     objective.EvaluateBatch(w_, b, &grad);
     const VectorXd fd = NumericGradient(
-        [&](const VectorXd& v) { return objective.EvaluateBatch(v, b, &scratch); }, w_);
+        [&](const VectorXd& v) {
+          return objective.EvaluateBatch(v, b, &scratch);
+        },
+        w_);
     EXPECT_LT(RelativeError(grad, fd), kTolerance) << "window " << b;
   }
 }
@@ -127,7 +138,8 @@ TEST_F(SequenceObjectiveTest, DivergentParametersGiveInfinityNotNan) {
   VectorXd w = w_;
   w(rnn_.fx_offset()) = std::numeric_limits<double>::quiet_NaN();
   VectorXd grad;
-  EXPECT_EQ(objective.Evaluate(w, &grad), std::numeric_limits<double>::infinity());
+  EXPECT_EQ(objective.Evaluate(w, &grad),
+            std::numeric_limits<double>::infinity());
 }
 
 }  // namespace

@@ -11,7 +11,8 @@ namespace {
 using Eigen::MatrixXd;
 using Eigen::VectorXd;
 
-// Data from a small "teacher" RNN, so a student of the same shape can fit it exactly.
+// Data from a small "teacher" RNN, so a student of the same shape can fit it
+// exactly.
 data::SequenceData TeacherData(int samples, uint64_t seed) {
   StateSpaceRnnSpec spec;
   spec.nx = 2;
@@ -92,7 +93,8 @@ class AbortAfter : public IterationCallback {
   CallbackResult OnIteration(IterationRecord* r) override {
     ++calls;
     EXPECT_TRUE(std::isfinite(r->sparsity_pct));
-    return r->iteration >= n_ ? CallbackResult::kAbort : CallbackResult::kContinue;
+    return r->iteration >= n_ ? CallbackResult::kAbort
+                              : CallbackResult::kContinue;
   }
   int calls = 0;
 
@@ -130,7 +132,8 @@ TEST(TrainerTest, ValidationPatienceStopsEarlyAndKeepsTheBestIterate) {
       << r->summary.BriefReport();
   double best = std::numeric_limits<double>::infinity();
   for (const auto& rec : r->summary.history) {
-    if (std::isfinite(rec.validation_metric)) best = std::min(best, rec.validation_metric);
+    if (std::isfinite(rec.validation_metric))
+      best = std::min(best, rec.validation_metric);
   }
   EXPECT_NEAR(r->metrics.validation_rmse, best, 1e-9 * (1 + best));
 }
@@ -211,7 +214,8 @@ TEST(TrainerTest, TooShortTraceIsAnError) {
   c.model.rnn.encoder = EncoderSpec{{3}, 4, 4};
   auto r = Train(c, data, nullptr);
   EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_NE(r.status().message().find("has 5 samples"), std::string::npos) << r.status();
+  EXPECT_NE(r.status().message().find("has 5 samples"), std::string::npos)
+      << r.status();
 }
 
 TEST(TrainerTest, InvalidConfigNamesTheField) {

@@ -13,7 +13,8 @@ namespace {
 std::string Csv(int rows) {
   std::string s = "u,y\n";
   for (int i = 0; i < rows; ++i) {
-    s += std::to_string(std::sin(0.1 * i)) + "," + std::to_string(std::cos(0.07 * i)) + "\n";
+    s += std::to_string(std::sin(0.1 * i)) + "," +
+         std::to_string(std::cos(0.07 * i)) + "\n";
   }
   return s;
 }
@@ -35,7 +36,8 @@ absl::Status Load(const std::string& json, const std::string& csv) {
   return LoadTrainData(*spec, *config, csv).status();
 }
 
-std::string Replace(std::string s, const std::string& from, const std::string& to) {
+std::string Replace(std::string s, const std::string& from,
+                    const std::string& to) {
   const size_t at = s.find(from);
   EXPECT_NE(at, std::string::npos) << from;
   return s.replace(at, from.size(), to);
@@ -43,41 +45,54 @@ std::string Replace(std::string s, const std::string& from, const std::string& t
 
 void ExpectError(const absl::Status& s, const std::string& needle) {
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
-  EXPECT_NE(s.message().find(needle), std::string::npos) << "message: " << s.message();
+  EXPECT_NE(s.message().find(needle), std::string::npos)
+      << "message: " << s.message();
 }
 
-TEST(ConvertTest, ValidSpecLoads) { EXPECT_TRUE(Load(kRnnSpec, Csv(200)).ok()); }
+TEST(ConvertTest, ValidSpecLoads) {
+  EXPECT_TRUE(Load(kRnnSpec, Csv(200)).ok());
+}
 
 TEST(ConvertTest, UnknownFieldIsAnError) {
-  ExpectError(Load(Replace(kRnnSpec, "\"seed\": 7", "\"seed\": 7, \"sede\": 1"), Csv(200)),
+  ExpectError(Load(Replace(kRnnSpec, "\"seed\": 7", "\"seed\": 7, \"sede\": 1"),
+                   Csv(200)),
               "sede");
 }
 
 TEST(ConvertTest, NegativeLayerSizeIsNamed) {
-  ExpectError(Load(Replace(kRnnSpec, "\"fx_hidden\": [3]", "\"fx_hidden\": [-3]"), Csv(200)),
-              "fx.hidden[0] is -3");
+  ExpectError(
+      Load(Replace(kRnnSpec, "\"fx_hidden\": [3]", "\"fx_hidden\": [-3]"),
+           Csv(200)),
+      "fx.hidden[0] is -3");
 }
 
 TEST(ConvertTest, SplitOutsideTheDataIsNamed) {
-  ExpectError(Load(Replace(kRnnSpec, "\"last\": 200", "\"last\": 260"), Csv(200)), "split.test");
+  ExpectError(
+      Load(Replace(kRnnSpec, "\"last\": 200", "\"last\": 260"), Csv(200)),
+      "split.test");
 }
 
 TEST(ConvertTest, LagLongerThanTheDataIsNamed) {
-  const std::string narx =
-      Replace(kRnnSpec, R"({"state_space_rnn": {"nx": 2, "fx_hidden": [3], "fy_hidden": [3]}})",
-              R"({"narx_mlp": {"input_lags": 80, "output_lags": 2, "hidden": [4]}})");
+  const std::string narx = Replace(
+      kRnnSpec,
+      R"({"state_space_rnn": {"nx": 2, "fx_hidden": [3], "fy_hidden": [3]}})",
+      R"({"narx_mlp": {"input_lags": 80, "output_lags": 2, "hidden": [4]}})");
   ExpectError(Load(narx, Csv(200)), "lag 80 is longer than the data");
 }
 
 TEST(ConvertTest, UnknownColumnIsNamed) {
-  ExpectError(Load(Replace(kRnnSpec, "[\"y\"]", "[\"force\"]"), Csv(200)), "force");
+  ExpectError(Load(Replace(kRnnSpec, "[\"y\"]", "[\"force\"]"), Csv(200)),
+              "force");
 }
 
 TEST(ConvertTest, MissingPiecesAreExplained) {
-  ExpectError(Load(Replace(kRnnSpec, "\"optimizer\": {\"lbfgs\": {}},", ""), Csv(200)),
-              "optimizer: set one of");
-  ExpectError(Load(Replace(kRnnSpec, "\"inputs\": [\"u\"], ", ""), Csv(200)), "data.inputs");
-  auto s = Load(Replace(kRnnSpec, "\"optimizer\": {\"lbfgs\": {}}", "\"optimizer\": {\"nails\": {}}"),
+  ExpectError(
+      Load(Replace(kRnnSpec, "\"optimizer\": {\"lbfgs\": {}},", ""), Csv(200)),
+      "optimizer: set one of");
+  ExpectError(Load(Replace(kRnnSpec, "\"inputs\": [\"u\"], ", ""), Csv(200)),
+              "data.inputs");
+  auto s = Load(Replace(kRnnSpec, "\"optimizer\": {\"lbfgs\": {}}",
+                        "\"optimizer\": {\"nails\": {}}"),
                 Csv(200));
   EXPECT_EQ(s.code(), absl::StatusCode::kUnimplemented);
 }
@@ -131,11 +146,13 @@ TEST(ConvertTest, CorruptStoredModelIsRejected) {
   bad.add_parameters(1.0);
   const auto m = FromProto(bad);
   EXPECT_EQ(m.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_NE(m.status().message().find("needs 13"), std::string::npos) << m.status();
+  EXPECT_NE(m.status().message().find("needs 13"), std::string::npos)
+      << m.status();
 }
 
 TEST(ConvertTest, EveryExampleSpecIsValid) {
-  const std::filesystem::path dir = std::filesystem::path(SPARROW_SOURCE_DIR) / "examples";
+  const std::filesystem::path dir =
+      std::filesystem::path(SPARROW_SOURCE_DIR) / "examples";
   int count = 0;
   for (const auto& entry : std::filesystem::directory_iterator(dir)) {
     if (entry.path().extension() != ".json") continue;
