@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Runs every google-benchmark binary (BUILD_DIR/bin/*_bench) and then the PyTorch peer comparison
+# (bench/peer_damper.sh). Used by `make bench`.
+#
+# Usage: bench/run_all.sh [BUILD_DIR] [peer_damper.sh options, e.g. --epochs 2000]
+#   BUILD_DIR defaults to build. BENCH_MIN_TIME (seconds, default 0.2) sets --benchmark_min_time;
+#   extra google-benchmark flags can be passed in BENCH_FLAGS (e.g. "--benchmark_repetitions=5").
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+BUILD_DIR="${1:-build}"
+[[ $# -gt 0 ]] && shift
+cd "$ROOT"
+[[ "$BUILD_DIR" = /* ]] || BUILD_DIR="$ROOT/$BUILD_DIR"
+MIN_TIME="${BENCH_MIN_TIME:-0.2}"  # google-benchmark 1.7: a plain number of seconds
+
+shopt -s nullglob
+benches=("$BUILD_DIR"/bin/*_bench)
+if [[ ${#benches[@]} -eq 0 ]]; then
+  echo "run_all.sh: no benchmarks in $BUILD_DIR/bin (build with -DSPARROW_BUILD_BENCH=ON)" >&2
+  exit 1
+fi
+status=0
+for b in "${benches[@]}"; do
+  echo "=== $(basename "$b")"
+  # shellcheck disable=SC2086
+  "$b" --benchmark_min_time="$MIN_TIME" ${BENCH_FLAGS:-} || status=1
+  echo
+done
+echo "=== peer_damper.sh"
+"$ROOT/bench/peer_damper.sh" --build-dir "$BUILD_DIR" "$@" || status=1
+exit "$status"
