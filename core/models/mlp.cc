@@ -71,13 +71,16 @@ void Mlp::Cache::Resize(const Mlp& mlp, int cols) {
   delta.resize(n);
   deriv.resize(n);
   sens.resize(n);
+  z_squared.resize(n);
   z[0].resize(mlp.inputs(), cols);
+  z_squared[0].resize(mlp.inputs(), cols);
   for (size_t i = 1; i < n; ++i) {
     const int out = mlp.layers_[i - 1].out;
     v[i].resize(out, cols);
     z[i].resize(out, cols);
     delta[i].resize(out, cols);
     deriv[i].resize(out, cols);
+    z_squared[i].resize(out, cols);
     sens[i].resize(mlp.outputs(), out);
   }
   int widest = mlp.inputs();
@@ -198,32 +201,34 @@ void Mlp::Jacobian(const double* theta, int col, Cache* c,
   if (d_in.cols() > 0) d_in.noalias() = c->sens[1] * Weights(theta, layers_[0]);
 }
 
-void Mlp::AccumulateDiagGgn(const double* theta,
-                            const Eigen::Ref<const MatrixXd>& sqrt_curv,
+void Mlp::AccumulateDiagGgn(const double* theta, const Eigen::Ref<const MatrixXd>& sqrt_curv,
                             Cache* c, double* diag) const {
   const int n = static_cast<int>(layers_.size());
+  for (int i = 1; i <= n; ++i) {
+    const Layer& l = layers_[i - 1];
+    ActivationDerivative(l.activation, c->v[i], c->z[i], c->deriv[i]);
+    c->z_squared[i - 1] = c->z[i - 1].array().square();
+  }
   for (int o = 0; o < outputs(); ++o) {
-    // Backpropagate the seed e_o scaled by sqrt(l'') through the whole batch:
-    // the deltas are then the per-sample Jacobian rows of output o with respect
-    // to each pre-activation.
+    // Backpropagate the seed e_o scaled by sqrt(l'') through the whole batch: the deltas are then
+    // the per-sample Jacobian rows of output o with respect to each pre-activation.
     for (int i = n; i >= 1; --i) {
-      const Layer& l = layers_[i - 1];
-      ActivationDerivative(l.activation, c->v[i], c->z[i], c->deriv[i]);
       if (i == n) {
         c->delta[i].setZero();
         c->delta[i].row(o) = sqrt_curv.row(o).cwiseProduct(c->deriv[i].row(o));
       } else {
-        c->delta[i].noalias() =
-            Weights(theta, layers_[i]).transpose() * c->delta[i + 1];
+        c->delta[i].noalias() = Weights(theta, layers_[i]).transpose() * c->delta[i + 1];
         c->delta[i].array() *= c->deriv[i].array();
       }
     }
+    // (A o A)^T (Delta o Delta) per layer (ALGORITHMS.md §1.5); the deltas are not needed after
+    // this, so they are squared in place.
     for (int i = 1; i <= n; ++i) {
       const Layer& l = layers_[i - 1];
-      const MatrixXd d2 = c->delta[i].array().square();
+      c->delta[i].array() = c->delta[i].array().square();
       Map<MatrixXd>(diag + l.weight_offset, l.out, l.in).noalias() +=
-          d2 * c->z[i - 1].array().square().matrix().transpose();
-      Map<VectorXd>(diag + l.bias_offset, l.out) += d2.rowwise().sum();
+          c->delta[i] * c->z_squared[i - 1].transpose();
+      Map<VectorXd>(diag + l.bias_offset, l.out) += c->delta[i].rowwise().sum();
     }
   }
 }

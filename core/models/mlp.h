@@ -48,6 +48,7 @@ class Mlp {
   // = dL/dv_i after a backward pass.
   struct Cache {
     std::vector<Eigen::MatrixXd> v, z, delta, deriv;
+    std::vector<Eigen::MatrixXd> z_squared;  // diagonal-GGN scratch
     std::vector<Eigen::MatrixXd>
         sens;  // Jacobian scratch: d out / d v_i for one sample
     Eigen::VectorXd tmp;

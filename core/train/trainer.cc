@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/data/narx.h"
 #include "core/metrics/metrics.h"
+#include "core/optim/gauss_newton/least_squares.h"
 #include "core/train/objectives.h"
 #include "core/util/status_macros.h"
 
@@ -357,7 +358,19 @@ absl::StatusOr<TrainResult> Train(const TrainConfig& config,
 
   ValidationMonitor monitor(&model, config, data, callback);
   Eigen::VectorXd w = model.params;
-  if (config.optimizer == OptimizerKind::kLbfgs) {
+  if (config.optimizer == OptimizerKind::kNails || config.optimizer == OptimizerKind::kNailm) {
+    GaussNewtonOptions o = config.gauss_newton;
+    o.method = config.optimizer == OptimizerKind::kNails
+                   ? GaussNewtonOptions::Method::kLineSearch
+                   : GaussNewtonOptions::Method::kLevenbergMarquardt;
+    o.max_epochs = config.max_epochs;
+    o.max_seconds = config.max_seconds;
+    if (config.tolerance > 0) o.epsilon_v = config.tolerance;
+    o.report_every = config.report_every;
+    SequenceLeastSquares problem(&rnn, &train_seq.traces, config.loss, config.rho_x0,
+                                 config.rho_theta, config.threads);
+    result.summary = MinimizeGaussNewton(o, problem, &w, &monitor);
+  } else if (config.optimizer == OptimizerKind::kLbfgs) {
     LbfgsOptions o = config.lbfgs;
     o.max_iterations = config.max_epochs;
     o.max_seconds = config.max_seconds;

@@ -10,13 +10,14 @@
 #include "absl/status/statusor.h"
 #include "core/data/dataset.h"
 #include "core/optim/first_order/first_order.h"
+#include "core/optim/gauss_newton/gauss_newton.h"
 #include "core/optim/lbfgs/lbfgs.h"
 #include "core/optim/problem.h"
 #include "core/train/model.h"
 
 namespace sparrow::core {
 
-enum class OptimizerKind { kSgd, kAdam, kLbfgs };
+enum class OptimizerKind { kSgd, kAdam, kLbfgs, kNails, kNailm };
 
 struct TrainConfig {
   ModelConfig model;
@@ -27,6 +28,8 @@ struct TrainConfig {
   FirstOrderOptions
       first_order;  // kSgd / kAdam (its stopping fields are overwritten below)
   LbfgsOptions lbfgs;   // kLbfgs
+  GaussNewtonOptions gauss_newton;  // kNails / kNailm (method set from the kind)
+  int threads = 1;                  // Gauss-Newton row building across traces
   int batch_size = 0;   // tabular / NARX minibatch; 0 = full batch
   int bptt_window = 0;  // RNN truncated BPTT; 0 = full BPTT
   bool shuffle = true;

@@ -309,8 +309,27 @@ absl::StatusOr<core::TrainConfig> ToTrainConfig(const v1::JobSpec& spec) {
         c.lbfgs.max_line_search = o.max_line_search();
       break;
     }
-    case v1::OptimizerSpec::kNails:
-    case v1::OptimizerSpec::kNailm:
+    case v1::OptimizerSpec::kNails: {
+      const v1::NailsOptions& o = opt.nails();
+      c.optimizer = core::OptimizerKind::kNails;
+      core::GaussNewtonOptions& g = c.gauss_newton;
+      if (o.c1() != 0) g.c1 = o.c1();
+      if (o.sigma() != 0) g.sigma = o.sigma();
+      if (o.max_backtracks() != 0) g.max_backtracks = o.max_backtracks();
+      c.threads = o.threads() == 0 ? 1 : o.threads();
+      break;
+    }
+    case v1::OptimizerSpec::kNailm: {
+      const v1::NailmOptions& o = opt.nailm();
+      c.optimizer = core::OptimizerKind::kNailm;
+      core::GaussNewtonOptions& g = c.gauss_newton;
+      if (o.lambda0() != 0) g.lambda0 = o.lambda0();
+      if (o.c2() != 0) g.c2 = o.c2();
+      if (o.c3() != 0) g.c3 = o.c3();
+      if (o.max_trials() != 0) g.max_trials = o.max_trials();
+      c.threads = o.threads() == 0 ? 1 : o.threads();
+      break;
+    }
     case v1::OptimizerSpec::kSbdl:
     case v1::OptimizerSpec::kRls:
     case v1::OptimizerSpec::kB2Ld:
@@ -318,7 +337,7 @@ absl::StatusOr<core::TrainConfig> ToTrainConfig(const v1::JobSpec& spec) {
       return absl::UnimplementedError(
           "this optimizer is specified in the API but not available in this "
           "build yet; use "
-          "sgd, adam or lbfgs");
+          "sgd, adam, lbfgs, nails or nailm");
     case v1::OptimizerSpec::METHOD_NOT_SET:
       return absl::InvalidArgumentError(
           "optimizer: set one of sgd, adam, lbfgs (e.g. \"optimizer\": "
