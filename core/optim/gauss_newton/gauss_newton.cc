@@ -1,0 +1,159 @@
+#include "core/optim/gauss_newton/gauss_newton.h"
+
+#include <cmath>
+#include <limits>
+
+#include "Eigen/Cholesky"
+#include "absl/strings/str_cat.h"
+#include "core/optim/internal/run_monitor.h"
+
+namespace sparrow::core {
+namespace {
+
+absl::Status Bad(absl::string_view field, double value, absl::string_view rule) {
+  return absl::InvalidArgumentError(absl::StrCat(field, " is ", value, "; it must be ", rule));
+}
+
+}  // namespace
+
+absl::Status GaussNewtonOptions::Validate() const {
+  if (!(c1 > 0 && c1 < 1)) return Bad("c1", c1, "in (0, 1)");
+  if (!(sigma > 0 && sigma < 1)) return Bad("sigma", sigma, "in (0, 1)");
+  if (max_backtracks < 1) return Bad("max_backtracks", max_backtracks, ">= 1");
+  if (!(lambda0 > 0) || !std::isfinite(lambda0)) return Bad("lambda0", lambda0, "positive");
+  if (!(c2 > 1)) return Bad("c2", c2, "> 1");
+  if (!(c3 > 1)) return Bad("c3", c3, "> 1");
+  if (max_trials < 1) return Bad("max_trials", max_trials, ">= 1");
+  if (!(epsilon_v >= 0)) return Bad("epsilon_v", epsilon_v, ">= 0");
+  if (max_epochs < 1) return Bad("max_epochs", max_epochs, ">= 1");
+  return absl::OkStatus();
+}
+
+double QuadraticTerm::Value(const Eigen::VectorXd& w) const {
+  double sum = 0.0;
+  for (size_t j = 0; j < indices.size(); ++j) {
+    const double d = w(indices[j]) - center(static_cast<Eigen::Index>(j));
+    sum += d * d;
+  }
+  return 0.5 * rho * sum;
+}
+
+GaussNewton::GaussNewton(const GaussNewtonOptions& options, LeastSquaresProblem* problem)
+    : options_(options), problem_(problem), lambda_(options.lambda0) {}
+
+double GaussNewton::Augmented(const Eigen::VectorXd& w, double value) const {
+  if (term_ == nullptr || !std::isfinite(value)) return value;
+  return value + term_->Value(w);
+}
+
+bool GaussNewton::Solve(double damping) {
+  damped_ = h_;
+  damped_.diagonal().array() += damping;
+  Eigen::LLT<Eigen::MatrixXd, Eigen::Lower> llt(damped_);
+  if (llt.info() != Eigen::Success) {
+    // Without L2 rows H can be singular; LDLT handles semidefinite H.
+    Eigen::LDLT<Eigen::MatrixXd, Eigen::Lower> ldlt(damped_);
+    p_ = ldlt.solve(g_);
+  } else {
+    p_ = llt.solve(g_);
+  }
+  return p_.allFinite();
+}
+
+GaussNewton::Outcome GaussNewton::Step(Eigen::VectorXd* w) {
+  Outcome out;
+  double v0 = problem_->NormalEquations(*w, &h_, &g_);
+  if (term_ != nullptr) {
+    // ADMM rows sqrt(rho) I p_S = sqrt(rho) (center - w_S) (Bemporad §4.1).
+    for (size_t j = 0; j < term_->indices.size(); ++j) {
+      const int i = term_->indices[j];
+      h_(i, i) += term_->rho;
+      g_(i) += term_->rho * (term_->center(static_cast<Eigen::Index>(j)) - (*w)(i));
+    }
+    v0 = Augmented(*w, v0);
+  }
+  out.value = v0;
+  if (!std::isfinite(v0)) return out;
+  h_.triangularView<Eigen::StrictlyUpper>() = h_.transpose();
+  if (options_.method == GaussNewtonOptions::Method::kLineSearch) {
+    if (!Solve(0.0)) return out;
+    // grad V^T p = -g^T p (Bemporad §3.3).
+    const double slope = -g_.dot(p_);
+    double alpha = 1.0;
+    for (int j = 0; j < options_.max_backtracks; ++j) {
+      ++out.trials;
+      trial_ = *w + alpha * p_;
+      const double v = Augmented(trial_, problem_->Value(trial_));
+      if (std::isfinite(v) && v <= v0 + options_.c1 * alpha * slope) {
+        *w = trial_;
+        out.accepted = true;
+        out.value = v;
+        out.step = alpha;
+        return out;
+      }
+      alpha *= options_.sigma;
+    }
+    return out;
+  }
+  for (int j = 0; j < options_.max_trials; ++j) {
+    ++out.trials;
+    if (Solve(lambda_)) {
+      trial_ = *w + p_;
+      const double v = Augmented(trial_, problem_->Value(trial_));
+      if (std::isfinite(v) && v <= v0) {
+        *w = trial_;
+        out.accepted = true;
+        out.value = v;
+        out.step = lambda_;
+        lambda_ /= options_.c3;
+        return out;
+      }
+    }
+    lambda_ *= options_.c2;
+  }
+  out.step = lambda_;
+  return out;
+}
+
+Summary MinimizeGaussNewton(const GaussNewtonOptions& options, LeastSquaresProblem& problem,
+                            Eigen::VectorXd* w, IterationCallback* callback) {
+  Summary summary;
+  internal::RunMonitor monitor(
+      {options.max_epochs, options.max_seconds, options.epsilon_v, options.report_every},
+      callback, &summary);
+  GaussNewton solver(options, &problem);
+  const double scale = 1.0 / std::max(1, problem.num_samples());
+  double previous = problem.Value(*w) * scale;
+  summary.initial_loss = previous;
+  summary.final_loss = previous;
+  if (!std::isfinite(previous)) {
+    summary.message = "the model output is not finite at the initial parameters";
+    monitor.Finish(Termination::kDiverged);
+    return summary;
+  }
+  for (int epoch = 1;; ++epoch) {
+    const GaussNewton::Outcome step = solver.Step(w);
+    if (!step.accepted) {
+      summary.iterations = epoch - 1;
+      summary.message = options.method == GaussNewtonOptions::Method::kLineSearch
+                            ? absl::StrCat("no step satisfied the Armijo condition in ",
+                                           step.trials, " backtracks")
+                            : absl::StrCat("no damping in ", step.trials,
+                                           " trials decreased the loss (lambda ", step.step, ")");
+      // Not improving is how a converged Gauss-Newton run usually ends: report it as such
+      // when the last decrease was already below tolerance.
+      monitor.Finish(Termination::kLineSearchFailure);
+      break;
+    }
+    const double loss = step.value * scale;
+    const auto stop = monitor.EndIteration(epoch, previous, loss, step.step, *w);
+    if (stop) {
+      monitor.Finish(*stop);
+      break;
+    }
+    previous = loss;
+  }
+  return summary;
+}
+
+}  // namespace sparrow::core

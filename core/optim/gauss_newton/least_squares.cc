@@ -1,0 +1,112 @@
+#include "core/optim/gauss_newton/least_squares.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <thread>
+
+namespace sparrow::core {
+namespace {
+
+constexpr int kRowBlock = 64;  // rows per rank update: large enough for a GEMM-speed update
+
+}  // namespace
+
+SequenceLeastSquares::SequenceLeastSquares(const StateSpaceRnn* rnn,
+                                           const std::vector<data::Trace>* traces, Loss loss,
+                                           double rho_x0, double rho_theta, int threads)
+    : rnn_(rnn),
+      traces_(traces),
+      loss_(loss),
+      threads_(std::max(1, std::min<int>(threads, static_cast<int>(traces->size())))) {
+  rho_ = Eigen::VectorXd::Constant(rnn->num_params(), rho_theta);
+  rho_.head(rnn->x0_size()).setConstant(rho_x0);
+  for (const data::Trace& t : *traces) num_samples_ += t.length() - rnn->warmup();
+  workers_.resize(threads_);
+}
+
+double SequenceLeastSquares::Regularization(const Eigen::VectorXd& w) const {
+  return 0.5 * rho_.dot(w.cwiseAbs2());
+}
+
+double SequenceLeastSquares::Value(const Eigen::VectorXd& w) {
+  Worker& wk = workers_[0];
+  double value = 0.0;
+  for (size_t t = 0; t < traces_->size(); ++t) {
+    const data::Trace& tr = (*traces_)[t];
+    rnn_->Simulate(w.data(), tr.u, tr.y, static_cast<int>(t), &wk.tape);
+    value += loss_.Value(tr.y.middleCols(wk.tape.start, wk.tape.steps), wk.tape.outputs());
+  }
+  value += Regularization(w);
+  return std::isfinite(value) ? value : std::numeric_limits<double>::infinity();
+}
+
+void SequenceLeastSquares::AccumulateTrace(const Eigen::VectorXd& w, int t, Worker* wk) const {
+  const data::Trace& tr = (*traces_)[t];
+  const int ny = static_cast<int>(tr.y.rows());
+  rnn_->Simulate(w.data(), tr.u, tr.y, t, &wk->tape);
+  const auto target = tr.y.middleCols(wk->tape.start, wk->tape.steps);
+  wk->loss += loss_.Value(target, wk->tape.outputs());
+  wk->curv.resize(ny, wk->tape.steps);
+  wk->grad.resize(ny, wk->tape.steps);
+  loss_.Curvature(target, wk->tape.outputs(), wk->curv);
+  loss_.Gradient(target, wk->tape.outputs(), wk->grad);
+  int filled = 0;
+  auto flush = [&] {
+    if (filled == 0) return;
+    const auto r = wk->rows.topRows(filled);
+    wk->h.selfadjointView<Eigen::Lower>().rankUpdate(r.transpose());
+    wk->g.noalias() += r.transpose() * wk->rhs.head(filled);
+    filled = 0;
+  };
+  rnn_->OutputJacobians(w.data(), t, &wk->tape, [&](int k, const Eigen::MatrixXd& jac) {
+    for (int i = 0; i < ny; ++i) {
+      // Bemporad eq. (11)/(14): row sqrt(l'') J, rhs -l'/sqrt(l''). The ratio is formed from
+      // the square root directly so that l'' ~ 1e8 (cross-entropy near saturation) is harmless.
+      const double s = std::sqrt(wk->curv(i, k));
+      wk->rows.row(filled) = s * jac.row(i);
+      wk->rhs(filled) = -wk->grad(i, k) / s;
+      if (++filled == kRowBlock) flush();
+    }
+  });
+  flush();
+}
+
+double SequenceLeastSquares::NormalEquations(const Eigen::VectorXd& w, Eigen::MatrixXd* h,
+                                             Eigen::VectorXd* g) {
+  const int n = num_params();
+  for (Worker& wk : workers_) {
+    wk.h.setZero(n, n);
+    wk.g.setZero(n);
+    wk.rows.resize(kRowBlock, n);
+    wk.rhs.resize(kRowBlock);
+    wk.loss = 0.0;
+  }
+  const int num_traces = static_cast<int>(traces_->size());
+  if (threads_ == 1) {
+    for (int t = 0; t < num_traces; ++t) AccumulateTrace(w, t, &workers_[0]);
+  } else {
+    std::vector<std::thread> pool;
+    for (int k = 0; k < threads_; ++k) {
+      pool.emplace_back([&, k] {
+        for (int t = k; t < num_traces; t += threads_) AccumulateTrace(w, t, &workers_[k]);
+      });
+    }
+    for (std::thread& th : pool) th.join();
+  }
+  *h = workers_[0].h;
+  *g = workers_[0].g;
+  double value = workers_[0].loss;
+  for (int k = 1; k < threads_; ++k) {
+    *h += workers_[k].h;
+    *g += workers_[k].g;
+    value += workers_[k].loss;
+  }
+  // L2 rows sqrt(rho) I p = -sqrt(rho) w (Bemporad eq. 11).
+  h->diagonal() += rho_;
+  g->noalias() -= rho_.cwiseProduct(w);
+  value += Regularization(w);
+  return std::isfinite(value) ? value : std::numeric_limits<double>::infinity();
+}
+
+}  // namespace sparrow::core

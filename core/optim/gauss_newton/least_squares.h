@@ -1,0 +1,70 @@
+// Problems Gauss-Newton methods can solve: a smooth objective V(w) that can also emit its
+// Gauss-Newton normal equations H = A^T A, g = A^T b at a point (Bemporad §3, eq. 14-15), with
+// grad V = -g exactly and H the generalized Gauss-Newton matrix.
+//
+// Units: V is the sum form  V = sum_k l(y_k, yhat_k) + 1/2 sum_i rho_i w_i^2  (N times the mean
+// objective the other optimizers report), so the least-squares rows are sqrt(l'') J with
+// right-hand side -l'/sqrt(l''), and the L2 rows sqrt(rho) I.
+#ifndef SPARROW_CORE_OPTIM_GAUSS_NEWTON_LEAST_SQUARES_H_
+#define SPARROW_CORE_OPTIM_GAUSS_NEWTON_LEAST_SQUARES_H_
+
+#include <vector>
+
+#include "Eigen/Core"
+#include "core/data/dataset.h"
+#include "core/losses/loss.h"
+#include "core/models/state_space_rnn.h"
+
+namespace sparrow::core {
+
+class LeastSquaresProblem {
+ public:
+  virtual ~LeastSquaresProblem() = default;
+  virtual int num_params() const = 0;
+  // Number of loss terms (predicted samples): the mean objective is Value / num_samples.
+  virtual int num_samples() const = 0;
+  // V(w) by simulation; +Inf when the simulation is not finite.
+  virtual double Value(const Eigen::VectorXd& w) = 0;
+  // Fills the lower triangle of h = A^T A and g = A^T b at w; returns V(w).
+  virtual double NormalEquations(const Eigen::VectorXd& w, Eigen::MatrixXd* h,
+                                 Eigen::VectorXd* g) = 0;
+};
+
+// The state-space RNN on several traces (Bemporad §3.1): per-trace sensitivities M_kx, M_ktheta
+// by forward recursion (eq. 8-9), rows emitted on the fly in blocks and accumulated by rank
+// updates, so memory does not grow with N. Traces are processed in parallel on `threads`
+// threads, each with its own accumulator.
+class SequenceLeastSquares : public LeastSquaresProblem {
+ public:
+  SequenceLeastSquares(const StateSpaceRnn* rnn, const std::vector<data::Trace>* traces,
+                       Loss loss, double rho_x0, double rho_theta, int threads);
+
+  int num_params() const override { return rnn_->num_params(); }
+  int num_samples() const override { return num_samples_; }
+  double Value(const Eigen::VectorXd& w) override;
+  double NormalEquations(const Eigen::VectorXd& w, Eigen::MatrixXd* h,
+                         Eigen::VectorXd* g) override;
+
+ private:
+  struct Worker {
+    StateSpaceRnn::Tape tape;
+    Eigen::MatrixXd h, rows, curv, grad;
+    Eigen::VectorXd g, rhs;
+    double loss = 0.0;
+  };
+  // Accumulates the rows of trace t into worker `wk`.
+  void AccumulateTrace(const Eigen::VectorXd& w, int t, Worker* wk) const;
+  double Regularization(const Eigen::VectorXd& w) const;
+
+  const StateSpaceRnn* rnn_;
+  const std::vector<data::Trace>* traces_;
+  Loss loss_;
+  Eigen::VectorXd rho_;  // per-parameter L2 weight
+  int threads_;
+  int num_samples_ = 0;
+  std::vector<Worker> workers_;
+};
+
+}  // namespace sparrow::core
+
+#endif  // SPARROW_CORE_OPTIM_GAUSS_NEWTON_LEAST_SQUARES_H_
