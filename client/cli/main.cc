@@ -1,8 +1,8 @@
 // `sparrow`: the command-line client. Subcommands:
 //   run --local SPEC.json   train in-process and print the fit
 //   datagen SYSTEM -o FILE  generate the project's synthetic benchmark data
-// Exit codes: 0 success, 1 the training run failed (diverged), 2 usage or input
-// error.
+// // Exit codes: 0 success, 1 the training run diverged or was interrupted
+// (Ctrl-C), 2 usage or input error.
 #include <atomic>
 #include <csignal>
 #include <cstdio>
@@ -192,13 +192,13 @@ int Datagen(const DatagenFlags& f) {
   absl::StatusOr<core::data::SyntheticSequence> seq;
   if (f.system == "cascaded-tanks") {
     core::data::CascadedTanksOptions o;
-    if (f.samples > 0) o.samples = f.samples;
+    if (f.samples != 0) o.samples = f.samples;
     o.noise_std = f.noise;
     o.seed = f.seed;
     seq = core::data::GenerateCascadedTanks(o);
   } else {
     core::data::BinarySystemOptions o;
-    if (f.samples > 0) o.samples = f.samples;
+    if (f.samples != 0) o.samples = f.samples;
     o.noise_std = f.noise;
     o.seed = f.seed;
     seq = core::data::GenerateBinarySystem(o);
@@ -236,8 +236,9 @@ int Datagen(const DatagenFlags& f) {
 
 int Main(int argc, char** argv) {
   CLI::App app{
-      "sparrow: train NAILS/NAILM, SBDL, RLS and block-layer models, and the "
-      "usual baselines.\n"
+      "sparrow: train state-space RNNs, NARX and feedforward networks with "
+      "NAILS/NAILM (Gauss-Newton / Levenberg-Marquardt), L-BFGS, Adam/AMSGrad "
+      "and SGD.\n"
       "Example: sparrow run --local examples/damper_adam.json --seeds 5 "
       "--json"};
   app.require_subcommand(1);

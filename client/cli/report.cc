@@ -12,7 +12,8 @@ namespace {
 
 bool HigherIsBetter(const std::string& metric) {
   return metric.find("bfr") != std::string::npos ||
-         metric.find("accuracy") != std::string::npos;
+         metric.find("accuracy") != std::string::npos ||
+         metric == "sparsity_pct";
 }
 
 nlohmann::json RunJson(const RunReport& r) {

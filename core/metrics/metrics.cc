@@ -36,18 +36,21 @@ double Bfr(const Eigen::Ref<const Eigen::MatrixXd>& y,
 }
 
 double Accuracy(const Eigen::Ref<const Eigen::MatrixXd>& y,
-                const Eigen::Ref<const Eigen::MatrixXd>& yhat) {
+                const Eigen::Ref<const Eigen::MatrixXd>& yhat,
+                bool multiclass) {
   if (y.cols() == 0) return std::numeric_limits<double>::quiet_NaN();
+  if (!multiclass) {
+    const auto truth = (y.array() >= 0.5);
+    const auto guess = (yhat.array() >= 0.5);
+    return 100.0 * static_cast<double>((truth == guess).count()) /
+           static_cast<double>(y.size());
+  }
   int correct = 0;
   for (Eigen::Index j = 0; j < y.cols(); ++j) {
-    if (y.rows() == 1) {
-      correct += (yhat(0, j) >= 0.5) == (y(0, j) >= 0.5);
-    } else {
-      Eigen::Index truth, guess;
-      y.col(j).maxCoeff(&truth);
-      yhat.col(j).maxCoeff(&guess);
-      correct += truth == guess;
-    }
+    Eigen::Index truth, guess;
+    y.col(j).maxCoeff(&truth);
+    yhat.col(j).maxCoeff(&guess);
+    correct += truth == guess;
   }
   return 100.0 * correct / static_cast<double>(y.cols());
 }

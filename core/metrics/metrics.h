@@ -17,10 +17,12 @@ double Nrmse(const Eigen::Ref<const Eigen::MatrixXd>& y,
 // over outputs.
 double Bfr(const Eigen::Ref<const Eigen::MatrixXd>& y,
            const Eigen::Ref<const Eigen::MatrixXd>& yhat);
-// Percent of samples classified correctly: one output -> threshold 0.5 (yhat is
-// a probability); several outputs -> argmax (y one-hot).
+// Percent correct. Binary outputs (multiclass false): every output is
+// thresholded at 0.5 (yhat is a probability) and each output of each sample
+// counts once. Multiclass: y is one-hot and the argmax of each column of yhat
+// is the prediction.
 double Accuracy(const Eigen::Ref<const Eigen::MatrixXd>& y,
-                const Eigen::Ref<const Eigen::MatrixXd>& yhat);
+                const Eigen::Ref<const Eigen::MatrixXd>& yhat, bool multiclass);
 
 struct Sparsity {
   double zero_pct = 0.0;       // % of entries exactly zero (Bemporad)

@@ -201,7 +201,8 @@ void Mlp::Jacobian(const double* theta, int col, Cache* c,
   if (d_in.cols() > 0) d_in.noalias() = c->sens[1] * Weights(theta, layers_[0]);
 }
 
-void Mlp::AccumulateDiagGgn(const double* theta, const Eigen::Ref<const MatrixXd>& sqrt_curv,
+void Mlp::AccumulateDiagGgn(const double* theta,
+                            const Eigen::Ref<const MatrixXd>& sqrt_curv,
                             Cache* c, double* diag) const {
   const int n = static_cast<int>(layers_.size());
   for (int i = 1; i <= n; ++i) {
@@ -210,19 +211,21 @@ void Mlp::AccumulateDiagGgn(const double* theta, const Eigen::Ref<const MatrixXd
     c->z_squared[i - 1] = c->z[i - 1].array().square();
   }
   for (int o = 0; o < outputs(); ++o) {
-    // Backpropagate the seed e_o scaled by sqrt(l'') through the whole batch: the deltas are then
-    // the per-sample Jacobian rows of output o with respect to each pre-activation.
+    // Backpropagate the seed e_o scaled by sqrt(l'') through the whole batch:
+    // the deltas are then the per-sample Jacobian rows of output o with respect
+    // to each pre-activation.
     for (int i = n; i >= 1; --i) {
       if (i == n) {
         c->delta[i].setZero();
         c->delta[i].row(o) = sqrt_curv.row(o).cwiseProduct(c->deriv[i].row(o));
       } else {
-        c->delta[i].noalias() = Weights(theta, layers_[i]).transpose() * c->delta[i + 1];
+        c->delta[i].noalias() =
+            Weights(theta, layers_[i]).transpose() * c->delta[i + 1];
         c->delta[i].array() *= c->deriv[i].array();
       }
     }
-    // (A o A)^T (Delta o Delta) per layer (ALGORITHMS.md §1.5); the deltas are not needed after
-    // this, so they are squared in place.
+    // (A o A)^T (Delta o Delta) per layer (ALGORITHMS.md §1.5); the deltas are
+    // not needed after this, so they are squared in place.
     for (int i = 1; i <= n; ++i) {
       const Layer& l = layers_[i - 1];
       c->delta[i].array() = c->delta[i].array().square();

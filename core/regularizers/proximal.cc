@@ -25,7 +25,9 @@ class L1 : public Proximal {
   double Value(const Eigen::Ref<const Eigen::VectorXd>& x) const override {
     return tau_ * x.lpNorm<1>();
   }
-  std::string Name() const override { return absl::StrCat("l1(tau=", tau_, ")"); }
+  std::string Name() const override {
+    return absl::StrCat("l1(tau=", tau_, ")");
+  }
 
  private:
   double tau_;
@@ -35,7 +37,8 @@ class WeightedL1 : public Proximal {
  public:
   explicit WeightedL1(Eigen::VectorXd w) : w_(std::move(w)) {}
   void Apply(double c, Eigen::Ref<Eigen::VectorXd> v) const override {
-    for (Eigen::Index i = 0; i < v.size(); ++i) v(i) = SoftThreshold(v(i), c * w_(i));
+    for (Eigen::Index i = 0; i < v.size(); ++i)
+      v(i) = SoftThreshold(v(i), c * w_(i));
   }
   double Value(const Eigen::Ref<const Eigen::VectorXd>& x) const override {
     return w_.cwiseProduct(x.cwiseAbs()).sum();
@@ -50,7 +53,8 @@ class L0 : public Proximal {
  public:
   explicit L0(double tau) : tau_(tau) {}
   void Apply(double c, Eigen::Ref<Eigen::VectorXd> v) const override {
-    // Per coordinate: zero costs v^2/2, keeping costs c tau; keep iff v^2 >= 2 c tau.
+    // Per coordinate: zero costs v^2/2, keeping costs c tau; keep iff v^2 >= 2
+    // c tau.
     const double threshold = 2.0 * c * tau_;
     for (Eigen::Index i = 0; i < v.size(); ++i) {
       if (v(i) * v(i) < threshold) v(i) = 0.0;
@@ -59,7 +63,9 @@ class L0 : public Proximal {
   double Value(const Eigen::Ref<const Eigen::VectorXd>& x) const override {
     return tau_ * static_cast<double>((x.array() != 0.0).count());
   }
-  std::string Name() const override { return absl::StrCat("l0(tau=", tau_, ")"); }
+  std::string Name() const override {
+    return absl::StrCat("l0(tau=", tau_, ")");
+  }
 
  private:
   double tau_;
@@ -89,7 +95,9 @@ class GroupLasso : public Proximal {
     }
     return tau_ * sum;
   }
-  std::string Name() const override { return absl::StrCat("group_lasso(tau=", tau_, ")"); }
+  std::string Name() const override {
+    return absl::StrCat("group_lasso(tau=", tau_, ")");
+  }
 
  private:
   double tau_;
@@ -98,13 +106,15 @@ class GroupLasso : public Proximal {
 
 class Quantization : public Proximal {
  public:
-  explicit Quantization(std::vector<double> levels) : levels_(std::move(levels)) {}
+  explicit Quantization(std::vector<double> levels)
+      : levels_(std::move(levels)) {}
   void Apply(double, Eigen::Ref<Eigen::VectorXd> v) const override {
     for (Eigen::Index i = 0; i < v.size(); ++i) v(i) = Nearest(v(i));
   }
   double Value(const Eigen::Ref<const Eigen::VectorXd>& x) const override {
     for (Eigen::Index i = 0; i < x.size(); ++i) {
-      if (!std::binary_search(levels_.begin(), levels_.end(), x(i))) return kInf;
+      if (!std::binary_search(levels_.begin(), levels_.end(), x(i)))
+        return kInf;
     }
     return 0.0;
   }
@@ -123,27 +133,36 @@ class Quantization : public Proximal {
 
 }  // namespace
 
-std::unique_ptr<Proximal> MakeL1(double tau) { return std::make_unique<L1>(tau); }
+std::unique_ptr<Proximal> MakeL1(double tau) {
+  return std::make_unique<L1>(tau);
+}
 std::unique_ptr<Proximal> MakeWeightedL1(Eigen::VectorXd weights) {
   return std::make_unique<WeightedL1>(std::move(weights));
 }
-std::unique_ptr<Proximal> MakeL0(double tau) { return std::make_unique<L0>(tau); }
-std::unique_ptr<Proximal> MakeGroupLasso(double tau, std::vector<std::vector<int>> groups) {
+std::unique_ptr<Proximal> MakeL0(double tau) {
+  return std::make_unique<L0>(tau);
+}
+std::unique_ptr<Proximal> MakeGroupLasso(double tau,
+                                         std::vector<std::vector<int>> groups) {
   return std::make_unique<GroupLasso>(tau, std::move(groups));
 }
 
-absl::StatusOr<std::unique_ptr<Proximal>> MakeQuantization(std::vector<double> levels) {
+absl::StatusOr<std::unique_ptr<Proximal>> MakeQuantization(
+    std::vector<double> levels) {
   if (levels.empty()) {
-    return absl::InvalidArgumentError("quantization.levels is empty; list the allowed values");
+    return absl::InvalidArgumentError(
+        "quantization.levels is empty; list the allowed values");
   }
   for (double l : levels) {
     if (!std::isfinite(l)) {
-      return absl::InvalidArgumentError("quantization.levels must be finite numbers");
+      return absl::InvalidArgumentError(
+          "quantization.levels must be finite numbers");
     }
   }
   std::sort(levels.begin(), levels.end());
   levels.erase(std::unique(levels.begin(), levels.end()), levels.end());
-  return std::unique_ptr<Proximal>(std::make_unique<Quantization>(std::move(levels)));
+  return std::unique_ptr<Proximal>(
+      std::make_unique<Quantization>(std::move(levels)));
 }
 
 std::unique_ptr<Proximal> MakeBinary() {

@@ -168,8 +168,7 @@ double SequenceObjective::Evaluate(const Eigen::VectorXd& w,
 }
 
 void SequenceObjective::StartEpoch(const Eigen::VectorXd& w, Rng* rng) {
-  if (windows_.size() == traces_->size())
-    return;  // full BPTT: nothing to prepare
+  if (bptt_window_ <= 0) return;  // full BPTT: nothing to prepare
   for (size_t t = 0; t < traces_->size(); ++t) {
     const data::Trace& tr = (*traces_)[t];
     rnn_->Simulate(w.data(), tr.u, tr.y, static_cast<int>(t), &tapes_[t]);
@@ -179,8 +178,7 @@ void SequenceObjective::StartEpoch(const Eigen::VectorXd& w, Rng* rng) {
 
 double SequenceObjective::EvaluateBatch(const Eigen::VectorXd& w, int batch,
                                         Eigen::VectorXd* grad) {
-  if (windows_.size() == traces_->size() && bptt_window_ <= 0)
-    return Evaluate(w, grad);
+  if (bptt_window_ <= 0) return Evaluate(w, grad);
   const Window& win = windows_[batch];
   const data::Trace& tr = (*traces_)[win.trace];
   grad->setZero(w.size());

@@ -67,7 +67,11 @@ class SequenceObjective : public Objective {
                     bool shuffle);
 
   int num_params() const override { return rnn_->num_params(); }
-  int num_batches() const override { return static_cast<int>(windows_.size()); }
+  // Full BPTT is one batch over all traces; truncated BPTT one batch per
+  // window.
+  int num_batches() const override {
+    return bptt_window_ > 0 ? static_cast<int>(windows_.size()) : 1;
+  }
   double Evaluate(const Eigen::VectorXd& w, Eigen::VectorXd* grad) override;
   void StartEpoch(const Eigen::VectorXd& w, Rng* rng) override;
   double EvaluateBatch(const Eigen::VectorXd& w, int batch,

@@ -75,22 +75,25 @@ class ValidationMonitor : public IterationCallback {
           model_->config.kind == ModelKind::kMlp
               ? EvaluateTable(*model_, data_.validation_table, 1, &m)
               : EvaluateSequences(*model_, data_.validation_seq, 1, &m);
-      if (s.ok()) {
-        r->validation_metric = IsClassification(config_.loss)
-                                   ? 100.0 - m.validation_accuracy
-                                   : m.validation_rmse;
-        if (std::isfinite(r->validation_metric) &&
-            r->validation_metric < best_) {
-          best_ = r->validation_metric;
-          best_params_ = *r->params;
-          since_best_ = 0;
-        } else {
-          ++since_best_;
-        }
+      if (!s.ok()) {
+        error_ = s;
+        return CallbackResult::kAbort;
+      }
+      r->validation_metric = IsClassification(config_.loss)
+                                 ? 100.0 - m.validation_accuracy
+                                 : m.validation_rmse;
+      if (std::isfinite(r->validation_metric) && r->validation_metric < best_) {
+        best_ = r->validation_metric;
+        best_params_ = *r->params;
+        since_best_ = 0;
+      } else {
+        ++since_best_;
       }
     }
-    if (r->params != nullptr)
-      r->sparsity_pct = ComputeSparsity(*r->params).zero_pct;
+    if (r->params != nullptr) {
+      r->sparsity_pct =
+          ComputeSparsity(r->params->tail(r->params->size() - skip_)).zero_pct;
+    }
     CallbackResult answer =
         user_ != nullptr ? user_->OnIteration(r) : CallbackResult::kContinue;
     if (answer == CallbackResult::kContinue && config_.patience > 0 &&
@@ -100,6 +103,10 @@ class ValidationMonitor : public IterationCallback {
     return answer;
   }
   bool has_best() const { return best_params_.size() > 0; }
+  // A validation evaluation that failed; the run was aborted because of it.
+  const absl::Status& error() const { return error_; }
+  // Leading parameters left out of the sparsity count (free initial states).
+  void set_skip(int skip) { skip_ = skip; }
   const Eigen::VectorXd& best_params() const { return best_params_; }
 
  private:
@@ -110,7 +117,9 @@ class ValidationMonitor : public IterationCallback {
   bool active_ = false;
   double best_ = std::numeric_limits<double>::infinity();
   int since_best_ = 0;
+  int skip_ = 0;
   Eigen::VectorXd best_params_;
+  absl::Status error_;
 };
 
 // Stacks the predicted part of every trace and scores it.
@@ -129,7 +138,9 @@ void Score(const std::vector<Eigen::MatrixXd>& ys,
   }
   if (rmse) *rmse = Rmse(y, yhat);
   if (bfr) *bfr = Bfr(y, yhat);
-  if (accuracy && IsClassification(loss)) *accuracy = Accuracy(y, yhat);
+  if (accuracy && IsClassification(loss)) {
+    *accuracy = Accuracy(y, yhat, loss.kind == LossKind::kSoftmaxCrossEntropy);
+  }
 }
 
 double* Field(Metrics* m, int which, double Metrics::*train,
@@ -348,6 +359,16 @@ absl::StatusOr<TrainResult> Train(const TrainConfig& config,
               " (the encoder uses the first ", rnn.warmup(), ")"));
         }
       }
+      for (const auto* part : {&data.validation_seq, &data.test_seq}) {
+        for (size_t t = 0; t < part->traces.size(); ++t) {
+          if (part->traces[t].length() <= rnn.warmup() + 1) {
+            return absl::InvalidArgumentError(absl::StrCat(
+                part == &data.test_seq ? "test" : "validation", " trace ",
+                t + 1, " has ", part->traces[t].length(),
+                " samples; the model needs more than ", rnn.warmup() + 1));
+          }
+        }
+      }
       model.params.resize(rnn.num_params());
       rnn.Initialize(config.model.init_scale, &rng, model.params.data());
       objective = std::make_unique<SequenceObjective>(
@@ -356,9 +377,17 @@ absl::StatusOr<TrainResult> Train(const TrainConfig& config,
     }
   }
 
+  // Sparsity counts network weights only: free initial states are not part of
+  // the model.
+  const int x0 = config.model.kind == ModelKind::kStateSpaceRnn &&
+                         model.config.rnn.initial_state == InitialState::kFree
+                     ? rnn.x0_size()
+                     : 0;
   ValidationMonitor monitor(&model, config, data, callback);
+  monitor.set_skip(x0);
   Eigen::VectorXd w = model.params;
-  if (config.optimizer == OptimizerKind::kNails || config.optimizer == OptimizerKind::kNailm) {
+  if (config.optimizer == OptimizerKind::kNails ||
+      config.optimizer == OptimizerKind::kNailm) {
     GaussNewtonOptions o = config.gauss_newton;
     o.method = config.optimizer == OptimizerKind::kNails
                    ? GaussNewtonOptions::Method::kLineSearch
@@ -367,8 +396,9 @@ absl::StatusOr<TrainResult> Train(const TrainConfig& config,
     o.max_seconds = config.max_seconds;
     if (config.tolerance > 0) o.epsilon_v = config.tolerance;
     o.report_every = config.report_every;
-    SequenceLeastSquares problem(&rnn, &train_seq.traces, config.loss, config.rho_x0,
-                                 config.rho_theta, config.threads);
+    SequenceLeastSquares problem(&rnn, &train_seq.traces, config.loss,
+                                 config.rho_x0, config.rho_theta,
+                                 config.threads);
     result.summary = MinimizeGaussNewton(o, problem, &w, &monitor);
   } else if (config.optimizer == OptimizerKind::kLbfgs) {
     LbfgsOptions o = config.lbfgs;
@@ -394,7 +424,13 @@ absl::StatusOr<TrainResult> Train(const TrainConfig& config,
       result.summary.iterations > 0
           ? 1000.0 * result.summary.seconds / result.summary.iterations
           : 0.0;
-  model.params = monitor.has_best() ? monitor.best_params() : w;
+  SPARROW_RETURN_IF_ERROR(monitor.error());
+  model.params = w;
+  if (monitor.has_best()) {
+    // The best iterate on validation data is the model; report its objective.
+    model.params = monitor.best_params();
+    result.summary.final_loss = objective->Evaluate(model.params, nullptr);
+  }
 
   Metrics& m = result.metrics;
   if (config.model.kind == ModelKind::kMlp) {
@@ -407,12 +443,6 @@ absl::StatusOr<TrainResult> Train(const TrainConfig& config,
         EvaluateSequences(model, data.validation_seq, 1, &m));
     SPARROW_RETURN_IF_ERROR(EvaluateSequences(model, data.test_seq, 2, &m));
   }
-  // Sparsity counts network weights only: free initial states are not part of
-  // the model.
-  const int x0 = config.model.kind == ModelKind::kStateSpaceRnn &&
-                         model.config.rnn.initial_state == InitialState::kFree
-                     ? rnn.x0_size()
-                     : 0;
   const Sparsity sp =
       ComputeSparsity(model.params.tail(model.params.size() - x0));
   m.sparsity_pct = sp.zero_pct;

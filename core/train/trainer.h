@@ -27,9 +27,10 @@ struct TrainConfig {
   OptimizerKind optimizer = OptimizerKind::kAdam;
   FirstOrderOptions
       first_order;  // kSgd / kAdam (its stopping fields are overwritten below)
-  LbfgsOptions lbfgs;   // kLbfgs
-  GaussNewtonOptions gauss_newton;  // kNails / kNailm (method set from the kind)
-  int threads = 1;                  // Gauss-Newton row building across traces
+  LbfgsOptions lbfgs;  // kLbfgs
+  GaussNewtonOptions
+      gauss_newton;     // kNails / kNailm (method set from the kind)
+  int threads = 1;      // Gauss-Newton row building across traces
   int batch_size = 0;   // tabular / NARX minibatch; 0 = full batch
   int bptt_window = 0;  // RNN truncated BPTT; 0 = full BPTT
   bool shuffle = true;

@@ -226,6 +226,25 @@ std::vector<core::data::RowRange> Prefix(
   return out;
 }
 
+// Held-out rows must never be trained on.
+absl::Status Disjoint(const std::vector<core::data::RowRange>& a,
+                      absl::string_view a_name,
+                      const std::vector<core::data::RowRange>& b,
+                      absl::string_view b_name) {
+  for (const auto& x : a) {
+    for (const auto& y : b) {
+      const int64_t first = std::max(x.first, y.first);
+      const int64_t last = std::min(x.last, y.last);
+      if (first <= last) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            b_name, " overlaps ", a_name, " at rows ", first, "-", last,
+            "; held-out rows must not be used for training"));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
 std::vector<core::data::RowRange> Ranges(
     const google::protobuf::RepeatedPtrField<v1::RowRange>& r) {
   std::vector<core::data::RowRange> out;
@@ -292,8 +311,8 @@ absl::StatusOr<core::TrainConfig> ToTrainConfig(const v1::JobSpec& spec) {
       c.optimizer = core::OptimizerKind::kAdam;
       core::FirstOrderOptions& f = c.first_order;
       if (o.learning_rate() != 0) f.learning_rate = o.learning_rate();
-      if (o.beta1() != 0) f.beta1 = o.beta1();
-      if (o.beta2() != 0) f.beta2 = o.beta2();
+      if (o.has_beta1()) f.beta1 = o.beta1();
+      if (o.has_beta2()) f.beta2 = o.beta2();
       if (o.epsilon() != 0) f.epsilon = o.epsilon();
       f.amsgrad = o.amsgrad();
       FillBatch(o.batch(), &c);
@@ -387,6 +406,18 @@ absl::StatusOr<core::TrainData> LoadTrainData(const v1::JobSpec& spec,
       core::data::CsvTable table,
       core::data::ParseCsv(std::string_view(csv.data(), csv.size()),
                            selectors));
+  // The parser keeps header names unique, so a repeated name here means two
+  // selectors (e.g. "u" and "0") picked the same file column.
+  for (size_t i = 0; i < table.header.size(); ++i) {
+    for (size_t j = 0; j < i; ++j) {
+      if (table.header[i] == table.header[j]) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "column '", table.header[i],
+            "' is selected twice in data.inputs/outputs/trace_column; a column "
+            "has one role"));
+      }
+    }
+  }
   std::vector<int> inputs, outputs;
   for (int i = 0; i < src.inputs_size(); ++i) inputs.push_back(i);
   for (int i = 0; i < src.outputs_size(); ++i)
@@ -417,6 +448,9 @@ absl::StatusOr<core::TrainData> LoadTrainData(const v1::JobSpec& spec,
     SPARROW_RETURN_IF_ERROR(
         core::data::ValidateRanges(test, table.num_rows(), "split.test"));
   }
+  SPARROW_RETURN_IF_ERROR(Disjoint(train, "split.train", test, "split.test"));
+  SPARROW_RETURN_IF_ERROR(
+      Disjoint(train, "split.train", validation, "split.validation"));
 
   core::TrainData data;
   if (config.model.kind == core::ModelKind::kMlp) {

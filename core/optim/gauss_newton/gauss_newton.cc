@@ -10,8 +10,10 @@
 namespace sparrow::core {
 namespace {
 
-absl::Status Bad(absl::string_view field, double value, absl::string_view rule) {
-  return absl::InvalidArgumentError(absl::StrCat(field, " is ", value, "; it must be ", rule));
+absl::Status Bad(absl::string_view field, double value,
+                 absl::string_view rule) {
+  return absl::InvalidArgumentError(
+      absl::StrCat(field, " is ", value, "; it must be ", rule));
 }
 
 }  // namespace
@@ -20,7 +22,8 @@ absl::Status GaussNewtonOptions::Validate() const {
   if (!(c1 > 0 && c1 < 1)) return Bad("c1", c1, "in (0, 1)");
   if (!(sigma > 0 && sigma < 1)) return Bad("sigma", sigma, "in (0, 1)");
   if (max_backtracks < 1) return Bad("max_backtracks", max_backtracks, ">= 1");
-  if (!(lambda0 > 0) || !std::isfinite(lambda0)) return Bad("lambda0", lambda0, "positive");
+  if (!(lambda0 > 0) || !std::isfinite(lambda0))
+    return Bad("lambda0", lambda0, "positive");
   if (!(c2 > 1)) return Bad("c2", c2, "> 1");
   if (!(c3 > 1)) return Bad("c3", c3, "> 1");
   if (max_trials < 1) return Bad("max_trials", max_trials, ">= 1");
@@ -38,7 +41,8 @@ double QuadraticTerm::Value(const Eigen::VectorXd& w) const {
   return 0.5 * rho * sum;
 }
 
-GaussNewton::GaussNewton(const GaussNewtonOptions& options, LeastSquaresProblem* problem)
+GaussNewton::GaussNewton(const GaussNewtonOptions& options,
+                         LeastSquaresProblem* problem)
     : options_(options), problem_(problem), lambda_(options.lambda0) {}
 
 double GaussNewton::Augmented(const Eigen::VectorXd& w, double value) const {
@@ -68,7 +72,8 @@ GaussNewton::Outcome GaussNewton::Step(Eigen::VectorXd* w) {
     for (size_t j = 0; j < term_->indices.size(); ++j) {
       const int i = term_->indices[j];
       h_(i, i) += term_->rho;
-      g_(i) += term_->rho * (term_->center(static_cast<Eigen::Index>(j)) - (*w)(i));
+      g_(i) +=
+          term_->rho * (term_->center(static_cast<Eigen::Index>(j)) - (*w)(i));
     }
     v0 = Augmented(*w, v0);
   }
@@ -115,19 +120,21 @@ GaussNewton::Outcome GaussNewton::Step(Eigen::VectorXd* w) {
   return out;
 }
 
-Summary MinimizeGaussNewton(const GaussNewtonOptions& options, LeastSquaresProblem& problem,
-                            Eigen::VectorXd* w, IterationCallback* callback) {
+Summary MinimizeGaussNewton(const GaussNewtonOptions& options,
+                            LeastSquaresProblem& problem, Eigen::VectorXd* w,
+                            IterationCallback* callback) {
   Summary summary;
-  internal::RunMonitor monitor(
-      {options.max_epochs, options.max_seconds, options.epsilon_v, options.report_every},
-      callback, &summary);
+  internal::RunMonitor monitor({options.max_epochs, options.max_seconds,
+                                options.epsilon_v, options.report_every},
+                               callback, &summary);
   GaussNewton solver(options, &problem);
   const double scale = 1.0 / std::max(1, problem.num_samples());
   double previous = problem.Value(*w) * scale;
   summary.initial_loss = previous;
   summary.final_loss = previous;
   if (!std::isfinite(previous)) {
-    summary.message = "the model output is not finite at the initial parameters";
+    summary.message =
+        "the model output is not finite at the initial parameters";
     monitor.Finish(Termination::kDiverged);
     return summary;
   }
@@ -135,18 +142,21 @@ Summary MinimizeGaussNewton(const GaussNewtonOptions& options, LeastSquaresProbl
     const GaussNewton::Outcome step = solver.Step(w);
     if (!step.accepted) {
       summary.iterations = epoch - 1;
-      summary.message = options.method == GaussNewtonOptions::Method::kLineSearch
-                            ? absl::StrCat("no step satisfied the Armijo condition in ",
-                                           step.trials, " backtracks")
-                            : absl::StrCat("no damping in ", step.trials,
-                                           " trials decreased the loss (lambda ", step.step, ")");
-      // Not improving is how a converged Gauss-Newton run usually ends: report it as such
-      // when the last decrease was already below tolerance.
+      summary.message =
+          options.method == GaussNewtonOptions::Method::kLineSearch
+              ? absl::StrCat("no step satisfied the Armijo condition in ",
+                             step.trials, " backtracks")
+              : absl::StrCat("no damping in ", step.trials,
+                             " trials decreased the loss (lambda ", step.step,
+                             ")");
+      // Not improving is how a converged Gauss-Newton run usually ends: report
+      // it as such when the last decrease was already below tolerance.
       monitor.Finish(Termination::kLineSearchFailure);
       break;
     }
     const double loss = step.value * scale;
-    const auto stop = monitor.EndIteration(epoch, previous, loss, step.step, *w);
+    const auto stop =
+        monitor.EndIteration(epoch, previous, loss, step.step, *w);
     if (stop) {
       monitor.Finish(*stop);
       break;

@@ -1,9 +1,11 @@
-// NAILS and NAILM (Bemporad, "Training RNNs by sequential least squares and ADMM"):
-// Gauss-Newton steps on the sequential least-squares form of V, globalized by an Armijo line
-// search (NAILS, Algorithm 1) or by Levenberg-Marquardt damping (NAILM, Algorithm 2).
+// NAILS and NAILM (Bemporad, "Training RNNs by sequential least squares and
+// ADMM"): Gauss-Newton steps on the sequential least-squares form of V,
+// globalized by an Armijo line search (NAILS, Algorithm 1) or by
+// Levenberg-Marquardt damping (NAILM, Algorithm 2).
 //
-// One Step() is one epoch: one set of normal equations, then line-search / damping trials that
-// each cost a simulation. A simulation that gives NaN/Inf is a rejected trial, never accepted.
+// One Step() is one epoch: one set of normal equations, then line-search /
+// damping trials that each cost a simulation. A simulation that gives NaN/Inf
+// is a rejected trial, never accepted.
 #ifndef SPARROW_CORE_OPTIM_GAUSS_NEWTON_GAUSS_NEWTON_H_
 #define SPARROW_CORE_OPTIM_GAUSS_NEWTON_GAUSS_NEWTON_H_
 
@@ -17,21 +19,27 @@
 namespace sparrow::core {
 
 struct GaussNewtonOptions {
-  enum class Method { kLineSearch /* NAILS */, kLevenbergMarquardt /* NAILM */ };
+  enum class Method {
+    kLineSearch /* NAILS */,
+    kLevenbergMarquardt /* NAILM */
+  };
   Method method = Method::kLineSearch;
-  // NAILS: accept alpha when V(w + alpha p) <= V(w) + c1 alpha grad V^T p; c1 in (0, 1).
+  // NAILS: accept alpha when V(w + alpha p) <= V(w) + c1 alpha grad V^T p; c1
+  // in (0, 1).
   double c1 = 1e-4;
-  // NAILS: backtracking factor sigma in (0, 1) and at most max_backtracks trials (N_sigma >= 1).
+  // NAILS: backtracking factor sigma in (0, 1) and at most max_backtracks
+  // trials (N_sigma >= 1).
   double sigma = 0.5;
   int max_backtracks = 20;
-  // NAILM: initial damping lambda0 > 0, carried between epochs; increase by c2 > 1 after a
-  // rejected trial, decrease by c3 > 1 after an accepted one; at most max_trials (N_lambda >= 1).
+  // NAILM: initial damping lambda0 > 0, carried between epochs; increase by c2
+  // > 1 after a rejected trial, decrease by c3 > 1 after an accepted one; at
+  // most max_trials (N_lambda >= 1).
   double lambda0 = 100.0;
   double c2 = 1.5;
   double c3 = 5.0;
   int max_trials = 20;
-  // Converged when V(h-1) - V(h) <= epsilon_v, V the mean objective (the corrected test of
-  // ALGORITHMS.md §2.4); >= 0.
+  // Converged when V(h-1) - V(h) <= epsilon_v, V the mean objective (the
+  // corrected test of ALGORITHMS.md §2.4); >= 0.
   double epsilon_v = 1e-6;
   int max_epochs = 250;
   double max_seconds = 0.0;
@@ -40,7 +48,8 @@ struct GaussNewtonOptions {
   absl::Status Validate() const;
 };
 
-// rho/2 |w_S - center|^2 on the indices S: the augmentation ADMM adds to the inner problem.
+// rho/2 |w_S - center|^2 on the indices S: the augmentation ADMM adds to the
+// inner problem.
 struct QuadraticTerm {
   std::vector<int> indices;
   double rho = 0.0;
@@ -53,8 +62,8 @@ class GaussNewton {
  public:
   struct Outcome {
     bool accepted = false;
-    double value = 0.0;      // sum-form V (plus the quadratic term) after the step
-    double step = 0.0;       // alpha (NAILS) or lambda (NAILM) used
+    double value = 0.0;  // sum-form V (plus the quadratic term) after the step
+    double step = 0.0;   // alpha (NAILS) or lambda (NAILM) used
     int trials = 0;
   };
 
@@ -78,10 +87,11 @@ class GaussNewton {
   Eigen::VectorXd g_, p_, trial_;
 };
 
-// Runs NAILS/NAILM until a stopping rule holds. The reported loss is the mean objective
-// V / num_samples, comparable with the first-order optimizers.
-Summary MinimizeGaussNewton(const GaussNewtonOptions& options, LeastSquaresProblem& problem,
-                            Eigen::VectorXd* w, IterationCallback* callback);
+// Runs NAILS/NAILM until a stopping rule holds. The reported loss is the mean
+// objective V / num_samples, comparable with the first-order optimizers.
+Summary MinimizeGaussNewton(const GaussNewtonOptions& options,
+                            LeastSquaresProblem& problem, Eigen::VectorXd* w,
+                            IterationCallback* callback);
 
 }  // namespace sparrow::core
 

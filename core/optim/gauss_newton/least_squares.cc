@@ -8,20 +8,23 @@
 namespace sparrow::core {
 namespace {
 
-constexpr int kRowBlock = 64;  // rows per rank update: large enough for a GEMM-speed update
+constexpr int kRowBlock =
+    64;  // rows per rank update: large enough for a GEMM-speed update
 
 }  // namespace
 
-SequenceLeastSquares::SequenceLeastSquares(const StateSpaceRnn* rnn,
-                                           const std::vector<data::Trace>* traces, Loss loss,
-                                           double rho_x0, double rho_theta, int threads)
+SequenceLeastSquares::SequenceLeastSquares(
+    const StateSpaceRnn* rnn, const std::vector<data::Trace>* traces, Loss loss,
+    double rho_x0, double rho_theta, int threads)
     : rnn_(rnn),
       traces_(traces),
       loss_(loss),
-      threads_(std::max(1, std::min<int>(threads, static_cast<int>(traces->size())))) {
+      threads_(std::max(
+          1, std::min<int>(threads, static_cast<int>(traces->size())))) {
   rho_ = Eigen::VectorXd::Constant(rnn->num_params(), rho_theta);
   rho_.head(rnn->x0_size()).setConstant(rho_x0);
-  for (const data::Trace& t : *traces) num_samples_ += t.length() - rnn->warmup();
+  for (const data::Trace& t : *traces)
+    num_samples_ += t.length() - rnn->warmup();
   workers_.resize(threads_);
 }
 
@@ -35,13 +38,15 @@ double SequenceLeastSquares::Value(const Eigen::VectorXd& w) {
   for (size_t t = 0; t < traces_->size(); ++t) {
     const data::Trace& tr = (*traces_)[t];
     rnn_->Simulate(w.data(), tr.u, tr.y, static_cast<int>(t), &wk.tape);
-    value += loss_.Value(tr.y.middleCols(wk.tape.start, wk.tape.steps), wk.tape.outputs());
+    value += loss_.Value(tr.y.middleCols(wk.tape.start, wk.tape.steps),
+                         wk.tape.outputs());
   }
   value += Regularization(w);
   return std::isfinite(value) ? value : std::numeric_limits<double>::infinity();
 }
 
-void SequenceLeastSquares::AccumulateTrace(const Eigen::VectorXd& w, int t, Worker* wk) const {
+void SequenceLeastSquares::AccumulateTrace(const Eigen::VectorXd& w, int t,
+                                           Worker* wk) const {
   const data::Trace& tr = (*traces_)[t];
   const int ny = static_cast<int>(tr.y.rows());
   rnn_->Simulate(w.data(), tr.u, tr.y, t, &wk->tape);
@@ -59,20 +64,24 @@ void SequenceLeastSquares::AccumulateTrace(const Eigen::VectorXd& w, int t, Work
     wk->g.noalias() += r.transpose() * wk->rhs.head(filled);
     filled = 0;
   };
-  rnn_->OutputJacobians(w.data(), t, &wk->tape, [&](int k, const Eigen::MatrixXd& jac) {
-    for (int i = 0; i < ny; ++i) {
-      // Bemporad eq. (11)/(14): row sqrt(l'') J, rhs -l'/sqrt(l''). The ratio is formed from
-      // the square root directly so that l'' ~ 1e8 (cross-entropy near saturation) is harmless.
-      const double s = std::sqrt(wk->curv(i, k));
-      wk->rows.row(filled) = s * jac.row(i);
-      wk->rhs(filled) = -wk->grad(i, k) / s;
-      if (++filled == kRowBlock) flush();
-    }
-  });
+  rnn_->OutputJacobians(w.data(), t, &wk->tape,
+                        [&](int k, const Eigen::MatrixXd& jac) {
+                          for (int i = 0; i < ny; ++i) {
+                            // Bemporad eq. (11)/(14): row sqrt(l'') J, rhs
+                            // -l'/sqrt(l''). The ratio is formed from the
+                            // square root directly so that l'' ~ 1e8
+                            // (cross-entropy near saturation) is harmless.
+                            const double s = std::sqrt(wk->curv(i, k));
+                            wk->rows.row(filled) = s * jac.row(i);
+                            wk->rhs(filled) = -wk->grad(i, k) / s;
+                            if (++filled == kRowBlock) flush();
+                          }
+                        });
   flush();
 }
 
-double SequenceLeastSquares::NormalEquations(const Eigen::VectorXd& w, Eigen::MatrixXd* h,
+double SequenceLeastSquares::NormalEquations(const Eigen::VectorXd& w,
+                                             Eigen::MatrixXd* h,
                                              Eigen::VectorXd* g) {
   const int n = num_params();
   for (Worker& wk : workers_) {
@@ -89,7 +98,8 @@ double SequenceLeastSquares::NormalEquations(const Eigen::VectorXd& w, Eigen::Ma
     std::vector<std::thread> pool;
     for (int k = 0; k < threads_; ++k) {
       pool.emplace_back([&, k] {
-        for (int t = k; t < num_traces; t += threads_) AccumulateTrace(w, t, &workers_[k]);
+        for (int t = k; t < num_traces; t += threads_)
+          AccumulateTrace(w, t, &workers_[k]);
       });
     }
     for (std::thread& th : pool) th.join();

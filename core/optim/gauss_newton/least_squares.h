@@ -1,10 +1,12 @@
-// Problems Gauss-Newton methods can solve: a smooth objective V(w) that can also emit its
-// Gauss-Newton normal equations H = A^T A, g = A^T b at a point (Bemporad §3, eq. 14-15), with
-// grad V = -g exactly and H the generalized Gauss-Newton matrix.
+// Problems Gauss-Newton methods can solve: a smooth objective V(w) that can
+// also emit its Gauss-Newton normal equations H = A^T A, g = A^T b at a point
+// (Bemporad §3, eq. 14-15), with grad V = -g exactly and H the generalized
+// Gauss-Newton matrix.
 //
-// Units: V is the sum form  V = sum_k l(y_k, yhat_k) + 1/2 sum_i rho_i w_i^2  (N times the mean
-// objective the other optimizers report), so the least-squares rows are sqrt(l'') J with
-// right-hand side -l'/sqrt(l''), and the L2 rows sqrt(rho) I.
+// Units: V is the sum form  V = sum_k l(y_k, yhat_k) + 1/2 sum_i rho_i w_i^2 (N
+// times the mean objective the other optimizers report), so the least-squares
+// rows are sqrt(l'') J with right-hand side -l'/sqrt(l''), and the L2 rows
+// sqrt(rho) I.
 #ifndef SPARROW_CORE_OPTIM_GAUSS_NEWTON_LEAST_SQUARES_H_
 #define SPARROW_CORE_OPTIM_GAUSS_NEWTON_LEAST_SQUARES_H_
 
@@ -21,7 +23,8 @@ class LeastSquaresProblem {
  public:
   virtual ~LeastSquaresProblem() = default;
   virtual int num_params() const = 0;
-  // Number of loss terms (predicted samples): the mean objective is Value / num_samples.
+  // Number of loss terms (predicted samples): the mean objective is Value /
+  // num_samples.
   virtual int num_samples() const = 0;
   // V(w) by simulation; +Inf when the simulation is not finite.
   virtual double Value(const Eigen::VectorXd& w) = 0;
@@ -30,14 +33,16 @@ class LeastSquaresProblem {
                                  Eigen::VectorXd* g) = 0;
 };
 
-// The state-space RNN on several traces (Bemporad §3.1): per-trace sensitivities M_kx, M_ktheta
-// by forward recursion (eq. 8-9), rows emitted on the fly in blocks and accumulated by rank
-// updates, so memory does not grow with N. Traces are processed in parallel on `threads`
-// threads, each with its own accumulator.
+// The state-space RNN on several traces (Bemporad §3.1): per-trace
+// sensitivities M_kx, M_ktheta by forward recursion (eq. 8-9), rows emitted on
+// the fly in blocks and accumulated by rank updates, so memory does not grow
+// with N. Traces are processed in parallel on `threads` threads, each with its
+// own accumulator.
 class SequenceLeastSquares : public LeastSquaresProblem {
  public:
-  SequenceLeastSquares(const StateSpaceRnn* rnn, const std::vector<data::Trace>* traces,
-                       Loss loss, double rho_x0, double rho_theta, int threads);
+  SequenceLeastSquares(const StateSpaceRnn* rnn,
+                       const std::vector<data::Trace>* traces, Loss loss,
+                       double rho_x0, double rho_theta, int threads);
 
   int num_params() const override { return rnn_->num_params(); }
   int num_samples() const override { return num_samples_; }

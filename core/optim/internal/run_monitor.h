@@ -16,7 +16,7 @@ namespace sparrow::core::internal {
 struct StopRules {
   int max_iterations = 1000;
   double max_seconds = 0.0;  // 0 = no deadline
-  // Converged when the objective decreased by at most this over one iteration
+  // // Converged when the objective changed by at most this over one iteration
   // (0 = never).
   double tolerance = 0.0;
   int report_every = 1;
@@ -54,9 +54,8 @@ class RunMonitor {
       return Termination::kDiverged;
     }
     const bool last = it >= rules_.max_iterations;
-    const bool converged = rules_.tolerance > 0.0 &&
-                           previous - loss <= rules_.tolerance &&
-                           std::isfinite(previous);
+    const bool converged = rules_.tolerance > 0.0 && std::isfinite(previous) &&
+                           std::abs(previous - loss) <= rules_.tolerance;
     const bool deadline =
         rules_.max_seconds > 0.0 && Elapsed() >= rules_.max_seconds;
     std::optional<Termination> stop;

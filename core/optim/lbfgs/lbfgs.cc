@@ -65,7 +65,7 @@ class Adapter {
 absl::Status LbfgsOptions::Validate() const {
   if (memory < 1)
     return absl::InvalidArgumentError(
-        absl::StrCat("memory is ", memory, "; >= 1"));
+        absl::StrCat("memory is ", memory, "; it must be >= 1"));
   if (!(gradient_tolerance >= 0.0)) {
     return absl::InvalidArgumentError(absl::StrCat(
         "gradient_tolerance is ", gradient_tolerance, "; it must be >= 0"));
@@ -109,6 +109,14 @@ Summary MinimizeLbfgs(const LbfgsOptions& options, Objective& objective,
     const int k = solver.minimize(adapter, x, fx);
     termination = k >= options.max_iterations ? Termination::kMaxIterations
                                               : Termination::kConverged;
+    if (!std::isfinite(fx)) {
+      // LBFGS++ 0.1 can end its line search on a rejected (non-finite) trial
+      // point, whose zero gradient then passes the convergence test.
+      termination = Termination::kLineSearchFailure;
+      summary.message =
+          "the line search ended on a point where the loss is not finite; "
+          "the best finite iterate is kept";
+    }
   } catch (const StopRequest& stop) {
     termination = stop.termination;
   } catch (const std::exception& e) {

@@ -36,11 +36,15 @@ TEST(MetricsTest, AccuracyBinaryAndMulticlass) {
   MatrixXd y(1, 4), p(1, 4);
   y << 1, 0, 1, 0;
   p << 0.9, 0.2, 0.4, 0.5;
-  EXPECT_DOUBLE_EQ(Accuracy(y, p), 50.0);
+  EXPECT_DOUBLE_EQ(Accuracy(y, p, false), 50.0);
+  MatrixXd y2(2, 2), p2(2, 2);
+  y2 << 1, 0, 1, 1;
+  p2 << 0.9, 0.1, 0.2, 0.7;
+  EXPECT_DOUBLE_EQ(Accuracy(y2, p2, false), 75.0);
   MatrixXd oh(3, 2), logits(3, 2);
   oh << 1, 0, 0, 0, 0, 1;
   logits << 2, 0, 1, 0, 0, 5;
-  EXPECT_DOUBLE_EQ(Accuracy(oh, logits), 100.0);
+  EXPECT_DOUBLE_EQ(Accuracy(oh, logits, true), 100.0);
 }
 
 TEST(MetricsTest, SparsityCountsExactZeros) {

@@ -8,7 +8,8 @@ namespace {
 
 using Eigen::VectorXd;
 
-// prox_{c g}(v) minimizes c g(x) + |x - v|^2 / 2: no nearby point may do better.
+// prox_{c g}(v) minimizes c g(x) + |x - v|^2 / 2: no nearby point may do
+// better.
 void ExpectIsProximalPoint(const Proximal& g, double c, const VectorXd& v) {
   VectorXd x = v;
   g.Apply(c, x);
@@ -18,7 +19,8 @@ void ExpectIsProximalPoint(const Proximal& g, double c, const VectorXd& v) {
     VectorXd y = x;
     for (int i = 0; i < y.size(); ++i) y(i) += 0.05 * rng.Normal();
     if (trial % 3 == 0) y(trial % y.size()) = 0.0;
-    EXPECT_GE(c * g.Value(y) + 0.5 * (y - v).squaredNorm(), best - 1e-12) << g.Name();
+    EXPECT_GE(c * g.Value(y) + 0.5 * (y - v).squaredNorm(), best - 1e-12)
+        << g.Name();
   }
 }
 
@@ -35,7 +37,8 @@ TEST(ProximalTest, SoftThreshold) {
 }
 
 TEST(ProximalTest, HardThresholdUsesTheCorrectedRule) {
-  // Keep v_i iff v_i^2 >= 2 tau / rho (ALGORITHMS.md §2.9, not the paper's 2 rho / tau).
+  // Keep v_i iff v_i^2 >= 2 tau / rho (ALGORITHMS.md §2.9, not the paper's 2
+  // rho / tau).
   auto g = MakeL0(0.5);
   const double rho = 4.0;  // threshold v^2 >= 0.25 -> |v| >= 0.5
   VectorXd v(3);

@@ -113,6 +113,8 @@ TEST_F(SequenceObjectiveTest, FullBpttGradientMatchesFiniteDifferences) {
       [&](const VectorXd& v) { return objective.Evaluate(v, nullptr); }, w_);
   EXPECT_LT(RelativeError(grad, fd), kTolerance);
   EXPECT_EQ(objective.num_samples(), 25 + 32);
+  // Full BPTT over several traces is one batch: an epoch is one update.
+  EXPECT_EQ(objective.num_batches(), 1);
 }
 
 TEST_F(SequenceObjectiveTest,

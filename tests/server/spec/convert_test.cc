@@ -92,9 +92,22 @@ TEST(ConvertTest, MissingPiecesAreExplained) {
   ExpectError(Load(Replace(kRnnSpec, "\"inputs\": [\"u\"], ", ""), Csv(200)),
               "data.inputs");
   auto s = Load(Replace(kRnnSpec, "\"optimizer\": {\"lbfgs\": {}}",
-                        "\"optimizer\": {\"nails\": {}}"),
+                        "\"optimizer\": {\"sbdl\": {}}"),
                 Csv(200));
   EXPECT_EQ(s.code(), absl::StatusCode::kUnimplemented);
+}
+
+TEST(ConvertTest, AColumnHasOneRole) {
+  ExpectError(
+      Load(Replace(kRnnSpec, "\"outputs\": [\"y\"]", "\"outputs\": [\"0\"]"),
+           Csv(200)),
+      "selected twice");
+}
+
+TEST(ConvertTest, HeldOutRowsMustNotBeTrainedOn) {
+  ExpectError(
+      Load(Replace(kRnnSpec, "\"first\": 151", "\"first\": 141"), Csv(200)),
+      "split.test overlaps split.train at rows 141-150");
 }
 
 TEST(ConvertTest, BadCsvIsNamedWithRowAndColumn) {
