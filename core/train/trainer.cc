@@ -9,6 +9,7 @@
 #include "core/metrics/metrics.h"
 #include "core/optim/gauss_newton/least_squares.h"
 #include "core/train/objectives.h"
+#include "core/util/option_error.h"
 #include "core/util/status_macros.h"
 
 namespace sparrow::core {
@@ -18,13 +19,11 @@ bool IsClassification(const Loss& loss) { return loss.kind != LossKind::kMse; }
 
 absl::Status Positive(absl::string_view field, double v) {
   if (v > 0 && std::isfinite(v)) return absl::OkStatus();
-  return absl::InvalidArgumentError(
-      absl::StrCat(field, " is ", v, "; it must be positive"));
+  return OptionError(field, v, "positive");
 }
 absl::Status NonNegative(absl::string_view field, double v) {
   if (v >= 0 && std::isfinite(v)) return absl::OkStatus();
-  return absl::InvalidArgumentError(
-      absl::StrCat(field, " is ", v, "; it must be >= 0"));
+  return OptionError(field, v, ">= 0");
 }
 
 // Normalizes every trace in place with the given scalings.
@@ -277,6 +276,19 @@ absl::StatusOr<TrainResult> Train(const TrainConfig& config,
   Mlp mlp;
   StateSpaceRnn rnn;
   std::unique_ptr<Objective> objective;
+  // An MLP on the rows of train_table (static MLP, or NARX on its regressors).
+  auto setup_network = [&](int n_in, int n_out,
+                           absl::string_view name) -> absl::Status {
+    const MlpSpec spec = NetworkSpec(config.model, n_in, n_out);
+    SPARROW_RETURN_IF_ERROR(ValidateMlpSpec(spec, name));
+    mlp = Mlp(spec);
+    model.params.resize(mlp.num_params());
+    mlp.Initialize(config.model.init_scale, &rng, model.params.data());
+    objective = std::make_unique<TableObjective>(
+        &mlp, &train_table.x, &train_table.y, config.loss, config.rho_theta,
+        config.batch_size, config.shuffle);
+    return absl::OkStatus();
+  };
 
   if (config.model.kind == ModelKind::kMlp) {
     const data::TableData& t = data.train_table;
@@ -305,15 +317,8 @@ absl::StatusOr<TrainResult> Train(const TrainConfig& config,
         model.output_names[c] = absl::StrCat(t.output_names[0], "=", c);
       }
     }
-    const MlpSpec spec =
-        NetworkSpec(config.model, static_cast<int>(t.x.rows()), n_out);
-    SPARROW_RETURN_IF_ERROR(ValidateMlpSpec(spec, "model.mlp"));
-    mlp = Mlp(spec);
-    model.params.resize(mlp.num_params());
-    mlp.Initialize(config.model.init_scale, &rng, model.params.data());
-    objective = std::make_unique<TableObjective>(
-        &mlp, &train_table.x, &train_table.y, config.loss, config.rho_theta,
-        config.batch_size, config.shuffle);
+    SPARROW_RETURN_IF_ERROR(
+        setup_network(static_cast<int>(t.x.rows()), n_out, "model.mlp"));
   } else {
     const data::SequenceData& s = data.train_seq;
     if (s.traces.empty())
@@ -334,15 +339,8 @@ absl::StatusOr<TrainResult> Train(const TrainConfig& config,
     if (config.model.kind == ModelKind::kNarxMlp) {
       SPARROW_ASSIGN_OR_RETURN(
           train_table, data::BuildNarxRegressors(train_seq, config.model.lags));
-      const MlpSpec spec = NetworkSpec(
-          config.model, static_cast<int>(train_table.x.rows()), s.n_y);
-      SPARROW_RETURN_IF_ERROR(ValidateMlpSpec(spec, "model.narx_mlp"));
-      mlp = Mlp(spec);
-      model.params.resize(mlp.num_params());
-      mlp.Initialize(config.model.init_scale, &rng, model.params.data());
-      objective = std::make_unique<TableObjective>(
-          &mlp, &train_table.x, &train_table.y, config.loss, config.rho_theta,
-          config.batch_size, config.shuffle);
+      SPARROW_RETURN_IF_ERROR(setup_network(
+          static_cast<int>(train_table.x.rows()), s.n_y, "model.narx_mlp"));
     } else {
       StateSpaceRnnSpec& spec = model.config.rnn;
       spec.nu = s.n_u;

@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "core/data/csv.h"
+#include "core/util/option_error.h"
 #include "core/util/status_macros.h"
 #include "google/protobuf/util/json_util.h"
 
@@ -13,12 +14,6 @@ namespace sparrow::spec {
 namespace {
 
 using core::Activation;
-
-absl::Status Invalid(absl::string_view field, double value,
-                     absl::string_view rule) {
-  return absl::InvalidArgumentError(
-      absl::StrCat(field, " is ", value, "; it must be ", rule));
-}
 
 absl::StatusOr<Activation> ToActivation(v1::Activation a,
                                         Activation unspecified,
@@ -77,7 +72,8 @@ absl::StatusOr<core::ModelConfig> ToModelConfig(const v1::ModelSpec& m,
       loss.kind == core::LossKind::kBinaryCrossEntropy ? Activation::kSigmoid
                                                        : Activation::kLinear;
   if (m.init_scale() < 0 || !std::isfinite(m.init_scale())) {
-    return Invalid("model.init_scale", m.init_scale(), "positive (0 means 1)");
+    return core::OptionError("model.init_scale", m.init_scale(),
+                             "positive (0 means 1)");
   }
   c.init_scale = m.init_scale() == 0 ? 1.0 : m.init_scale();
   switch (m.kind_case()) {
@@ -107,9 +103,11 @@ absl::StatusOr<core::ModelConfig> ToModelConfig(const v1::ModelSpec& m,
       c.lags.output_lags = n.output_lags();
       c.lags.feedthrough = !n.no_feedthrough();
       if (n.input_lags() < 0)
-        return Invalid("model.narx_mlp.input_lags", n.input_lags(), ">= 0");
+        return core::OptionError("model.narx_mlp.input_lags", n.input_lags(),
+                                 ">= 0");
       if (n.output_lags() < 0) {
-        return Invalid("model.narx_mlp.output_lags", n.output_lags(), ">= 0");
+        return core::OptionError("model.narx_mlp.output_lags", n.output_lags(),
+                                 ">= 0");
       }
       SPARROW_RETURN_IF_ERROR(core::data::ValidateNarxLags(c.lags));
       SPARROW_RETURN_IF_ERROR(
@@ -150,8 +148,9 @@ absl::StatusOr<core::ModelConfig> ToModelConfig(const v1::ModelSpec& m,
       s.encoder.past_outputs = r.encoder().past_outputs();
       s.encoder.past_inputs = r.encoder().past_inputs();
       if (r.x0_estimation_samples() < 0) {
-        return Invalid("model.state_space_rnn.x0_estimation_samples",
-                       r.x0_estimation_samples(), ">= 0 (0 means 100)");
+        return core::OptionError("model.state_space_rnn.x0_estimation_samples",
+                                 r.x0_estimation_samples(),
+                                 ">= 0 (0 means 100)");
       }
       c.x0_estimation_samples =
           r.x0_estimation_samples() == 0 ? 100 : r.x0_estimation_samples();
@@ -364,18 +363,21 @@ absl::StatusOr<core::TrainConfig> ToTrainConfig(const v1::JobSpec& spec) {
           "{\"learning_rate\": 0.01}})");
   }
   if (c.batch_size < 0)
-    return Invalid("optimizer.*.batch.batch_size", c.batch_size, ">= 0");
+    return core::OptionError("optimizer.*.batch.batch_size", c.batch_size,
+                             ">= 0");
   if (c.bptt_window < 0)
-    return Invalid("optimizer.*.batch.bptt_window", c.bptt_window, ">= 0");
+    return core::OptionError("optimizer.*.batch.bptt_window", c.bptt_window,
+                             ">= 0");
   const v1::Stopping& stop = spec.stopping();
   if (stop.max_epochs() < 0)
-    return Invalid("stopping.max_epochs", stop.max_epochs(), ">= 1");
+    return core::OptionError("stopping.max_epochs", stop.max_epochs(), ">= 1");
   c.max_epochs = stop.max_epochs() == 0 ? 1000 : stop.max_epochs();
   c.max_seconds = stop.max_seconds();
   c.tolerance = stop.tolerance();
   c.patience = stop.patience();
   if (stop.report_every() < 0) {
-    return Invalid("stopping.report_every", stop.report_every(), ">= 0");
+    return core::OptionError("stopping.report_every", stop.report_every(),
+                             ">= 0");
   }
   c.report_every = stop.report_every() == 0 ? 1 : stop.report_every();
   c.normalize = spec.normalization() != v1::NORMALIZATION_NONE;
@@ -434,7 +436,8 @@ absl::StatusOr<core::TrainData> LoadTrainData(const v1::JobSpec& spec,
       core::data::ValidateRanges(train, table.num_rows(), "split.train"));
   const double fraction = split.train_fraction();
   if (fraction < 0 || fraction > 1 || !std::isfinite(fraction)) {
-    return Invalid("split.train_fraction", fraction, "in (0, 1] (0 means 1)");
+    return core::OptionError("split.train_fraction", fraction,
+                             "in (0, 1] (0 means 1)");
   }
   if (fraction > 0 && fraction < 1) train = Prefix(train, fraction);
   const std::vector<core::data::RowRange> validation =

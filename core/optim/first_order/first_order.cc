@@ -3,33 +3,27 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
+#include "core/util/option_error.h"
 
 namespace sparrow::core {
-namespace {
-
-absl::Status OutOfRange(absl::string_view field, double value,
-                        absl::string_view rule) {
-  return absl::InvalidArgumentError(
-      absl::StrCat(field, " is ", value, "; it must be ", rule));
-}
-
-}  // namespace
+namespace {}  // namespace
 
 absl::Status FirstOrderOptions::Validate() const {
   if (!(learning_rate > 0.0) || !std::isfinite(learning_rate)) {
-    return OutOfRange("learning_rate", learning_rate, "positive and finite");
+    return OptionError("learning_rate", learning_rate, "positive and finite");
   }
   if (!(momentum >= 0.0 && momentum < 1.0))
-    return OutOfRange("momentum", momentum, "in [0, 1)");
+    return OptionError("momentum", momentum, "in [0, 1)");
   if (!(beta1 >= 0.0 && beta1 < 1.0))
-    return OutOfRange("beta1", beta1, "in [0, 1)");
+    return OptionError("beta1", beta1, "in [0, 1)");
   if (!(beta2 >= 0.0 && beta2 < 1.0))
-    return OutOfRange("beta2", beta2, "in [0, 1)");
-  if (!(epsilon > 0.0)) return OutOfRange("epsilon", epsilon, "positive");
-  if (max_epochs < 1) return OutOfRange("max_epochs", max_epochs, "at least 1");
+    return OptionError("beta2", beta2, "in [0, 1)");
+  if (!(epsilon > 0.0)) return OptionError("epsilon", epsilon, "positive");
+  if (max_epochs < 1)
+    return OptionError("max_epochs", max_epochs, "at least 1");
   if (!(max_seconds >= 0.0))
-    return OutOfRange("max_seconds", max_seconds, ">= 0");
-  if (!(tolerance >= 0.0)) return OutOfRange("tolerance", tolerance, ">= 0");
+    return OptionError("max_seconds", max_seconds, ">= 0");
+  if (!(tolerance >= 0.0)) return OptionError("tolerance", tolerance, ">= 0");
   return absl::OkStatus();
 }
 

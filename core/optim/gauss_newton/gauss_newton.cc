@@ -6,29 +6,24 @@
 #include "Eigen/Cholesky"
 #include "absl/strings/str_cat.h"
 #include "core/optim/internal/run_monitor.h"
+#include "core/util/option_error.h"
 
 namespace sparrow::core {
-namespace {
-
-absl::Status Bad(absl::string_view field, double value,
-                 absl::string_view rule) {
-  return absl::InvalidArgumentError(
-      absl::StrCat(field, " is ", value, "; it must be ", rule));
-}
-
-}  // namespace
+namespace {}  // namespace
 
 absl::Status GaussNewtonOptions::Validate() const {
-  if (!(c1 > 0 && c1 < 1)) return Bad("c1", c1, "in (0, 1)");
-  if (!(sigma > 0 && sigma < 1)) return Bad("sigma", sigma, "in (0, 1)");
-  if (max_backtracks < 1) return Bad("max_backtracks", max_backtracks, ">= 1");
+  if (!(c1 > 0 && c1 < 1)) return OptionError("c1", c1, "in (0, 1)");
+  if (!(sigma > 0 && sigma < 1))
+    return OptionError("sigma", sigma, "in (0, 1)");
+  if (max_backtracks < 1)
+    return OptionError("max_backtracks", max_backtracks, ">= 1");
   if (!(lambda0 > 0) || !std::isfinite(lambda0))
-    return Bad("lambda0", lambda0, "positive");
-  if (!(c2 > 1)) return Bad("c2", c2, "> 1");
-  if (!(c3 > 1)) return Bad("c3", c3, "> 1");
-  if (max_trials < 1) return Bad("max_trials", max_trials, ">= 1");
-  if (!(epsilon_v >= 0)) return Bad("epsilon_v", epsilon_v, ">= 0");
-  if (max_epochs < 1) return Bad("max_epochs", max_epochs, ">= 1");
+    return OptionError("lambda0", lambda0, "positive");
+  if (!(c2 > 1)) return OptionError("c2", c2, "> 1");
+  if (!(c3 > 1)) return OptionError("c3", c3, "> 1");
+  if (max_trials < 1) return OptionError("max_trials", max_trials, ">= 1");
+  if (!(epsilon_v >= 0)) return OptionError("epsilon_v", epsilon_v, ">= 0");
+  if (max_epochs < 1) return OptionError("max_epochs", max_epochs, ">= 1");
   return absl::OkStatus();
 }
 
