@@ -17,8 +17,12 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_format.h"
 #include "client/cli/report.h"
+#include "core/data/csv.h"
 #include "core/data/synthetic.h"
+#include "core/metrics/metrics.h"
 #include "core/train/trainer.h"
+#include "core/util/status_macros.h"
+#include "google/protobuf/util/json_util.h"
 #include "nlohmann/json.hpp"
 #include "server/spec/convert.h"
 
@@ -179,6 +183,116 @@ int RunLocal(const RunFlags& f) {
   return kExitOk;
 }
 
+struct PredictFlags {
+  bool local = false;
+  std::string model_path;
+  std::string input;
+  bool one_step = false;
+  int x0_samples = 0;
+  std::string out;
+  bool json = false;
+};
+
+absl::StatusOr<v1::TrainedModel> ReadModel(const std::string& path) {
+  SPARROW_ASSIGN_OR_RETURN(std::string bytes, ReadFile(path, "the model"));
+  v1::TrainedModel model;
+  const bool is_json =
+      path.size() > 5 && path.substr(path.size() - 5) == ".json";
+  if (is_json) {
+    google::protobuf::util::JsonParseOptions options;
+    const auto s =
+        google::protobuf::util::JsonStringToMessage(bytes, &model, options);
+    if (!s.ok()) {
+      return absl::InvalidArgumentError(
+          "the model file " + path +
+          " is not a sparrow.v1.TrainedModel in JSON: " +
+          std::string(s.message()));
+    }
+  } else if (!model.ParseFromString(bytes)) {
+    return absl::InvalidArgumentError(
+        "the model file " + path +
+        " is not a binary sparrow.v1.TrainedModel (use a .json name for JSON)");
+  }
+  return model;
+}
+
+// Runs a stored model on a CSV with the model's input columns (and, for
+// sequence models, its output columns: the NARX history / encoder window / x0
+// estimate read them).
+int Predict(const PredictFlags& f) {
+  if (!f.local) {
+    return Fail(absl::InvalidArgumentError(
+        "only local prediction is available: pass --local with --model FILE"));
+  }
+  auto proto = ReadModel(f.model_path);
+  if (!proto.ok()) return Fail(proto.status());
+  auto model = spec::FromProto(*proto);
+  if (!model.ok()) return Fail(model.status());
+  if (f.x0_samples < 0)
+    return Fail(absl::InvalidArgumentError("--x0-samples must be >= 0"));
+  if (f.x0_samples > 0) model->config.x0_estimation_samples = f.x0_samples;
+  auto csv = ReadFile(f.input, "--input");
+  if (!csv.ok()) return Fail(csv.status());
+  const bool sequence = model->config.kind != core::ModelKind::kMlp;
+  std::vector<std::string> columns = model->input_names;
+  if (sequence)
+    columns.insert(columns.end(), model->output_names.begin(),
+                   model->output_names.end());
+  auto table = core::data::ParseCsv(*csv, columns);
+  if (!table.ok()) return Fail(table.status());
+  const int nu = static_cast<int>(model->input_names.size());
+  const Eigen::MatrixXd u = table->values.topRows(nu);
+  Eigen::MatrixXd yhat;
+  double bfr = std::numeric_limits<double>::quiet_NaN();
+  double rmse = bfr;
+  if (sequence) {
+    const Eigen::MatrixXd y =
+        table->values.bottomRows(table->values.rows() - nu);
+    auto p = f.one_step ? core::PredictOneStep(*model, u, y)
+                        : core::Simulate(*model, u, y);
+    if (!p.ok()) return Fail(p.status());
+    yhat = p->y;
+    const int n = static_cast<int>(y.cols()) - p->first;
+    bfr = core::Bfr(y.rightCols(n), yhat.rightCols(n));
+    rmse = core::Rmse(y.rightCols(n), yhat.rightCols(n));
+  } else {
+    auto p = core::PredictTable(*model, u);
+    if (!p.ok()) return Fail(p.status());
+    yhat = *p;
+  }
+  if (!f.out.empty()) {
+    std::ofstream out(f.out, std::ios::binary);
+    std::string header;
+    for (const auto& n : model->output_names) header += n + "_pred,";
+    header.back() = '\n';
+    out << header;
+    for (Eigen::Index t = 0; t < yhat.cols(); ++t) {
+      std::string line;
+      for (Eigen::Index i = 0; i < yhat.rows(); ++i)
+        line += absl::StrFormat("%.17g,", yhat(i, t));
+      line.back() = '\n';
+      out << line;
+    }
+    if (!out) return Fail(absl::InvalidArgumentError("cannot write " + f.out));
+  }
+  nlohmann::json j = {{"samples", yhat.cols()}};
+  if (std::isfinite(bfr)) {
+    j["bfr"] = bfr;
+    j["rmse"] = rmse;
+  }
+  if (!f.out.empty()) j["file"] = f.out;
+  if (f.json) {
+    std::cout << j.dump(2) << "\n";
+  } else {
+    std::cout << absl::StrFormat("predicted %d samples", yhat.cols());
+    if (std::isfinite(bfr))
+      std::cout << absl::StrFormat(": BFR %.2f, RMSE %.6g", bfr, rmse);
+    if (!f.out.empty()) std::cout << " -> " << f.out;
+    std::cout << "\n";
+  }
+  return kExitOk;
+}
+
 struct DatagenFlags {
   std::string system;
   double noise = 0.0;
@@ -286,6 +400,35 @@ int Main(int argc, char** argv) {
   gen_cmd->add_option("-o,--output", gen.out, "Output CSV file")->required();
   gen_cmd->add_flag("--json", gen.json, "Print a JSON summary");
 
+  PredictFlags pred;
+  CLI::App* pred_cmd =
+      app.add_subcommand("predict",
+                         "Run a trained model on new data (free-run simulation "
+                         "for sequence models).\n"
+                         "Example: sparrow predict --local --model damper.json "
+                         "--input new.csv -o pred.csv");
+  pred_cmd->add_flag("--local", pred.local,
+                     "Use a model file (required for now)");
+  pred_cmd
+      ->add_option("--model", pred.model_path,
+                   "Trained model from `run -o` (.json or binary protobuf)")
+      ->required();
+  pred_cmd
+      ->add_option(
+          "--input", pred.input,
+          "CSV with the model's input columns (sequence models: and its output "
+          "columns, read for the initial state / NARX history)")
+      ->required();
+  pred_cmd->add_flag(
+      "--one-step", pred.one_step,
+      "NARX models: one-step-ahead prediction instead of simulation");
+  pred_cmd->add_option(
+      "--x0-samples", pred.x0_samples,
+      "Samples used to estimate a free initial state (default: the model's)");
+  pred_cmd->add_option("-o,--output", pred.out,
+                       "Write the predictions to this CSV");
+  pred_cmd->add_flag("--json", pred.json, "Print a JSON summary");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -294,6 +437,7 @@ int Main(int argc, char** argv) {
   }
   if (run_cmd->parsed()) return RunLocal(run);
   if (gen_cmd->parsed()) return Datagen(gen);
+  if (pred_cmd->parsed()) return Predict(pred);
   return kExitUsage;
 }
 
