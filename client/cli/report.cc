@@ -71,6 +71,7 @@ RunReport MakeReport(uint64_t seed, const core::TrainResult& result) {
       {"test_one_step_rmse", m.test_one_step_rmse},
       {"sparsity_pct", m.sparsity_pct},
       {"remaining_pct", m.remaining_pct},
+      {"model_order", m.model_order},
   };
   for (const auto& [name, value] : all) {
     if (std::isfinite(value)) r.metrics.push_back({name, value});

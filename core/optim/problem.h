@@ -9,6 +9,7 @@
 
 #include <limits>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "Eigen/Core"
@@ -58,8 +59,10 @@ struct IterationRecord {
   double validation_metric =
       std::numeric_limits<double>::quiet_NaN();  // set by the callback
   double sparsity_pct = std::numeric_limits<double>::quiet_NaN();
-  const Eigen::VectorXd* params =
+    const Eigen::VectorXd* params =
       nullptr;  // the current iterate, valid during the call only
+  // Method-specific quantities, e.g. ADMM's primal and dual residuals.
+  std::vector<std::pair<std::string, double>> extras;
 };
 
 enum class CallbackResult { kContinue, kFinish, kAbort };

@@ -142,6 +142,87 @@ void Score(const std::vector<Eigen::MatrixXd>& ys,
   }
 }
 
+// Bemporad §4.2: group i of a state-space RNN is column i of the first fx and
+// fy layers, row i of the last fx layer and entry i of its bias. Zeroing it
+// removes state i.
+std::vector<std::vector<int>> StateGroups(const StateSpaceRnn& rnn) {
+  const int nx = rnn.spec().nx;
+  std::vector<std::vector<int>> groups(nx);
+  const Mlp::Layer& fx_first = rnn.fx().layers().front();
+  const Mlp::Layer& fx_last = rnn.fx().layers().back();
+  const Mlp::Layer& fy_first = rnn.fy().layers().front();
+  for (int i = 0; i < nx; ++i) {
+    std::vector<int>& g = groups[i];
+    for (int r = 0; r < fx_first.out; ++r) {
+      g.push_back(rnn.fx_offset() + fx_first.weight_offset + i * fx_first.out +
+                  r);
+    }
+    for (int r = 0; r < fy_first.out; ++r) {
+      g.push_back(rnn.fy_offset() + fy_first.weight_offset + i * fy_first.out +
+                  r);
+    }
+    for (int c = 0; c < fx_last.in; ++c) {
+      const int k =
+          rnn.fx_offset() + fx_last.weight_offset + c * fx_last.out + i;
+      // With no hidden layer the first and last fx layers coincide.
+      if (std::find(g.begin(), g.end(), k) == g.end()) g.push_back(k);
+    }
+    g.push_back(rnn.fx_offset() + fx_last.bias_offset + i);
+  }
+  return groups;
+}
+
+double ModelOrder(const StateSpaceRnn& rnn, const Eigen::VectorXd& w) {
+  int order = 0;
+  for (const std::vector<int>& g : StateGroups(rnn)) {
+    bool any = false;
+    for (int i : g) any = any || w(i) != 0.0;
+    order += any;
+  }
+  return order;
+}
+
+// The parameters the penalty acts on: the state groups for group Lasso, all
+// network weights and biases (theta_x, theta_y) otherwise.
+std::vector<int> PenaltySplit(const TrainConfig::Penalty& p,
+                              const StateSpaceRnn& rnn) {
+  std::vector<int> split;
+  if (p.kind == TrainConfig::Penalty::Kind::kGroupLasso) {
+    for (const auto& g : StateGroups(rnn))
+      split.insert(split.end(), g.begin(), g.end());
+    return split;
+  }
+  for (int i = rnn.fx_offset(); i < rnn.num_params(); ++i) split.push_back(i);
+  return split;
+}
+
+absl::StatusOr<std::unique_ptr<Proximal>> MakePenalty(
+    const TrainConfig::Penalty& p, const StateSpaceRnn& rnn) {
+  using Kind = TrainConfig::Penalty::Kind;
+  switch (p.kind) {
+    case Kind::kL1:
+      return MakeL1(p.tau);
+    case Kind::kL0:
+      return MakeL0(p.tau);
+    case Kind::kGroupLasso: {
+      // Positions within the split vector, which lists the groups in order.
+      std::vector<std::vector<int>> groups = StateGroups(rnn);
+      int next = 0;
+      for (auto& g : groups) {
+        for (int& i : g) i = next++;
+      }
+      return MakeGroupLasso(p.tau, std::move(groups));
+    }
+    case Kind::kQuantization:
+      return MakeQuantization(p.levels);
+    case Kind::kBinary:
+      return MakeBinary();
+    case Kind::kNone:
+      break;
+  }
+  return absl::InvalidArgumentError("no penalty");
+}
+
 double* Field(Metrics* m, int which, double Metrics::*train,
               double Metrics::*validation, double Metrics::*test) {
   return which == 0   ? &(m->*train)
@@ -178,15 +259,32 @@ absl::Status TrainConfig::Validate() const {
   }
   if (model.kind == ModelKind::kNarxMlp)
     SPARROW_RETURN_IF_ERROR(data::ValidateNarxLags(model.lags));
+  const bool gauss_newton_method =
+      optimizer == OptimizerKind::kNails || optimizer == OptimizerKind::kNailm;
+  if (gauss_newton_method && model.kind != ModelKind::kStateSpaceRnn) {
+    return absl::InvalidArgumentError(
+        "optimizer.nails/nailm train state_space_rnn models; use lbfgs or adam "
+        "for mlp and narx_mlp");
+  }
+  if (penalty.kind != Penalty::Kind::kNone) {
+    if (!gauss_newton_method) {
+      return absl::InvalidArgumentError(
+          "regularization.l1/l0/group_lasso/quantization/binary are solved by "
+          "ADMM around optimizer nails or nailm; choose one of those");
+    }
+    SPARROW_RETURN_IF_ERROR(NonNegative("regularization.*.tau", penalty.tau));
+    SPARROW_RETURN_IF_ERROR(admm.Validate());
+  }
+  static constexpr const char* kNames[] = {"sgd", "adam", "lbfgs", "nails",
+                                           "nailm"};
   const absl::Status options = optimizer == OptimizerKind::kLbfgs
                                    ? lbfgs.Validate()
-                                   : first_order.Validate();
+                               : gauss_newton_method ? gauss_newton.Validate()
+                                                     : first_order.Validate();
   if (!options.ok()) {
-    const char* name = optimizer == OptimizerKind::kLbfgs ? "lbfgs"
-                       : optimizer == OptimizerKind::kSgd ? "sgd"
-                                                          : "adam";
     return absl::InvalidArgumentError(
-        absl::StrCat("optimizer.", name, ".", options.message()));
+        absl::StrCat("optimizer.", kNames[static_cast<int>(optimizer)], ".",
+                     options.message()));
   }
   return absl::OkStatus();
 }
@@ -392,12 +490,26 @@ absl::StatusOr<TrainResult> Train(const TrainConfig& config,
                    : GaussNewtonOptions::Method::kLevenbergMarquardt;
     o.max_epochs = config.max_epochs;
     o.max_seconds = config.max_seconds;
-    if (config.tolerance > 0) o.epsilon_v = config.tolerance;
     o.report_every = config.report_every;
     SequenceLeastSquares problem(&rnn, &train_seq.traces, config.loss,
                                  config.rho_x0, config.rho_theta,
                                  config.threads);
-    result.summary = MinimizeGaussNewton(o, problem, &w, &monitor);
+    // stopping.tolerance is in the mean units every optimizer reports;
+    // epsilon_v in the sum units of the least-squares problem.
+    if (config.tolerance > 0) {
+      o.epsilon_v = config.tolerance * problem.num_samples();
+    }
+    if (config.penalty.kind == TrainConfig::Penalty::Kind::kNone) {
+      result.summary = MinimizeGaussNewton(o, problem, &w, &monitor);
+    } else {
+      SPARROW_ASSIGN_OR_RETURN(std::unique_ptr<Proximal> g,
+                               MakePenalty(config.penalty, rnn));
+      AdmmOptions a = config.admm;
+      a.max_seconds = config.max_seconds;
+      a.report_every = config.report_every;
+      result.summary = MinimizeAdmm(
+          a, o, problem, *g, PenaltySplit(config.penalty, rnn), &w, &monitor);
+    }
   } else if (config.optimizer == OptimizerKind::kLbfgs) {
     LbfgsOptions o = config.lbfgs;
     o.max_iterations = config.max_epochs;
@@ -445,6 +557,9 @@ absl::StatusOr<TrainResult> Train(const TrainConfig& config,
       ComputeSparsity(model.params.tail(model.params.size() - x0));
   m.sparsity_pct = sp.zero_pct;
   m.remaining_pct = sp.remaining_pct;
+  if (config.model.kind == ModelKind::kStateSpaceRnn) {
+    m.model_order = ModelOrder(rnn, model.params);
+  }
   return result;
 }
 

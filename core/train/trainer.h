@@ -9,6 +9,7 @@
 
 #include "absl/status/statusor.h"
 #include "core/data/dataset.h"
+#include "core/optim/admm/admm.h"
 #include "core/optim/first_order/first_order.h"
 #include "core/optim/gauss_newton/gauss_newton.h"
 #include "core/optim/lbfgs/lbfgs.h"
@@ -29,8 +30,18 @@ struct TrainConfig {
       first_order;  // kSgd / kAdam (its stopping fields are overwritten below)
   LbfgsOptions lbfgs;  // kLbfgs
   GaussNewtonOptions
-      gauss_newton;     // kNails / kNailm (method set from the kind)
-  int threads = 1;      // Gauss-Newton row building across traces
+      gauss_newton;  // kNails / kNailm (method set from the kind)
+  int threads = 1;   // Gauss-Newton row building across traces
+  // Non-smooth regularization g, handled by ADMM around NAILS/NAILM (Bemporad
+  // §4). tau is in the sum units of the least-squares objective (sum of losses
+  // + rho/2 |w|^2), as in the paper.
+  struct Penalty {
+    enum class Kind { kNone, kL1, kL0, kGroupLasso, kQuantization, kBinary };
+    Kind kind = Kind::kNone;
+    double tau = 0.0;
+    std::vector<double> levels;  // kQuantization
+  } penalty;
+  AdmmOptions admm;
   int batch_size = 0;   // tabular / NARX minibatch; 0 = full batch
   int bptt_window = 0;  // RNN truncated BPTT; 0 = full BPTT
   bool shuffle = true;
@@ -62,6 +73,8 @@ struct Metrics {
          test_accuracy = kNone;
   double train_one_step_rmse = kNone, test_one_step_rmse = kNone;
   double sparsity_pct = 0.0, remaining_pct = 100.0;
+  // State-space RNN: states whose group (Bemporad §4.2) is not all zero.
+  double model_order = kNone;
 };
 
 struct TrainResult {

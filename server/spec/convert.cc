@@ -175,6 +175,38 @@ absl::StatusOr<core::ModelConfig> ToModelConfig(const v1::ModelSpec& m,
   return c;
 }
 
+// ADMM settings of nails/nailm (0 = default): N_ADMM 250, rho 1 (group Lasso:
+// 10 tau_g, Bemporad Sec. 5.4), E = 1.
+template <typename GaussNewtonProto>
+absl::Status ToAdmm(const GaussNewtonProto& o, core::TrainConfig* c) {
+  const bool any =
+      o.admm_iterations() != 0 || o.admm_rho() != 0 || o.epochs_per_admm() != 0;
+  if (c->penalty.kind == core::TrainConfig::Penalty::Kind::kNone) {
+    if (any) {
+      return absl::InvalidArgumentError(
+          "admm_iterations/admm_rho/epochs_per_admm need a non-smooth "
+          "regularization (l1, l0, group_lasso, quantization or binary)");
+    }
+    return absl::OkStatus();
+  }
+  if (o.admm_iterations() < 0) {
+    return core::OptionError("admm_iterations", o.admm_iterations(), ">= 1");
+  }
+  if (o.admm_rho() < 0)
+    return core::OptionError("admm_rho", o.admm_rho(), "> 0");
+  c->admm.iterations = o.admm_iterations() == 0 ? 250 : o.admm_iterations();
+  c->admm.inner_epochs = o.epochs_per_admm() == 0 ? 1 : o.epochs_per_admm();
+  double rho = o.admm_rho();
+  if (rho == 0) {
+    rho = c->penalty.kind == core::TrainConfig::Penalty::Kind::kGroupLasso &&
+                  c->penalty.tau > 0
+              ? 10.0 * c->penalty.tau
+              : 1.0;
+  }
+  c->admm.rho = rho;
+  return absl::OkStatus();
+}
+
 void FillBatch(const v1::BatchOptions& b, core::TrainConfig* c) {
   c->batch_size = b.batch_size();
   c->bptt_window = b.bptt_window();
@@ -286,13 +318,35 @@ absl::StatusOr<core::TrainConfig> ToTrainConfig(const v1::JobSpec& spec) {
   c.rho_x0 = reg.rho_x0();
   c.rho_theta = reg.rho_theta();
   const v1::OptimizerSpec& opt = spec.optimizer();
-  if (reg.penalty_case() != v1::Regularization::PENALTY_NOT_SET) {
-    return absl::UnimplementedError(
-        "regularization.l1/l0/group_lasso/quantization/binary need the ADMM "
-        "optimizers "
-        "(nails/nailm), which are not available in this build yet; remove the "
-        "penalty or use "
-        "rho_theta");
+  using Penalty = core::TrainConfig::Penalty;
+  switch (reg.penalty_case()) {
+    case v1::Regularization::kL1:
+      c.penalty.kind = Penalty::Kind::kL1;
+      c.penalty.tau = reg.l1().tau();
+      break;
+    case v1::Regularization::kL0:
+      c.penalty.kind = Penalty::Kind::kL0;
+      c.penalty.tau = reg.l0().tau();
+      break;
+    case v1::Regularization::kGroupLasso:
+      c.penalty.kind = Penalty::Kind::kGroupLasso;
+      c.penalty.tau = reg.group_lasso().tau();
+      break;
+    case v1::Regularization::kQuantization:
+      c.penalty.kind = Penalty::Kind::kQuantization;
+      c.penalty.levels.assign(reg.quantization().levels().begin(),
+                              reg.quantization().levels().end());
+      if (c.penalty.levels.empty()) {
+        return absl::InvalidArgumentError(
+            "regularization.quantization.levels is empty; list the allowed "
+            "weight values, e.g. [-0.5, -0.4, ..., 0.5]");
+      }
+      break;
+    case v1::Regularization::kBinary:
+      c.penalty.kind = Penalty::Kind::kBinary;
+      break;
+    case v1::Regularization::PENALTY_NOT_SET:
+      break;
   }
   switch (opt.method_case()) {
     case v1::OptimizerSpec::kSgd: {
@@ -335,6 +389,7 @@ absl::StatusOr<core::TrainConfig> ToTrainConfig(const v1::JobSpec& spec) {
       if (o.sigma() != 0) g.sigma = o.sigma();
       if (o.max_backtracks() != 0) g.max_backtracks = o.max_backtracks();
       c.threads = o.threads() == 0 ? 1 : o.threads();
+      SPARROW_RETURN_IF_ERROR(ToAdmm(o, &c));
       break;
     }
     case v1::OptimizerSpec::kNailm: {
@@ -346,6 +401,7 @@ absl::StatusOr<core::TrainConfig> ToTrainConfig(const v1::JobSpec& spec) {
       if (o.c3() != 0) g.c3 = o.c3();
       if (o.max_trials() != 0) g.max_trials = o.max_trials();
       c.threads = o.threads() == 0 ? 1 : o.threads();
+      SPARROW_RETURN_IF_ERROR(ToAdmm(o, &c));
       break;
     }
     case v1::OptimizerSpec::kSbdl:
@@ -540,6 +596,7 @@ v1::TrainedModel ToProto(const v1::JobSpec& spec,
   pm->set_test_one_step_rmse(k.test_one_step_rmse);
   pm->set_sparsity_pct(k.sparsity_pct);
   pm->set_remaining_pct(k.remaining_pct);
+  pm->set_model_order(k.model_order);
   out.set_epochs(result.summary.iterations);
   out.set_termination(core::TerminationName(result.summary.termination));
   out.set_seconds(result.train_seconds);

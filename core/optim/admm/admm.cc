@@ -1,0 +1,94 @@
+#include "core/optim/admm/admm.h"
+
+#include <cmath>
+
+#include "core/optim/internal/run_monitor.h"
+#include "core/util/option_error.h"
+
+namespace sparrow::core {
+namespace {
+
+Eigen::VectorXd Gather(const Eigen::VectorXd& w, const std::vector<int>& idx) {
+  Eigen::VectorXd out(idx.size());
+  for (size_t j = 0; j < idx.size(); ++j)
+    out(static_cast<Eigen::Index>(j)) = w(idx[j]);
+  return out;
+}
+
+void Scatter(const Eigen::VectorXd& v, const std::vector<int>& idx,
+             Eigen::VectorXd* w) {
+  for (size_t j = 0; j < idx.size(); ++j)
+    (*w)(idx[j]) = v(static_cast<Eigen::Index>(j));
+}
+
+}  // namespace
+
+absl::Status AdmmOptions::Validate() const {
+  if (!(rho > 0) || !std::isfinite(rho))
+    return OptionError("admm_rho", rho, "positive");
+  if (iterations < 1) return OptionError("admm_iterations", iterations, ">= 1");
+  if (inner_epochs < 1)
+    return OptionError("epochs_per_admm", inner_epochs, ">= 1");
+  return absl::OkStatus();
+}
+
+Summary MinimizeAdmm(const AdmmOptions& options,
+                     const GaussNewtonOptions& inner,
+                     LeastSquaresProblem& problem, const Proximal& g,
+                     const std::vector<int>& split, Eigen::VectorXd* w,
+                     IterationCallback* callback) {
+  Summary summary;
+  // ADMM has no monotone objective: only the budget, deadline and callback stop
+  // it.
+  internal::RunMonitor monitor(
+      {options.iterations, options.max_seconds, 0.0, options.report_every, true},
+      callback, &summary);
+  const double scale = 1.0 / std::max(1, problem.num_samples());
+  GaussNewton solver(inner, &problem);
+  QuadraticTerm term;
+  term.indices = split;
+  term.rho = options.rho;
+  Eigen::VectorXd nu = Gather(*w, split);
+  Eigen::VectorXd u = Eigen::VectorXd::Zero(nu.size());
+  Eigen::VectorXd model = *w;
+  summary.initial_loss = (problem.Value(*w) + g.Value(nu)) * scale;
+  Termination termination = Termination::kMaxIterations;
+  for (int t = 1;; ++t) {
+    term.center = nu - u;
+    solver.SetQuadraticTerm(&term);
+    int accepted = 0;
+    for (int e = 0; e < options.inner_epochs; ++e) {
+      if (!solver.Step(w).accepted) break;
+      ++accepted;
+    }
+    const Eigen::VectorXd theta = Gather(*w, split);
+    Eigen::VectorXd next = theta + u;
+    g.Apply(1.0 / options.rho, next);
+    const double dual = options.rho * (next - nu).norm();
+    nu = next;
+    u += theta - nu;
+    const double primal = (theta - nu).norm();
+    model = *w;
+    Scatter(nu, split, &model);
+    // The reported loss is that of the model actually returned: V(nu) + g(nu).
+    const double loss = (problem.Value(model) + g.Value(nu)) * scale;
+    const auto stop = monitor.EndIteration(
+        t, std::numeric_limits<double>::quiet_NaN(), loss,
+        inner.method == GaussNewtonOptions::Method::kLevenbergMarquardt
+            ? solver.lambda()
+            : 0.0,
+        model,
+        {{"primal_residual", primal},
+         {"dual_residual", dual},
+         {"inner_steps_accepted", static_cast<double>(accepted)}});
+    if (stop) {
+      termination = *stop;
+      break;
+    }
+  }
+  *w = model;
+  monitor.Finish(termination);
+  return summary;
+}
+
+}  // namespace sparrow::core

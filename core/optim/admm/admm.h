@@ -1,0 +1,53 @@
+// ADMM around NAILS/NAILM for non-smooth regularizers (Bemporad Algorithm 3,
+// eq. 22-25):
+//
+//   min V(x0, theta) + g(nu)  s.t.  theta_S = nu,
+//
+// scaled form, for t = 0..N_ADMM-1:
+//   (x0, theta) <- E Gauss-Newton epochs on V + rho/2 |theta_S - nu + u|^2
+//   (warm started) nu          <- prox_{g/rho}(theta_S + u) u           <- u +
+//   theta_S - nu
+// The model is nu (the sparse / quantized copy) spliced into theta. V and g are
+// in the sum units of LeastSquaresProblem (the paper's tau and rho apply
+// unchanged).
+//
+// Nonconvex ADMM has no convergence guarantee; the run reports the primal and
+// dual residuals every iteration so divergence is visible.
+#ifndef SPARROW_CORE_OPTIM_ADMM_ADMM_H_
+#define SPARROW_CORE_OPTIM_ADMM_ADMM_H_
+
+#include <vector>
+
+#include "Eigen/Core"
+#include "absl/status/status.h"
+#include "core/optim/gauss_newton/gauss_newton.h"
+#include "core/regularizers/proximal.h"
+
+namespace sparrow::core {
+
+struct AdmmOptions {
+  // Penalty parameter rho > 0 (Bemporad: 10 for quantization, 10 tau_g for
+  // group Lasso).
+  double rho = 1.0;
+  // N_ADMM >= 1: outer iterations; each is one progress report.
+  int iterations = 250;
+  // E >= 1: Gauss-Newton epochs per ADMM iteration ("E = 1 is a good choice").
+  int inner_epochs = 1;
+  double max_seconds = 0.0;
+  int report_every = 1;
+
+  absl::Status Validate() const;
+};
+
+// Runs ADMM from w (warm start: nu = w_S, u = 0). On return *w holds the model:
+// w with w_S = nu. The callback sees that spliced model, so validation and
+// sparsity refer to what is returned.
+Summary MinimizeAdmm(const AdmmOptions& options,
+                     const GaussNewtonOptions& inner,
+                     LeastSquaresProblem& problem, const Proximal& g,
+                     const std::vector<int>& split, Eigen::VectorXd* w,
+                     IterationCallback* callback);
+
+}  // namespace sparrow::core
+
+#endif  // SPARROW_CORE_OPTIM_ADMM_ADMM_H_
