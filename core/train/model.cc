@@ -90,7 +90,8 @@ Eigen::VectorXd EstimateInitialState(const StateSpaceRnn& rnn,
                                      const Eigen::VectorXd& params,
                                      const Eigen::MatrixXd& u,
                                      const Eigen::MatrixXd& y, int n0,
-                                     const Loss& loss, double rho_x0) {
+                                     const Loss& loss, double rho_x0,
+                                     const Eigen::VectorXd* guess) {
   const int nx = rnn.spec().nx;
   InitialStateObjective objective(rnn, params, u, y, std::max(1, n0), loss,
                                   rho_x0);
@@ -103,8 +104,11 @@ Eigen::VectorXd EstimateInitialState(const StateSpaceRnn& rnn,
   // Multi-start local search (the paper uses a particle swarm; ALGORITHMS.md
   // §2.7 allows any robust multi-start method): x0 = 0 plus 2 nx uniform starts
   // in the paper's box [-3, 3].
-  for (int start = 0; start <= 2 * nx; ++start) {
+  // With a guess only that start is refined (re-fitting a known state).
+  const int last = guess != nullptr ? -1 : 2 * nx;
+  for (int start = guess != nullptr ? -1 : 0; start <= last; ++start) {
     Eigen::VectorXd x0 = Eigen::VectorXd::Zero(nx);
+    if (start < 0) x0 = *guess;
     if (start > 0) {
       for (int i = 0; i < nx; ++i) x0(i) = -3.0 + 6.0 * rng.Uniform();
     }

@@ -76,7 +76,8 @@ Eigen::VectorXd EstimateInitialState(const StateSpaceRnn& rnn,
                                      const Eigen::VectorXd& params,
                                      const Eigen::MatrixXd& u,
                                      const Eigen::MatrixXd& y, int n0,
-                                     const Loss& loss, double rho_x0);
+                                     const Loss& loss, double rho_x0,
+                                     const Eigen::VectorXd* guess = nullptr);
 
 }  // namespace sparrow::core
 

@@ -509,6 +509,18 @@ absl::StatusOr<TrainResult> Train(const TrainConfig& config,
       a.report_every = config.report_every;
       result.summary = MinimizeAdmm(
           a, o, problem, *g, PenaltySplit(config.penalty, rnn), &w, &monitor);
+      if (model.config.rnn.initial_state == InitialState::kFree) {
+        // The model is nu (Bemporad §4): re-fit the training initial states
+        // for it, starting from those learned with theta.
+        const int nx = model.config.rnn.nx;
+        for (size_t t = 0; t < train_seq.traces.size(); ++t) {
+          const data::Trace& tr = train_seq.traces[t];
+          const Eigen::VectorXd guess = w.segment(t * nx, nx);
+          w.segment(t * nx, nx) =
+              EstimateInitialState(rnn, w, tr.u, tr.y, tr.length(), config.loss,
+                                   config.rho_x0, &guess);
+        }
+      }
     }
   } else if (config.optimizer == OptimizerKind::kLbfgs) {
     LbfgsOptions o = config.lbfgs;

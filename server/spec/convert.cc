@@ -196,6 +196,7 @@ absl::Status ToAdmm(const GaussNewtonProto& o, core::TrainConfig* c) {
     return core::OptionError("admm_rho", o.admm_rho(), "> 0");
   c->admm.iterations = o.admm_iterations() == 0 ? 250 : o.admm_iterations();
   c->admm.inner_epochs = o.epochs_per_admm() == 0 ? 1 : o.epochs_per_admm();
+  c->admm.keep_best = o.admm_keep_best();
   double rho = o.admm_rho();
   if (rho == 0) {
     rho = c->penalty.kind == core::TrainConfig::Penalty::Kind::kGroupLasso &&

@@ -40,9 +40,9 @@ Summary MinimizeAdmm(const AdmmOptions& options,
   Summary summary;
   // ADMM has no monotone objective: only the budget, deadline and callback stop
   // it.
-  internal::RunMonitor monitor(
-      {options.iterations, options.max_seconds, 0.0, options.report_every, true},
-      callback, &summary);
+  internal::RunMonitor monitor({options.iterations, options.max_seconds, 0.0,
+                                options.report_every, true},
+                               callback, &summary);
   const double scale = 1.0 / std::max(1, problem.num_samples());
   GaussNewton solver(inner, &problem);
   QuadraticTerm term;
@@ -53,6 +53,8 @@ Summary MinimizeAdmm(const AdmmOptions& options,
   Eigen::VectorXd model = *w;
   summary.initial_loss = (problem.Value(*w) + g.Value(nu)) * scale;
   Termination termination = Termination::kMaxIterations;
+  Eigen::VectorXd best = *w;
+  double best_loss = std::numeric_limits<double>::infinity();
   for (int t = 1;; ++t) {
     term.center = nu - u;
     solver.SetQuadraticTerm(&term);
@@ -72,6 +74,10 @@ Summary MinimizeAdmm(const AdmmOptions& options,
     Scatter(nu, split, &model);
     // The reported loss is that of the model actually returned: V(nu) + g(nu).
     const double loss = (problem.Value(model) + g.Value(nu)) * scale;
+    if (loss < best_loss) {
+      best_loss = loss;
+      best = model;
+    }
     const auto stop = monitor.EndIteration(
         t, std::numeric_limits<double>::quiet_NaN(), loss,
         inner.method == GaussNewtonOptions::Method::kLevenbergMarquardt
@@ -87,6 +93,10 @@ Summary MinimizeAdmm(const AdmmOptions& options,
     }
   }
   *w = model;
+  if (options.keep_best && std::isfinite(best_loss)) {
+    *w = best;
+    summary.final_loss = best_loss;
+  }
   monitor.Finish(termination);
   return summary;
 }

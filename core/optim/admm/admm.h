@@ -33,6 +33,10 @@ struct AdmmOptions {
   int iterations = 250;
   // E >= 1: Gauss-Newton epochs per ADMM iteration ("E = 1 is a good choice").
   int inner_epochs = 1;
+  // Return the iterate whose model (nu spliced in) had the lowest training
+  // objective V + g,
+  // instead of the last one (Bemporad §4: "optionally the best iterate").
+  bool keep_best = false;
   double max_seconds = 0.0;
   int report_every = 1;
 
