@@ -1,0 +1,255 @@
+#include "core/optim/gauss_newton/gauss_newton.h"
+
+#include <cmath>
+
+#include "Eigen/Eigenvalues"
+#include "core/optim/admm/admm.h"
+#include "core/optim/gauss_newton/least_squares.h"
+#include "gtest/gtest.h"
+#include "tests/testing/finite_difference.h"
+
+namespace sparrow::core {
+namespace {
+
+using Eigen::MatrixXd;
+using Eigen::VectorXd;
+using testing::NumericGradient;
+using testing::RandomMatrix;
+using testing::RelativeError;
+
+struct RnnCase {
+  InitialState initial_state;
+  LossKind loss;
+  int threads;
+};
+
+class SequenceLeastSquaresTest : public ::testing::TestWithParam<RnnCase> {
+ protected:
+  void SetUp() override {
+    const RnnCase& c = GetParam();
+    StateSpaceRnnSpec spec;
+    spec.nx = 3;
+    spec.nu = 1;
+    spec.ny = 2;
+    spec.fx_hidden = {4};
+    spec.fy_hidden = {3};
+    spec.initial_state = c.initial_state;
+    spec.num_traces = 3;
+    spec.encoder = EncoderSpec{{3}, 2, 2};
+    spec.feedthrough = c.loss == LossKind::kMse;
+    spec.output_activation =
+        c.loss == LossKind::kMse ? Activation::kLinear : Activation::kSigmoid;
+    rnn_ = StateSpaceRnn(spec);
+    for (int t = 0; t < 3; ++t) {
+      MatrixXd y = RandomMatrix(2, 20 + 3 * t, 30 + t);
+      if (c.loss != LossKind::kMse) y = (y.array() > 0).cast<double>();
+      traces_.push_back({RandomMatrix(1, 20 + 3 * t, 40 + t), y});
+    }
+    Rng rng(6);
+    w_.resize(rnn_.num_params());
+    rnn_.Initialize(1.0, &rng, w_.data());
+    w_.head(rnn_.x0_size()) += 0.3 * RandomMatrix(rnn_.x0_size(), 1, 9).col(0);
+    loss_ = Loss{c.loss, c.loss == LossKind::kMse ? 0.0 : 1e-4};
+  }
+  StateSpaceRnn rnn_;
+  std::vector<data::Trace> traces_;
+  VectorXd w_;
+  Loss loss_;
+};
+
+TEST_P(SequenceLeastSquaresTest, GradientIsMinusAtbAndHessianIsTheGgn) {
+  SequenceLeastSquares problem(&rnn_, &traces_, loss_, 0.7, 0.2,
+                               GetParam().threads);
+  MatrixXd h;
+  VectorXd g;
+  const double v = problem.NormalEquations(w_, &h, &g);
+  EXPECT_NEAR(v, problem.Value(w_), 1e-12 * std::abs(v));
+  // Bemporad §3: grad V = -A^T b exactly.
+  const VectorXd fd =
+      NumericGradient([&](const VectorXd& x) { return problem.Value(x); }, w_);
+  EXPECT_LT(RelativeError(-g, fd), 1e-6);
+  // H = A^T A: symmetric positive definite with the L2 rows (min eigenvalue >=
+  // min rho).
+  const MatrixXd full = h.selfadjointView<Eigen::Lower>();
+  Eigen::SelfAdjointEigenSolver<MatrixXd> eig(full);
+  EXPECT_GE(eig.eigenvalues().minCoeff(), 0.2 - 1e-9);
+}
+
+TEST_P(SequenceLeastSquaresTest, ThreadsGiveTheSameNormalEquations) {
+  SequenceLeastSquares one(&rnn_, &traces_, loss_, 0.7, 0.2, 1);
+  SequenceLeastSquares two(&rnn_, &traces_, loss_, 0.7, 0.2, 3);
+  MatrixXd h1, h2;
+  VectorXd g1, g2;
+  one.NormalEquations(w_, &h1, &g1);
+  two.NormalEquations(w_, &h2, &g2);
+  EXPECT_LT(RelativeError(h2.triangularView<Eigen::Lower>().toDenseMatrix(),
+                          h1.triangularView<Eigen::Lower>().toDenseMatrix()),
+            1e-13);
+  EXPECT_LT(RelativeError(g2, g1), 1e-13);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases, SequenceLeastSquaresTest,
+    ::testing::Values(RnnCase{InitialState::kFree, LossKind::kMse, 1},
+                      RnnCase{InitialState::kEncoder, LossKind::kMse, 2},
+                      RnnCase{InitialState::kFree,
+                              LossKind::kBinaryCrossEntropy, 1},
+                      RnnCase{InitialState::kZero, LossKind::kMse, 3}));
+
+// V(w) = |X w - y|^2 + rho/2 |w|^2 in least-squares form, optionally +Inf
+// beyond a wall.
+class LinearLeastSquares : public LeastSquaresProblem {
+ public:
+  LinearLeastSquares(MatrixXd x, VectorXd y, double rho, double wall)
+      : x_(std::move(x)), y_(std::move(y)), rho_(rho), wall_(wall) {}
+  int num_params() const override { return static_cast<int>(x_.cols()); }
+  int num_samples() const override { return static_cast<int>(x_.rows()); }
+  double Value(const VectorXd& w) override {
+    ++values;
+    if (w.cwiseAbs().maxCoeff() > wall_)
+      return std::numeric_limits<double>::infinity();
+    return (x_ * w - y_).squaredNorm() + 0.5 * rho_ * w.squaredNorm();
+  }
+  double NormalEquations(const VectorXd& w, MatrixXd* h, VectorXd* g) override {
+    *h = 2.0 * x_.transpose() * x_;
+    h->diagonal().array() += rho_;
+    *g = -2.0 * x_.transpose() * (x_ * w - y_) - rho_ * w;
+    return Value(w);
+  }
+  int values = 0;
+
+ private:
+  MatrixXd x_;
+  VectorXd y_;
+  double rho_, wall_;
+};
+
+LinearLeastSquares Planted(double rho, double wall, VectorXd* truth) {
+  const MatrixXd x = RandomMatrix(50, 6, 1);
+  *truth = VectorXd::LinSpaced(6, -1.0, 1.5);
+  return LinearLeastSquares(x, x * *truth, rho, wall);
+}
+
+TEST(GaussNewtonTest, BothMethodsSolveALinearLeastSquaresProblem) {
+  for (auto method : {GaussNewtonOptions::Method::kLineSearch,
+                      GaussNewtonOptions::Method::kLevenbergMarquardt}) {
+    VectorXd truth;
+    LinearLeastSquares problem = Planted(0.0, 1e9, &truth);
+    GaussNewtonOptions o;
+    o.method = method;
+    o.lambda0 = 1e-3;
+    o.epsilon_v = 1e-14;
+    VectorXd w = VectorXd::Zero(6);
+    const Summary s = MinimizeGaussNewton(o, problem, &w, nullptr);
+    EXPECT_LT((w - truth).norm(), 1e-6) << s.BriefReport();
+    // The loss never increases.
+    for (size_t i = 1; i < s.history.size(); ++i) {
+      EXPECT_LE(s.history[i].loss, s.history[i - 1].loss + 1e-15);
+    }
+  }
+}
+
+TEST(GaussNewtonTest, NonFiniteTrialsAreRejectedNeverAccepted) {
+  VectorXd truth;
+  LinearLeastSquares problem =
+      Planted(0.0, 0.3, &truth);  // optimum beyond the wall
+  for (auto method : {GaussNewtonOptions::Method::kLineSearch,
+                      GaussNewtonOptions::Method::kLevenbergMarquardt}) {
+    GaussNewtonOptions o;
+    o.method = method;
+    o.lambda0 = 1e-6;
+    VectorXd w = VectorXd::Zero(6);
+    GaussNewton solver(o, &problem);
+    const auto step = solver.Step(&w);
+    EXPECT_TRUE(std::isfinite(step.value));
+    EXPECT_LE(w.cwiseAbs().maxCoeff(), 0.3);
+    if (step.accepted) {
+      EXPECT_GT(step.trials, 1) << "the full step crosses the wall";
+    }
+  }
+}
+
+TEST(GaussNewtonTest, OptionsValidateAndNameTheField) {
+  EXPECT_TRUE(GaussNewtonOptions().Validate().ok());
+  GaussNewtonOptions o;
+  o.c1 = 2;
+  EXPECT_NE(o.Validate().message().find("c1 is 2"), std::string::npos);
+  o = GaussNewtonOptions();
+  o.c2 = 0.5;
+  EXPECT_NE(o.Validate().message().find("c2"), std::string::npos);
+  EXPECT_TRUE(AdmmOptions().Validate().ok());
+  AdmmOptions a;
+  a.rho = 0;
+  EXPECT_NE(a.Validate().message().find("admm_rho"), std::string::npos);
+}
+
+TEST(AdmmTest, L1ReachesTheLassoSolution) {
+  // ADMM on a convex problem converges: compare with proximal gradient descent
+  // run to high accuracy on min |Xw - y|^2 + tau |w|_1.
+  VectorXd truth;
+  LinearLeastSquares problem = Planted(0.0, 1e9, &truth);
+  const double tau = 5.0;
+  auto g = MakeL1(tau);
+  MatrixXd h;
+  VectorXd grad;
+  problem.NormalEquations(VectorXd::Zero(6), &h, &grad);
+  const MatrixXd hs = h.selfadjointView<Eigen::Lower>();
+  const double step =
+      1.0 /
+      Eigen::SelfAdjointEigenSolver<MatrixXd>(hs).eigenvalues().maxCoeff();
+  VectorXd reference = VectorXd::Zero(6);
+  for (int k = 0; k < 20000; ++k) {
+    problem.NormalEquations(reference, &h, &grad);
+    reference += step * grad;  // grad holds -gradient
+    g->Apply(step, reference);
+  }
+  GaussNewtonOptions inner;
+  AdmmOptions options;
+  options.rho = 10.0;
+  options.iterations = 300;
+  VectorXd w = VectorXd::Zero(6);
+  std::vector<int> split = {0, 1, 2, 3, 4, 5};
+  const Summary s =
+      MinimizeAdmm(options, inner, problem, *g, split, &w, nullptr);
+  EXPECT_LT((w - reference).norm(), 1e-6) << s.BriefReport();
+  EXPECT_GT((reference.array() == 0.0).count(), 0)
+      << "tau should zero some weights";
+  EXPECT_EQ((w.array() == 0.0).count(), (reference.array() == 0.0).count());
+  ASSERT_FALSE(s.history.empty());
+  EXPECT_EQ(s.history.back().extras.at(0).first, "primal_residual");
+}
+
+TEST(AdmmTest, QuantizedResultLiesInTheSet) {
+  VectorXd truth;
+  LinearLeastSquares problem = Planted(0.0, 1e9, &truth);
+  auto g = MakeQuantization({-1.0, -0.5, 0.0, 0.5, 1.0});
+  ASSERT_TRUE(g.ok());
+  AdmmOptions options;
+  options.rho = 10.0;
+  options.iterations = 50;
+  VectorXd w = VectorXd::Zero(6);
+  MinimizeAdmm(options, GaussNewtonOptions(), problem, **g, {0, 1, 2, 3, 4, 5},
+               &w, nullptr);
+  EXPECT_EQ((*g)->Value(w), 0.0) << w.transpose();
+  // The planted solution LinSpaced(-1, 1.5) rounds to {-1, -0.5, 0, 0.5, 1, 1}.
+  VectorXd want(6);
+  want << -1.0, -0.5, 0.0, 0.5, 1.0, 1.0;
+  EXPECT_EQ(w, want);
+}
+
+TEST(AdmmTest, OnlyTheSplitIsPenalized) {
+  VectorXd truth;
+  LinearLeastSquares problem = Planted(0.0, 1e9, &truth);
+  auto g = MakeL1(1e6);  // zeroes everything it touches
+  AdmmOptions options;
+  options.rho = 10.0;
+  options.iterations = 100;
+  VectorXd w = VectorXd::Zero(6);
+  MinimizeAdmm(options, GaussNewtonOptions(), problem, *g, {0, 1, 2}, &w,
+               nullptr);
+  EXPECT_EQ(w.head(3), VectorXd::Zero(3));
+  EXPECT_GT(w.tail(3).cwiseAbs().minCoeff(), 0.0);
+}
+
+}  // namespace
+}  // namespace sparrow::core
