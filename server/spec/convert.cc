@@ -389,6 +389,8 @@ absl::StatusOr<core::TrainConfig> ToTrainConfig(const v1::JobSpec& spec) {
       if (o.c1() != 0) g.c1 = o.c1();
       if (o.sigma() != 0) g.sigma = o.sigma();
       if (o.max_backtracks() != 0) g.max_backtracks = o.max_backtracks();
+      if (o.threads() < 0)
+        return core::OptionError("threads", o.threads(), ">= 0");
       c.threads = o.threads() == 0 ? 1 : o.threads();
       SPARROW_RETURN_IF_ERROR(ToAdmm(o, &c));
       break;
@@ -401,6 +403,8 @@ absl::StatusOr<core::TrainConfig> ToTrainConfig(const v1::JobSpec& spec) {
       if (o.c2() != 0) g.c2 = o.c2();
       if (o.c3() != 0) g.c3 = o.c3();
       if (o.max_trials() != 0) g.max_trials = o.max_trials();
+      if (o.threads() < 0)
+        return core::OptionError("threads", o.threads(), ">= 0");
       c.threads = o.threads() == 0 ? 1 : o.threads();
       SPARROW_RETURN_IF_ERROR(ToAdmm(o, &c));
       break;
@@ -415,7 +419,8 @@ absl::StatusOr<core::TrainConfig> ToTrainConfig(const v1::JobSpec& spec) {
           "sgd, adam, lbfgs, nails or nailm");
     case v1::OptimizerSpec::METHOD_NOT_SET:
       return absl::InvalidArgumentError(
-          "optimizer: set one of sgd, adam, lbfgs (e.g. \"optimizer\": "
+          "optimizer: set one of sgd, adam, lbfgs, nails, nailm (e.g. "
+          "\"optimizer\": "
           "{\"adam\": "
           "{\"learning_rate\": 0.01}})");
   }

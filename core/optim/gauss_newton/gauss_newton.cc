@@ -119,11 +119,14 @@ Summary MinimizeGaussNewton(const GaussNewtonOptions& options,
                             LeastSquaresProblem& problem, Eigen::VectorXd* w,
                             IterationCallback* callback) {
   Summary summary;
-  internal::RunMonitor monitor({options.max_epochs, options.max_seconds,
-                                options.epsilon_v, options.report_every},
-                               callback, &summary);
-  GaussNewton solver(options, &problem);
+  // epsilon_v is in the sum units of the least-squares problem; the monitor
+  // sees the mean loss every optimizer reports.
   const double scale = 1.0 / std::max(1, problem.num_samples());
+  internal::RunMonitor monitor(
+      {options.max_epochs, options.max_seconds, options.epsilon_v * scale,
+       options.report_every},
+      callback, &summary);
+  GaussNewton solver(options, &problem);
   double previous = problem.Value(*w) * scale;
   summary.initial_loss = previous;
   summary.final_loss = previous;
@@ -144,8 +147,7 @@ Summary MinimizeGaussNewton(const GaussNewtonOptions& options,
               : absl::StrCat("no damping in ", step.trials,
                              " trials decreased the loss (lambda ", step.step,
                              ")");
-      // Not improving is how a converged Gauss-Newton run usually ends: report
-      // it as such when the last decrease was already below tolerance.
+      // No acceptable step: the iterate is kept and the run ends.
       monitor.Finish(Termination::kLineSearchFailure);
       break;
     }

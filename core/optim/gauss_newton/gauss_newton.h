@@ -38,7 +38,8 @@ struct GaussNewtonOptions {
   double c2 = 1.5;
   double c3 = 5.0;
   int max_trials = 20;
-  // Converged when V(h-1) - V(h) <= epsilon_v, V the mean objective (the
+  // // Converged when |V(h-1) - V(h)| <= epsilon_v, V in the sum units of
+  // LeastSquaresProblem as in the paper (the
   // corrected test of ALGORITHMS.md §2.4); >= 0.
   double epsilon_v = 1e-6;
   int max_epochs = 250;
