@@ -34,6 +34,7 @@
 #include "core/losses/loss.h"
 #include "core/models/mlp.h"
 #include "core/models/state_space_rnn.h"
+#include "core/optim/gauss_newton/least_squares.h"
 #include "core/train/objectives.h"
 #include "core/util/random.h"
 
@@ -216,6 +217,25 @@ void BM_DamperJacobians(benchmark::State& state) {
   state.SetLabel(d.source);
 }
 BENCHMARK(BM_DamperJacobians);
+
+// One NAILS/NAILM epoch's normal equations H = A^T A, g = A^T b (simulation,
+// sensitivities, row blocks, rank updates) on the damper, single thread.
+void BM_DamperNormalEquations(benchmark::State& state) {
+  const DamperData& d = Damper();
+  const StateSpaceRnn rnn(DamperSpec());
+  const Eigen::VectorXd theta = DamperTheta(rnn);
+  SequenceLeastSquares problem(&rnn, &d.traces, Loss{}, 1.0, 0.1, 1);
+  Eigen::MatrixXd h;
+  Eigen::VectorXd g;
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(problem.NormalEquations(theta, &h, &g));
+    benchmark::ClobberMemory();
+  }
+  state.SetItemsProcessed(state.iterations() * d.traces[0].length());
+  state.counters["params"] = rnn.num_params();
+  state.SetLabel(d.source);
+}
+BENCHMARK(BM_DamperNormalEquations);
 
 // NARX regressors (39 x 1024) and targets (1 x 1024) from the synthetic
 // cascaded tanks.
