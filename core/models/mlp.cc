@@ -177,28 +177,60 @@ void Mlp::AccumulateGradient(const Cache& c, double* grad) const {
 void Mlp::Jacobian(const double* theta, int col, Cache* c,
                    Eigen::Ref<MatrixXd> d_theta,
                    Eigen::Ref<MatrixXd> d_in) const {
+  // Plain loops: every block here is a few rows wide (the Gauss-Newton rows
+  // call this once per time step), where Eigen's product dispatch costs more
+  // than the arithmetic.
   const int n = static_cast<int>(layers_.size());
+  const int m = outputs();
   for (int i = n; i >= 1; --i) {
     const Layer& l = layers_[i - 1];
     auto deriv = c->deriv[i].col(col);
     ActivationDerivative(l.activation, c->v[i].col(col), c->z[i].col(col),
                          deriv);
-    MatrixXd& s = c->sens[i];
+    MatrixXd& s = c->sens[i];  // m x l.out
     if (i == n) {
-      s = deriv.asDiagonal();
+      s.setZero();
+      for (int r = 0; r < m; ++r) s(r, r) = deriv(r);
     } else {
-      s.noalias() = c->sens[i + 1] * Weights(theta, layers_[i]);
-      s *= deriv.asDiagonal();
+      // s = sens[i+1] W_{i+1} diag(f'_i).
+      const Layer& next = layers_[i];
+      const double* w = theta + next.weight_offset;  // next.out x next.in
+      const MatrixXd& up = c->sens[i + 1];           // m x next.out
+      for (int k = 0; k < l.out; ++k) {
+        double* sk = s.data() + static_cast<Eigen::Index>(k) * m;
+        for (int r = 0; r < m; ++r) sk[r] = 0.0;
+        const double* wk = w + static_cast<Eigen::Index>(k) * next.out;
+        for (int j = 0; j < next.out; ++j) {
+          const double wjk = wk[j];
+          const double* uj = up.data() + static_cast<Eigen::Index>(j) * m;
+          for (int r = 0; r < m; ++r) sk[r] += uj[r] * wjk;
+        }
+        const double dk = deriv(k);
+        for (int r = 0; r < m; ++r) sk[r] *= dk;
+      }
     }
     if (d_theta.cols() > 0) {
+      const Eigen::Index ld = d_theta.outerStride();
+      double* dt = d_theta.data();
       const auto z_prev = c->z[i - 1].col(col);
       for (int k = 0; k < l.in; ++k) {
-        d_theta.middleCols(l.weight_offset + k * l.out, l.out) = z_prev(k) * s;
+        const double zk = z_prev(k);
+        for (int q = 0; q < l.out; ++q) {
+          double* dst = dt + (l.weight_offset + k * l.out + q) * ld;
+          const double* src = s.data() + static_cast<Eigen::Index>(q) * m;
+          for (int r = 0; r < m; ++r) dst[r] = zk * src[r];
+        }
       }
-      d_theta.middleCols(l.bias_offset, l.out) = s;
+      for (int q = 0; q < l.out; ++q) {
+        double* dst = dt + (l.bias_offset + q) * ld;
+        const double* src = s.data() + static_cast<Eigen::Index>(q) * m;
+        for (int r = 0; r < m; ++r) dst[r] = src[r];
+      }
     }
   }
-  if (d_in.cols() > 0) d_in.noalias() = c->sens[1] * Weights(theta, layers_[0]);
+  if (d_in.cols() > 0) {
+    d_in.noalias() = c->sens[1].lazyProduct(Weights(theta, layers_[0]));
+  }
 }
 
 void Mlp::AccumulateDiagGgn(const double* theta,

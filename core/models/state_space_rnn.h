@@ -182,12 +182,13 @@ void StateSpaceRnn::OutputJacobians(const double* theta, int trace, Tape* t,
     // Bemporad eq. (9): M_{k+1,theta} = F_k M_{k,theta} + Phi_k, M_{k+1,x} =
     // F_k M_{k,x}.
     fx_.Jacobian(theta + fx_offset_, k, &t->fx, t->jac_fx_theta, t->jac_fx_in);
+    // Phi_k is in jac_fx_theta: accumulate F_k M into it and swap buffers.
     const auto f = t->jac_fx_in.leftCols(nx);
-    t->tmp.noalias() = f * t->m_theta;
-    t->m_theta = t->tmp + t->jac_fx_theta;
+    t->jac_fx_theta.noalias() += f * t->m_theta;
+    t->m_theta.swap(t->jac_fx_theta);
     if (n0 > 0) {
       t->tmp.noalias() = f * t->m_x0;
-      t->m_x0 = t->tmp;
+      t->m_x0.swap(t->tmp);
     }
   }
 }
