@@ -393,6 +393,7 @@ absl::StatusOr<core::TrainConfig> ToTrainConfig(const v1::JobSpec& spec) {
         return core::OptionError("threads", o.threads(), ">= 0");
       c.threads = o.threads() == 0 ? 1 : o.threads();
       SPARROW_RETURN_IF_ERROR(ToAdmm(o, &c));
+      if (o.qr()) g.solver = core::GaussNewtonOptions::Solver::kQr;
       break;
     }
     case v1::OptimizerSpec::kNailm: {
@@ -407,6 +408,7 @@ absl::StatusOr<core::TrainConfig> ToTrainConfig(const v1::JobSpec& spec) {
         return core::OptionError("threads", o.threads(), ">= 0");
       c.threads = o.threads() == 0 ? 1 : o.threads();
       SPARROW_RETURN_IF_ERROR(ToAdmm(o, &c));
+      if (o.qr()) g.solver = core::GaussNewtonOptions::Solver::kQr;
       break;
     }
     case v1::OptimizerSpec::kSbdl:

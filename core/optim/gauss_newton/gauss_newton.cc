@@ -61,6 +61,7 @@ bool GaussNewton::Solve(double damping) {
 
 GaussNewton::Outcome GaussNewton::Step(Eigen::VectorXd* w) {
   Outcome out;
+  if (options_.solver == GaussNewtonOptions::Solver::kQr) return StepQr(w);
   double v0 = problem_->NormalEquations(*w, &h_, &g_);
   if (term_ != nullptr) {
     // ADMM rows sqrt(rho) I p_S = sqrt(rho) (center - w_S) (Bemporad §4.1).
@@ -75,8 +76,58 @@ GaussNewton::Outcome GaussNewton::Step(Eigen::VectorXd* w) {
   out.value = v0;
   if (!std::isfinite(v0)) return out;
   h_.triangularView<Eigen::StrictlyUpper>() = h_.transpose();
+  return Search(w, v0, false);
+}
+
+GaussNewton::Outcome GaussNewton::StepQr(Eigen::VectorXd* w) {
+  double v0 = problem_->TriangularFactor(*w, &r_, &d_);
+  if (term_ != nullptr) {
+    // ADMM rows sqrt(rho) e_i^T p = sqrt(rho) (center - w_i) (Bemporad §4.1).
+    const Eigen::Index n = r_.cols();
+    const Eigen::Index m = static_cast<Eigen::Index>(term_->indices.size());
+    Eigen::MatrixXd rows = Eigen::MatrixXd::Zero(m, n);
+    Eigen::VectorXd rhs(m);
+    const double root = std::sqrt(term_->rho);
+    for (Eigen::Index j = 0; j < m; ++j) {
+      const int i = term_->indices[j];
+      rows(j, i) = root;
+      rhs(j) = root * (term_->center(j) - (*w)(i));
+    }
+    internal::QrUpdate(rows, rhs, &r_, &d_, &stack_, &stack_rhs_);
+    v0 = Augmented(*w, v0);
+  }
+  if (!std::isfinite(v0)) {
+    Outcome out;
+    out.value = v0;
+    return out;
+  }
+  g_.noalias() = r_.triangularView<Eigen::Upper>().transpose() * d_;  // A^T b
+  return Search(w, v0, true);
+}
+
+bool GaussNewton::SolveQr(double damping) {
+  if (damping == 0.0) {
+    p_ = r_.triangularView<Eigen::Upper>().solve(d_);
+    return p_.allFinite();
+  }
+  // min |R p - d|^2 + damping |p|^2: QR of [R; sqrt(damping) I].
+  const Eigen::Index n = r_.cols();
+  damped_ = r_;
+  damped_rhs_ = d_;
+  internal::QrUpdate(
+      Eigen::MatrixXd(
+          Eigen::VectorXd::Constant(n, std::sqrt(damping)).asDiagonal()),
+      Eigen::VectorXd::Zero(n), &damped_, &damped_rhs_, &stack_, &stack_rhs_);
+  p_ = damped_.triangularView<Eigen::Upper>().solve(damped_rhs_);
+  return p_.allFinite();
+}
+
+GaussNewton::Outcome GaussNewton::Search(Eigen::VectorXd* w, double v0,
+                                         bool qr) {
+  Outcome out;
+  out.value = v0;
   if (options_.method == GaussNewtonOptions::Method::kLineSearch) {
-    if (!Solve(0.0)) return out;
+    if (!(qr ? SolveQr(0.0) : Solve(0.0))) return out;
     // grad V^T p = -g^T p (Bemporad §3.3).
     const double slope = -g_.dot(p_);
     double alpha = 1.0;
@@ -97,7 +148,7 @@ GaussNewton::Outcome GaussNewton::Step(Eigen::VectorXd* w) {
   }
   for (int j = 0; j < options_.max_trials; ++j) {
     ++out.trials;
-    if (Solve(lambda_)) {
+    if (qr ? SolveQr(lambda_) : Solve(lambda_)) {
       trial_ = *w + p_;
       const double v = Augmented(trial_, problem_->Value(trial_));
       if (std::isfinite(v) && v <= v0) {

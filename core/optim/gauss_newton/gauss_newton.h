@@ -42,6 +42,12 @@ struct GaussNewtonOptions {
   // LeastSquaresProblem as in the paper (the
   // corrected test of ALGORITHMS.md §2.4); >= 0.
   double epsilon_v = 1e-6;
+  // How each step's least-squares problem is solved: the normal equations
+  // A^T A by Cholesky (fast; squares the condition number), or a streaming
+  // QR of A (more accurate on ill-conditioned problems, about
+  // (n_p + 64) / 64 times the work per row block).
+  enum class Solver { kCholesky, kQr };
+  Solver solver = Solver::kCholesky;
   int max_epochs = 250;
   double max_seconds = 0.0;
   int report_every = 1;
@@ -79,6 +85,10 @@ class GaussNewton {
  private:
   double Augmented(const Eigen::VectorXd& w, double value) const;
   bool Solve(double damping);
+  bool SolveQr(double damping);
+  Outcome StepQr(Eigen::VectorXd* w);
+  // The globalization shared by both solvers, once g_ and the solve exist.
+  Outcome Search(Eigen::VectorXd* w, double v0, bool qr);
 
   GaussNewtonOptions options_;
   LeastSquaresProblem* problem_;
@@ -86,6 +96,8 @@ class GaussNewton {
   double lambda_;
   Eigen::MatrixXd h_, damped_;
   Eigen::VectorXd g_, p_, trial_;
+  Eigen::MatrixXd r_, stack_;  // QR solver: triangular factor and scratch
+  Eigen::VectorXd d_, stack_rhs_, damped_rhs_;
 };
 
 // Runs NAILS/NAILM until a stopping rule holds. The reported loss is the mean

@@ -5,6 +5,9 @@
 #include <limits>
 #include <thread>
 
+#include "Eigen/Cholesky"
+#include "Eigen/QR"
+
 namespace sparrow::core {
 namespace {
 
@@ -12,6 +15,36 @@ constexpr int kRowBlock =
     64;  // rows per rank update: large enough for a GEMM-speed update
 
 }  // namespace
+
+void internal::QrUpdate(const Eigen::Ref<const Eigen::MatrixXd>& rows,
+                        const Eigen::Ref<const Eigen::VectorXd>& rhs,
+                        Eigen::MatrixXd* r, Eigen::VectorXd* d,
+                        Eigen::MatrixXd* stack, Eigen::VectorXd* stack_rhs) {
+  const Eigen::Index n = r->cols();
+  const Eigen::Index m = rows.rows();
+  stack->resize(n + m, n);
+  stack->topRows(n) = *r;
+  stack->bottomRows(m) = rows;
+  stack_rhs->resize(n + m);
+  stack_rhs->head(n) = *d;
+  stack_rhs->tail(m) = rhs;
+  Eigen::HouseholderQR<Eigen::Ref<Eigen::MatrixXd>> qr(*stack);
+  stack_rhs->applyOnTheLeft(qr.householderQ().transpose());
+  *r = qr.matrixQR().topRows(n).triangularView<Eigen::Upper>();
+  *d = stack_rhs->head(n);
+}
+
+double LeastSquaresProblem::TriangularFactor(const Eigen::VectorXd& w,
+                                             Eigen::MatrixXd* r,
+                                             Eigen::VectorXd* d) {
+  Eigen::MatrixXd h;
+  Eigen::VectorXd g;
+  const double value = NormalEquations(w, &h, &g);
+  Eigen::LLT<Eigen::MatrixXd, Eigen::Lower> llt(h);
+  *r = llt.matrixU();
+  *d = llt.matrixL().solve(g);  // r^T d = g
+  return value;
+}
 
 SequenceLeastSquares::SequenceLeastSquares(
     const StateSpaceRnn* rnn, const std::vector<data::Trace>* traces, Loss loss,
@@ -59,9 +92,14 @@ void SequenceLeastSquares::AccumulateTrace(const Eigen::VectorXd& w, int t,
   int filled = 0;
   auto flush = [&] {
     if (filled == 0) return;
-    const auto r = wk->rows.topRows(filled);
-    wk->h.selfadjointView<Eigen::Lower>().rankUpdate(r.transpose());
-    wk->g.noalias() += r.transpose() * wk->rhs.head(filled);
+    if (wk->qr) {
+      internal::QrUpdate(wk->rows.topRows(filled), wk->rhs.head(filled), &wk->h,
+                         &wk->g, &wk->stack, &wk->stack_rhs);
+    } else {
+      const auto r = wk->rows.topRows(filled);
+      wk->h.selfadjointView<Eigen::Lower>().rankUpdate(r.transpose());
+      wk->g.noalias() += r.transpose() * wk->rhs.head(filled);
+    }
     filled = 0;
   };
   rnn_->OutputJacobians(w.data(), t, &wk->tape,
@@ -80,9 +118,7 @@ void SequenceLeastSquares::AccumulateTrace(const Eigen::VectorXd& w, int t,
   flush();
 }
 
-double SequenceLeastSquares::NormalEquations(const Eigen::VectorXd& w,
-                                             Eigen::MatrixXd* h,
-                                             Eigen::VectorXd* g) {
+void SequenceLeastSquares::StartAccumulation(bool qr) {
   const int n = num_params();
   for (Worker& wk : workers_) {
     wk.h.setZero(n, n);
@@ -90,7 +126,11 @@ double SequenceLeastSquares::NormalEquations(const Eigen::VectorXd& w,
     wk.rows.resize(kRowBlock, n);
     wk.rhs.resize(kRowBlock);
     wk.loss = 0.0;
+    wk.qr = qr;
   }
+}
+
+double SequenceLeastSquares::Accumulate(const Eigen::VectorXd& w) {
   const int num_traces = static_cast<int>(traces_->size());
   if (threads_ == 1) {
     for (int t = 0; t < num_traces; ++t) AccumulateTrace(w, t, &workers_[0]);
@@ -98,25 +138,53 @@ double SequenceLeastSquares::NormalEquations(const Eigen::VectorXd& w,
     std::vector<std::thread> pool;
     for (int k = 0; k < threads_; ++k) {
       pool.emplace_back([&, k] {
-        for (int t = k; t < num_traces; t += threads_)
+        for (int t = k; t < num_traces; t += threads_) {
           AccumulateTrace(w, t, &workers_[k]);
+        }
       });
     }
     for (std::thread& th : pool) th.join();
   }
+  double value = 0.0;
+  for (const Worker& wk : workers_) value += wk.loss;
+  value += Regularization(w);
+  return std::isfinite(value) ? value : std::numeric_limits<double>::infinity();
+}
+
+double SequenceLeastSquares::NormalEquations(const Eigen::VectorXd& w,
+                                             Eigen::MatrixXd* h,
+                                             Eigen::VectorXd* g) {
+  StartAccumulation(false);
+  const double value = Accumulate(w);
   *h = workers_[0].h;
   *g = workers_[0].g;
-  double value = workers_[0].loss;
   for (int k = 1; k < threads_; ++k) {
     *h += workers_[k].h;
     *g += workers_[k].g;
-    value += workers_[k].loss;
   }
   // L2 rows sqrt(rho) I p = -sqrt(rho) w (Bemporad eq. 11).
   h->diagonal() += rho_;
   g->noalias() -= rho_.cwiseProduct(w);
-  value += Regularization(w);
-  return std::isfinite(value) ? value : std::numeric_limits<double>::infinity();
+  return value;
+}
+
+double SequenceLeastSquares::TriangularFactor(const Eigen::VectorXd& w,
+                                              Eigen::MatrixXd* r,
+                                              Eigen::VectorXd* d) {
+  StartAccumulation(true);
+  const double value = Accumulate(w);
+  Worker& first = workers_[0];
+  for (int k = 1; k < threads_; ++k) {
+    internal::QrUpdate(workers_[k].h, workers_[k].g, &first.h, &first.g,
+                       &first.stack, &first.stack_rhs);
+  }
+  // L2 rows sqrt(rho) I p = -sqrt(rho) w (Bemporad eq. 11).
+  const Eigen::VectorXd root = rho_.cwiseSqrt();
+  internal::QrUpdate(Eigen::MatrixXd(root.asDiagonal()), -root.cwiseProduct(w),
+                     &first.h, &first.g, &first.stack, &first.stack_rhs);
+  *r = first.h;
+  *d = first.g;
+  return value;
 }
 
 }  // namespace sparrow::core

@@ -18,6 +18,17 @@
 #include "core/models/state_space_rnn.h"
 
 namespace sparrow::core {
+namespace internal {
+
+// Appends rows (with right-hand side rhs) to the triangular least-squares
+// system (r, d) by a Householder QR of [r; rows]: afterwards r^T r and r^T d
+// include the new rows. stack and stack_rhs are scratch.
+void QrUpdate(const Eigen::Ref<const Eigen::MatrixXd>& rows,
+              const Eigen::Ref<const Eigen::VectorXd>& rhs, Eigen::MatrixXd* r,
+              Eigen::VectorXd* d, Eigen::MatrixXd* stack,
+              Eigen::VectorXd* stack_rhs);
+
+}  // namespace internal
 
 class LeastSquaresProblem {
  public:
@@ -28,9 +39,16 @@ class LeastSquaresProblem {
   virtual int num_samples() const = 0;
   // V(w) by simulation; +Inf when the simulation is not finite.
   virtual double Value(const Eigen::VectorXd& w) = 0;
-  // Fills the lower triangle of h = A^T A and g = A^T b at w; returns V(w).
+  //   // Fills the lower triangle of h = A^T A and g = A^T b at w; returns
+  //   V(w).
   virtual double NormalEquations(const Eigen::VectorXd& w, Eigen::MatrixXd* h,
                                  Eigen::VectorXd* g) = 0;
+  // QR form of the same least-squares problem: upper-triangular r and d with
+  // r^T r = A^T A and r^T d = A^T b, so min |A p - b| = min |r p - d|. Avoids
+  // squaring the condition number. The default factors the normal equations
+  // (no accuracy gain); SequenceLeastSquares computes a true streaming QR.
+  virtual double TriangularFactor(const Eigen::VectorXd& w, Eigen::MatrixXd* r,
+                                  Eigen::VectorXd* d);
 };
 
 // The state-space RNN on several traces (Bemporad §3.1): per-trace
@@ -49,6 +67,10 @@ class SequenceLeastSquares : public LeastSquaresProblem {
   double Value(const Eigen::VectorXd& w) override;
   double NormalEquations(const Eigen::VectorXd& w, Eigen::MatrixXd* h,
                          Eigen::VectorXd* g) override;
+  // Streaming Householder QR of the row blocks (a TSQR): R is updated with
+  // each block, so memory stays O(n_p^2) as for the normal equations.
+  double TriangularFactor(const Eigen::VectorXd& w, Eigen::MatrixXd* r,
+                          Eigen::VectorXd* d) override;
 
  private:
   struct Worker {
@@ -56,7 +78,12 @@ class SequenceLeastSquares : public LeastSquaresProblem {
     Eigen::MatrixXd h, rows, curv, grad;
     Eigen::VectorXd g, rhs;
     double loss = 0.0;
+    bool qr = false;  // accumulate R, d (in h, g) instead of A^T A, A^T b
+    Eigen::MatrixXd stack;
+    Eigen::VectorXd stack_rhs;
   };
+  void StartAccumulation(bool qr);
+  double Accumulate(const Eigen::VectorXd& w);
   // Accumulates the rows of trace t into worker `wk`.
   void AccumulateTrace(const Eigen::VectorXd& w, int t, Worker* wk) const;
   double Regularization(const Eigen::VectorXd& w) const;

@@ -88,6 +88,20 @@ TEST_P(SequenceLeastSquaresTest, ThreadsGiveTheSameNormalEquations) {
   EXPECT_LT(RelativeError(g2, g1), 1e-13);
 }
 
+TEST_P(SequenceLeastSquaresTest, StreamingQrFactorsTheSameProblem) {
+  SequenceLeastSquares problem(&rnn_, &traces_, loss_, 0.7, 0.2,
+                               GetParam().threads);
+  MatrixXd h, r;
+  VectorXd g, d;
+  const double v = problem.NormalEquations(w_, &h, &g);
+  EXPECT_EQ(problem.TriangularFactor(w_, &r, &d), v);
+  const MatrixXd full = h.selfadjointView<Eigen::Lower>();
+  EXPECT_LT(RelativeError(r.transpose() * r, full), 1e-12);
+  EXPECT_LT(RelativeError(r.transpose() * d, g), 1e-12);
+  EXPECT_EQ(r.triangularView<Eigen::StrictlyLower>().toDenseMatrix().norm(),
+            0.0);
+}
+
 INSTANTIATE_TEST_SUITE_P(
     Cases, SequenceLeastSquaresTest,
     ::testing::Values(RnnCase{InitialState::kFree, LossKind::kMse, 1},
@@ -131,12 +145,20 @@ LinearLeastSquares Planted(double rho, double wall, VectorXd* truth) {
 }
 
 TEST(GaussNewtonTest, BothMethodsSolveALinearLeastSquaresProblem) {
-  for (auto method : {GaussNewtonOptions::Method::kLineSearch,
-                      GaussNewtonOptions::Method::kLevenbergMarquardt}) {
+  for (auto [method, solver] :
+       {std::pair{GaussNewtonOptions::Method::kLineSearch,
+                  GaussNewtonOptions::Solver::kCholesky},
+        std::pair{GaussNewtonOptions::Method::kLevenbergMarquardt,
+                  GaussNewtonOptions::Solver::kCholesky},
+        std::pair{GaussNewtonOptions::Method::kLineSearch,
+                  GaussNewtonOptions::Solver::kQr},
+        std::pair{GaussNewtonOptions::Method::kLevenbergMarquardt,
+                  GaussNewtonOptions::Solver::kQr}}) {
     VectorXd truth;
     LinearLeastSquares problem = Planted(0.0, 1e9, &truth);
     GaussNewtonOptions o;
     o.method = method;
+    o.solver = solver;
     o.lambda0 = 1e-3;
     o.epsilon_v = 1e-14;
     VectorXd w = VectorXd::Zero(6);
