@@ -66,12 +66,21 @@ class ProgressPrinter : public core::IterationCallback {
     if (g_interrupted) return core::CallbackResult::kAbort;
     const int every = std::max(1, max_epochs_ / 10);
     if (enabled_ && (r->iteration % every == 0 || r->iteration == 1)) {
-      std::cerr << absl::StrFormat(
-          "  epoch %6d  loss %-12.6g %s %7.2f s\n", r->iteration, r->loss,
-          std::isfinite(r->validation_metric)
-              ? absl::StrFormat("val %-10.5g", r->validation_metric)
-              : std::string(),
-          r->elapsed_seconds);
+      std::string line =
+          absl::StrFormat("  epoch %6d  loss %-12.6g", r->iteration, r->loss);
+      if (std::isfinite(r->validation_metric)) {
+        absl::StrAppendFormat(&line, "  val %-10.5g", r->validation_metric);
+      }
+      if (std::isfinite(r->step_size) && r->step_size != 0.0) {
+        absl::StrAppendFormat(&line, "  step %-9.3g", r->step_size);
+      }
+      if (std::isfinite(r->sparsity_pct) && r->sparsity_pct > 0.0) {
+        absl::StrAppendFormat(&line, "  zeros %5.1f%%", r->sparsity_pct);
+      }
+      for (const auto& [name, value] : r->extras) {
+        absl::StrAppendFormat(&line, "  %s %.3g", name, value);
+      }
+      std::cerr << line << absl::StrFormat("  %7.2f s\n", r->elapsed_seconds);
     }
     return core::CallbackResult::kContinue;
   }
