@@ -136,7 +136,8 @@ void Score(const std::vector<Eigen::MatrixXd>& ys,
     c += ys[i].cols();
   }
   if (rmse) *rmse = Rmse(y, yhat);
-  if (bfr) *bfr = Bfr(y, yhat);
+  // BFR compares a signal with its simulation; it means nothing for labels.
+  if (bfr && !IsClassification(loss)) *bfr = Bfr(y, yhat);
   if (accuracy && IsClassification(loss)) {
     *accuracy = Accuracy(y, yhat, loss.kind == LossKind::kSoftmaxCrossEntropy);
   }
