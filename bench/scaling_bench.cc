@@ -1,0 +1,152 @@
+// Scaling of one Gauss-Newton normal-equation build, H = A^T A and g = A^T b
+// (SequenceLeastSquares::NormalEquations: simulation, forward sensitivities
+// M_kx, M_ktheta (Bemporad eq. 8-9), row blocks and rank updates), i.e. the
+// model work of one NAILS/NAILM epoch, for the MR-damper-shaped state-space RNN
+// of Bemporad Sec. 5.1 (nx = 4, f_x and f_y with one hidden layer of 4 tanh
+// units, feedthrough, free x0 per trace, nu = ny = 1; MSE, rho_x0 = 1,
+// rho_theta = 0.1):
+//
+//   BM_NormalEquationsVsSamples/N    one trace of N samples, 1 thread,
+//                                    N = 500 ... 8000: cost per sample should
+//                                    stay flat (the rows are accumulated in
+//                                    blocks, memory does not grow with N).
+//   BM_NormalEquationsVsThreads/T    10 traces of 2000 samples, T = 1, 2
+//                                    threads (SequenceLeastSquares spreads the
+//                                    traces over its threads, each with its own
+//                                    accumulator, and sums them).
+//
+// The data are synthetic (smooth random multisine input through a saturating
+// first-order system, z-scored), seeded, so runs are comparable. items = samples
+// (time steps), so items_per_second is samples per second. Wall-clock time
+// (UseRealTime), since the threaded variant works on other threads. See
+// bench/README.md.
+#include <benchmark/benchmark.h>
+
+#include <cmath>
+#include <vector>
+
+#include "Eigen/Core"
+#include "core/data/dataset.h"
+#include "core/losses/loss.h"
+#include "core/models/state_space_rnn.h"
+#include "core/optim/gauss_newton/least_squares.h"
+#include "core/util/random.h"
+
+namespace sparrow::core {
+namespace {
+
+// Z-scores every row of m in place.
+void ZScoreRows(Eigen::MatrixXd* m) {
+  for (int r = 0; r < m->rows(); ++r) {
+    auto row = m->row(r);
+    const double mean = row.mean();
+    row.array() -= mean;
+    const double sd =
+        std::sqrt(row.squaredNorm() / static_cast<double>(row.size()));
+    if (sd > 0.0) row /= sd;
+  }
+}
+
+// A smooth synthetic trace of `samples` steps: a few random sinusoids through
+// a saturating first-order system (as the fallback of models_bench.cc).
+data::Trace SyntheticTrace(int samples, uint64_t seed) {
+  Rng rng(seed);
+  data::Trace t;
+  t.u.resize(1, samples);
+  t.y.resize(1, samples);
+  double amp[4], freq[4], phase[4];
+  for (int i = 0; i < 4; ++i) {
+    amp[i] = rng.Uniform() + 0.2;
+    freq[i] = 0.002 + 0.03 * rng.Uniform();
+    phase[i] = 2.0 * M_PI * rng.Uniform();
+  }
+  double x = 0.0;
+  for (int k = 0; k < samples; ++k) {
+    double u = 0.0;
+    for (int i = 0; i < 4; ++i)
+      u += amp[i] * std::sin(2.0 * M_PI * freq[i] * k + phase[i]);
+    t.u(0, k) = u;
+    t.y(0, k) = std::tanh(2.0 * x) + 0.3 * u;
+    x = 0.9 * x + 0.1 * u;
+  }
+  ZScoreRows(&t.u);
+  ZScoreRows(&t.y);
+  return t;
+}
+
+StateSpaceRnnSpec DamperSpec(int num_traces) {
+  StateSpaceRnnSpec s;
+  s.nx = 4;
+  s.nu = 1;
+  s.ny = 1;
+  s.fx_hidden = {4};
+  s.fy_hidden = {4};
+  s.activation = Activation::kTanh;
+  s.feedthrough = true;
+  s.initial_state = InitialState::kFree;
+  s.num_traces = num_traces;
+  return s;
+}
+
+Eigen::VectorXd Theta(const StateSpaceRnn& rnn) {
+  Eigen::VectorXd theta(rnn.num_params());
+  Rng rng(1);
+  rnn.Initialize(0.15, &rng, theta.data());
+  return theta;
+}
+
+void Run(benchmark::State& state, const std::vector<data::Trace>& traces,
+         int threads) {
+  const StateSpaceRnn rnn(DamperSpec(static_cast<int>(traces.size())));
+  const Eigen::VectorXd theta = Theta(rnn);
+  SequenceLeastSquares problem(&rnn, &traces, Loss{}, /*rho_x0=*/1.0,
+                               /*rho_theta=*/0.1, threads);
+  Eigen::MatrixXd h;
+  Eigen::VectorXd g;
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(problem.NormalEquations(theta, &h, &g));
+    benchmark::ClobberMemory();
+  }
+  int64_t samples = 0;
+  for (const data::Trace& t : traces) samples += t.length();
+  state.SetItemsProcessed(state.iterations() * samples);
+  state.counters["samples"] = static_cast<double>(samples);
+  state.counters["traces"] = static_cast<double>(traces.size());
+  state.counters["threads"] = threads;
+  state.counters["params"] = rnn.num_params();
+  state.SetLabel("synthetic");
+}
+
+// (a) One trace of N = state.range(0) samples, single thread.
+void BM_NormalEquationsVsSamples(benchmark::State& state) {
+  const std::vector<data::Trace> traces = {
+      SyntheticTrace(static_cast<int>(state.range(0)), 7)};
+  Run(state, traces, 1);
+}
+BENCHMARK(BM_NormalEquationsVsSamples)
+    ->ArgName("N")
+    ->Arg(500)
+    ->Arg(1000)
+    ->Arg(2000)
+    ->Arg(4000)
+    ->Arg(8000)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+
+// (b) 10 traces of 2000 samples on T = state.range(0) threads.
+void BM_NormalEquationsVsThreads(benchmark::State& state) {
+  std::vector<data::Trace> traces;
+  for (int i = 0; i < 10; ++i) traces.push_back(SyntheticTrace(2000, 7 + i));
+  Run(state, traces, static_cast<int>(state.range(0)));
+}
+BENCHMARK(BM_NormalEquationsVsThreads)
+    ->ArgName("threads")
+    ->Arg(1)
+    ->Arg(2)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+
+}  // namespace
+}  // namespace sparrow::core
+
+BENCHMARK_MAIN();
