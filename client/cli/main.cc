@@ -1,7 +1,7 @@
 // `sparrow`: the command-line client. Subcommands:
 //   run --local SPEC.json   train in-process and print the fit
 //   datagen SYSTEM -o FILE  generate the project's synthetic benchmark data
-// // Exit codes: 0 success, 1 the training run diverged or was interrupted
+// Exit codes: 0 success, 1 the training run diverged or was interrupted
 // (Ctrl-C), 2 usage or input error.
 #include <atomic>
 #include <csignal>

@@ -178,22 +178,26 @@ absl::StatusOr<core::ModelConfig> ToModelConfig(const v1::ModelSpec& m,
 // ADMM settings of nails/nailm (0 = default): N_ADMM 250, rho 1 (group Lasso:
 // 10 tau_g, Bemporad Sec. 5.4), E = 1.
 template <typename GaussNewtonProto>
-absl::Status ToAdmm(const GaussNewtonProto& o, core::TrainConfig* c) {
+absl::Status ToAdmm(const GaussNewtonProto& o, absl::string_view prefix,
+                    core::TrainConfig* c) {
   const bool any =
       o.admm_iterations() != 0 || o.admm_rho() != 0 || o.epochs_per_admm() != 0;
   if (c->penalty.kind == core::TrainConfig::Penalty::Kind::kNone) {
     if (any) {
       return absl::InvalidArgumentError(
-          "admm_iterations/admm_rho/epochs_per_admm need a non-smooth "
+          "admm_iterations/admm_rho/epochs_per_admm/admm_keep_best need a "
+          "non-smooth "
           "regularization (l1, l0, group_lasso, quantization or binary)");
     }
     return absl::OkStatus();
   }
   if (o.admm_iterations() < 0) {
-    return core::OptionError("admm_iterations", o.admm_iterations(), ">= 1");
+    return core::OptionError(absl::StrCat(prefix, "admm_iterations"),
+                             o.admm_iterations(), ">= 1");
   }
   if (o.admm_rho() < 0)
-    return core::OptionError("admm_rho", o.admm_rho(), "> 0");
+    return core::OptionError(absl::StrCat(prefix, "admm_rho"), o.admm_rho(),
+                             "> 0");
   c->admm.iterations = o.admm_iterations() == 0 ? 250 : o.admm_iterations();
   c->admm.inner_epochs = o.epochs_per_admm() == 0 ? 1 : o.epochs_per_admm();
   c->admm.keep_best = o.admm_keep_best();
@@ -390,9 +394,10 @@ absl::StatusOr<core::TrainConfig> ToTrainConfig(const v1::JobSpec& spec) {
       if (o.sigma() != 0) g.sigma = o.sigma();
       if (o.max_backtracks() != 0) g.max_backtracks = o.max_backtracks();
       if (o.threads() < 0)
-        return core::OptionError("threads", o.threads(), ">= 0");
+        return core::OptionError("optimizer.nails.threads", o.threads(),
+                                 ">= 0");
       c.threads = o.threads() == 0 ? 1 : o.threads();
-      SPARROW_RETURN_IF_ERROR(ToAdmm(o, &c));
+      SPARROW_RETURN_IF_ERROR(ToAdmm(o, "optimizer.nails.", &c));
       if (o.qr()) g.solver = core::GaussNewtonOptions::Solver::kQr;
       break;
     }
@@ -405,9 +410,10 @@ absl::StatusOr<core::TrainConfig> ToTrainConfig(const v1::JobSpec& spec) {
       if (o.c3() != 0) g.c3 = o.c3();
       if (o.max_trials() != 0) g.max_trials = o.max_trials();
       if (o.threads() < 0)
-        return core::OptionError("threads", o.threads(), ">= 0");
+        return core::OptionError("optimizer.nailm.threads", o.threads(),
+                                 ">= 0");
       c.threads = o.threads() == 0 ? 1 : o.threads();
-      SPARROW_RETURN_IF_ERROR(ToAdmm(o, &c));
+      SPARROW_RETURN_IF_ERROR(ToAdmm(o, "optimizer.nailm.", &c));
       if (o.qr()) g.solver = core::GaussNewtonOptions::Solver::kQr;
       break;
     }

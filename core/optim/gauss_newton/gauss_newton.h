@@ -38,9 +38,9 @@ struct GaussNewtonOptions {
   double c2 = 1.5;
   double c3 = 5.0;
   int max_trials = 20;
-  // // Converged when |V(h-1) - V(h)| <= epsilon_v, V in the sum units of
-  // LeastSquaresProblem as in the paper (the
-  // corrected test of ALGORITHMS.md §2.4); >= 0.
+  // Converged when |V(h-1) - V(h)| <= epsilon_v, V in the sum units of
+  // LeastSquaresProblem as in the paper (the corrected test of ALGORITHMS.md
+  // §2.4); >= 0.
   double epsilon_v = 1e-6;
   // How each step's least-squares problem is solved: the normal equations
   // A^T A by Cholesky (fast; squares the condition number), or a streaming

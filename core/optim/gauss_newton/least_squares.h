@@ -39,8 +39,7 @@ class LeastSquaresProblem {
   virtual int num_samples() const = 0;
   // V(w) by simulation; +Inf when the simulation is not finite.
   virtual double Value(const Eigen::VectorXd& w) = 0;
-  //   // Fills the lower triangle of h = A^T A and g = A^T b at w; returns
-  //   V(w).
+  // Fills the lower triangle of h = A^T A and g = A^T b at w; returns V(w).
   virtual double NormalEquations(const Eigen::VectorXd& w, Eigen::MatrixXd* h,
                                  Eigen::VectorXd* g) = 0;
   // QR form of the same least-squares problem: upper-triangular r and d with

@@ -16,7 +16,7 @@ namespace sparrow::core::internal {
 struct StopRules {
   int max_iterations = 1000;
   double max_seconds = 0.0;  // 0 = no deadline
-  // // Converged when the objective changed by at most this over one iteration
+  // Converged when the objective changed by at most this over one iteration
   // (0 = never).
   double tolerance = 0.0;
   int report_every = 1;

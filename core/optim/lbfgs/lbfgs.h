@@ -21,7 +21,7 @@ struct LbfgsOptions {
   int max_line_search = 40;   // function evaluations per line search, >= 1
   int max_iterations = 1000;  // >= 1
   double max_seconds = 0.0;   // 0 = none
-  // // Converged when |f_prev - f| <= tolerance * max(|f|, |f_prev|, 1) over
+  // Converged when |f_prev - f| <= tolerance * max(|f|, |f_prev|, 1) over
   // one iteration (LBFGS++'s relative test; 0 = never).
   double tolerance = 0.0;
   int report_every = 1;

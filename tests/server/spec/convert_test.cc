@@ -97,6 +97,26 @@ TEST(ConvertTest, MissingPiecesAreExplained) {
   EXPECT_EQ(s.code(), absl::StatusCode::kUnimplemented);
 }
 
+TEST(ConvertTest, PenaltiesNeedAdmmAndAdmmNeedsAPenalty) {
+  const std::string l1 = Replace(kRnnSpec, "\"optimizer\": {\"lbfgs\": {}}",
+                                 "\"regularization\": {\"l1\": {\"tau\": "
+                                 "0.2}}, \"optimizer\": {\"lbfgs\": {}}");
+  ExpectError(Load(l1, Csv(200)),
+              "solved by ADMM around optimizer nails or nailm");
+  EXPECT_TRUE(
+      Load(Replace(l1, "\"lbfgs\": {}", "\"nails\": {\"admm_rho\": 10}"),
+           Csv(200))
+          .ok());
+  ExpectError(
+      Load(Replace(kRnnSpec, "\"lbfgs\": {}", "\"nailm\": {\"admm_rho\": 10}"),
+           Csv(200)),
+      "need a non-smooth regularization");
+  ExpectError(
+      Load(Replace(l1, "\"lbfgs\": {}", "\"nails\": {\"admm_rho\": -1}"),
+           Csv(200)),
+      "optimizer.nails.admm_rho is -1");
+}
+
 TEST(ConvertTest, AColumnHasOneRole) {
   ExpectError(
       Load(Replace(kRnnSpec, "\"outputs\": [\"y\"]", "\"outputs\": [\"0\"]"),
