@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "Eigen/Core"
+#include "bench/bench_common.h"
 #include "core/data/csv.h"
 #include "core/data/dataset.h"
 #include "core/data/narx.h"
@@ -45,17 +46,7 @@ constexpr int kDamperSamples = 2000;
 constexpr int kNarxSamples = 1024;
 constexpr int kNarxLags = 19;
 
-// Z-scores every row of m in place.
-void ZScoreRows(Eigen::MatrixXd* m) {
-  for (int r = 0; r < m->rows(); ++r) {
-    auto row = m->row(r);
-    const double mean = row.mean();
-    row.array() -= mean;
-    const double sd =
-        std::sqrt(row.squaredNorm() / static_cast<double>(row.size()));
-    if (sd > 0.0) row /= sd;
-  }
-}
+using bench::ZScoreRows;
 
 std::string ReadFileOrEmpty(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -106,26 +97,7 @@ const DamperData& Damper() {
       break;
     }
     if (out.source.empty()) {
-      // Smooth random input (a few random sinusoids) through a saturating
-      // first-order system.
-      Rng rng(7);
-      t.u.resize(1, kDamperSamples);
-      t.y.resize(1, kDamperSamples);
-      double amp[4], freq[4], phase[4];
-      for (int i = 0; i < 4; ++i) {
-        amp[i] = rng.Uniform() + 0.2;
-        freq[i] = 0.002 + 0.03 * rng.Uniform();
-        phase[i] = 2.0 * M_PI * rng.Uniform();
-      }
-      double x = 0.0;
-      for (int k = 0; k < kDamperSamples; ++k) {
-        double u = 0.0;
-        for (int i = 0; i < 4; ++i)
-          u += amp[i] * std::sin(2.0 * M_PI * freq[i] * k + phase[i]);
-        t.u(0, k) = u;
-        t.y(0, k) = std::tanh(2.0 * x) + 0.3 * u;
-        x = 0.9 * x + 0.1 * u;
-      }
+      t = bench::SyntheticTrace(kDamperSamples, 7);
       out.source = "synthetic";
     }
     ZScoreRows(&t.u);
@@ -136,26 +108,8 @@ const DamperData& Damper() {
   return d;
 }
 
-StateSpaceRnnSpec DamperSpec() {
-  StateSpaceRnnSpec s;
-  s.nx = 4;
-  s.nu = 1;
-  s.ny = 1;
-  s.fx_hidden = {4};
-  s.fy_hidden = {4};
-  s.activation = Activation::kTanh;
-  s.feedthrough = true;
-  s.initial_state = InitialState::kFree;
-  s.num_traces = 1;
-  return s;
-}
-
-Eigen::VectorXd DamperTheta(const StateSpaceRnn& rnn) {
-  Eigen::VectorXd theta(rnn.num_params());
-  Rng rng(1);
-  rnn.Initialize(0.15, &rng, theta.data());
-  return theta;
-}
+using bench::DamperSpec;
+using bench::DamperTheta;
 
 void BM_DamperSimulate(benchmark::State& state) {
   const DamperData& d = Damper();

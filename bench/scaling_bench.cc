@@ -16,9 +16,9 @@
 //                                    accumulator, and sums them).
 //
 // The data are synthetic (smooth random multisine input through a saturating
-// first-order system, z-scored), seeded, so runs are comparable. items = samples
-// (time steps), so items_per_second is samples per second. Wall-clock time
-// (UseRealTime), since the threaded variant works on other threads. See
+// first-order system, z-scored), seeded, so runs are comparable. items =
+// samples (time steps), so items_per_second is samples per second. Wall-clock
+// time (UseRealTime), since the threaded variant works on other threads. See
 // bench/README.md.
 #include <benchmark/benchmark.h>
 
@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "Eigen/Core"
+#include "bench/bench_common.h"
 #include "core/data/dataset.h"
 #include "core/losses/loss.h"
 #include "core/models/state_space_rnn.h"
@@ -35,64 +36,11 @@
 namespace sparrow::core {
 namespace {
 
-// Z-scores every row of m in place.
-void ZScoreRows(Eigen::MatrixXd* m) {
-  for (int r = 0; r < m->rows(); ++r) {
-    auto row = m->row(r);
-    const double mean = row.mean();
-    row.array() -= mean;
-    const double sd =
-        std::sqrt(row.squaredNorm() / static_cast<double>(row.size()));
-    if (sd > 0.0) row /= sd;
-  }
-}
-
-// A smooth synthetic trace of `samples` steps: a few random sinusoids through
-// a saturating first-order system (as the fallback of models_bench.cc).
-data::Trace SyntheticTrace(int samples, uint64_t seed) {
-  Rng rng(seed);
-  data::Trace t;
-  t.u.resize(1, samples);
-  t.y.resize(1, samples);
-  double amp[4], freq[4], phase[4];
-  for (int i = 0; i < 4; ++i) {
-    amp[i] = rng.Uniform() + 0.2;
-    freq[i] = 0.002 + 0.03 * rng.Uniform();
-    phase[i] = 2.0 * M_PI * rng.Uniform();
-  }
-  double x = 0.0;
-  for (int k = 0; k < samples; ++k) {
-    double u = 0.0;
-    for (int i = 0; i < 4; ++i)
-      u += amp[i] * std::sin(2.0 * M_PI * freq[i] * k + phase[i]);
-    t.u(0, k) = u;
-    t.y(0, k) = std::tanh(2.0 * x) + 0.3 * u;
-    x = 0.9 * x + 0.1 * u;
-  }
-  ZScoreRows(&t.u);
-  ZScoreRows(&t.y);
-  return t;
-}
-
-StateSpaceRnnSpec DamperSpec(int num_traces) {
-  StateSpaceRnnSpec s;
-  s.nx = 4;
-  s.nu = 1;
-  s.ny = 1;
-  s.fx_hidden = {4};
-  s.fy_hidden = {4};
-  s.activation = Activation::kTanh;
-  s.feedthrough = true;
-  s.initial_state = InitialState::kFree;
-  s.num_traces = num_traces;
-  return s;
-}
+using bench::DamperSpec;
+using bench::SyntheticTrace;
 
 Eigen::VectorXd Theta(const StateSpaceRnn& rnn) {
-  Eigen::VectorXd theta(rnn.num_params());
-  Rng rng(1);
-  rnn.Initialize(0.15, &rng, theta.data());
-  return theta;
+  return bench::DamperTheta(rnn);
 }
 
 void Run(benchmark::State& state, const std::vector<data::Trace>& traces,
