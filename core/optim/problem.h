@@ -59,7 +59,7 @@ struct IterationRecord {
   double validation_metric =
       std::numeric_limits<double>::quiet_NaN();  // set by the callback
   double sparsity_pct = std::numeric_limits<double>::quiet_NaN();
-    const Eigen::VectorXd* params =
+  const Eigen::VectorXd* params =
       nullptr;  // the current iterate, valid during the call only
   // Method-specific quantities, e.g. ADMM's primal and dual residuals.
   std::vector<std::pair<std::string, double>> extras;

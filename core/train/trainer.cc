@@ -309,7 +309,9 @@ absl::Status EvaluateSequences(const Model& model,
       Eigen::MatrixXd u = tr.u;
       model.input_scaling.Apply(&u);
       StateSpaceRnn::Tape tape;
-      rnn.Simulate(model.params.data(), u, u, static_cast<int>(t), &tape);
+      // A free x0 reads no measured outputs: pass the inputs as the unused
+      // output argument rather than scaling a copy of y for nothing.
+      rnn.Simulate(model.params.data(), u, /*y=*/u, static_cast<int>(t), &tape);
       p.y = tape.outputs();
       model.output_scaling.Invert(&p.y);
     } else {

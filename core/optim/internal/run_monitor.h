@@ -20,8 +20,8 @@ struct StopRules {
   // (0 = never).
   double tolerance = 0.0;
   int report_every = 1;
-  // Record a non-finite loss instead of stopping with kDiverged (ADMM, whose reported model nu
-  // may be briefly unstable while theta is fine).
+  // Record a non-finite loss instead of stopping with kDiverged (ADMM, whose
+  // reported model nu may be briefly unstable while theta is fine).
   bool allow_non_finite = false;
 };
 
@@ -43,7 +43,7 @@ class RunMonitor {
   // Records iteration `it` that moved the objective from `previous` to `loss`.
   // Returns the termination reason when the run must stop, std::nullopt to
   // continue.
-    std::optional<Termination> EndIteration(
+  std::optional<Termination> EndIteration(
       int it, double previous, double loss, double step,
       const Eigen::VectorXd& params,
       std::vector<std::pair<std::string, double>> extras = {}) {
@@ -73,7 +73,7 @@ class RunMonitor {
       r.elapsed_seconds = Elapsed();
       r.loss = loss;
       r.step_size = step;
-            r.params = &params;
+      r.params = &params;
       r.extras = std::move(extras);
       CallbackResult answer = CallbackResult::kContinue;
       if (callback_ != nullptr) answer = callback_->OnIteration(&r);
