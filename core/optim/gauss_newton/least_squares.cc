@@ -58,6 +58,7 @@ SequenceLeastSquares::SequenceLeastSquares(
   rho_.head(rnn->x0_size()).setConstant(rho_x0);
   for (const data::Trace& t : *traces)
     num_samples_ += t.length() - rnn->warmup();
+  pipeline_ = threads >= 2 && threads_ == 1;
   workers_.resize(threads_);
 }
 
@@ -78,8 +79,20 @@ double SequenceLeastSquares::Value(const Eigen::VectorXd& w) {
   return std::isfinite(value) ? value : std::numeric_limits<double>::infinity();
 }
 
+void SequenceLeastSquares::Fold(Worker* wk, const Eigen::MatrixXd& rows,
+                                const Eigen::VectorXd& rhs, int filled) {
+  if (wk->qr) {
+    internal::QrUpdate(rows.topRows(filled), rhs.head(filled), &wk->h, &wk->g,
+                       &wk->stack, &wk->stack_rhs);
+  } else {
+    const auto r = rows.topRows(filled);
+    wk->h.selfadjointView<Eigen::Lower>().rankUpdate(r.transpose());
+    wk->g.noalias() += r.transpose() * rhs.head(filled);
+  }
+}
+
 void SequenceLeastSquares::AccumulateTrace(const Eigen::VectorXd& w, int t,
-                                           Worker* wk) const {
+                                           Worker* wk, Pipeline* pipe) const {
   const data::Trace& tr = (*traces_)[t];
   const int ny = static_cast<int>(tr.y.rows());
   rnn_->Simulate(w.data(), tr.u, tr.y, t, &wk->tape);
@@ -92,13 +105,20 @@ void SequenceLeastSquares::AccumulateTrace(const Eigen::VectorXd& w, int t,
   int filled = 0;
   auto flush = [&] {
     if (filled == 0) return;
-    if (wk->qr) {
-      internal::QrUpdate(wk->rows.topRows(filled), wk->rhs.head(filled), &wk->h,
-                         &wk->g, &wk->stack, &wk->stack_rhs);
+    if (pipe == nullptr) {
+      Fold(wk, wk->rows, wk->rhs, filled);
     } else {
-      const auto r = wk->rows.topRows(filled);
-      wk->h.selfadjointView<Eigen::Lower>().rankUpdate(r.transpose());
-      wk->g.noalias() += r.transpose() * wk->rhs.head(filled);
+      std::unique_lock<std::mutex> lock(pipe->mu);
+      pipe->cv.wait(lock, [&] { return !pipe->ready; });
+      wk->rows.swap(pipe->rows);
+      wk->rhs.swap(pipe->rhs);
+      pipe->filled = filled;
+      pipe->ready = true;
+      pipe->cv.notify_all();
+      if (wk->rows.rows() != kRowBlock) {
+        wk->rows.resize(kRowBlock, wk->h.cols());
+        wk->rhs.resize(kRowBlock);
+      }
     }
     filled = 0;
   };
@@ -132,7 +152,37 @@ void SequenceLeastSquares::StartAccumulation(bool qr) {
 
 double SequenceLeastSquares::Accumulate(const Eigen::VectorXd& w) {
   const int num_traces = static_cast<int>(traces_->size());
-  if (threads_ == 1) {
+  if (pipeline_) {
+    Worker& wk = workers_[0];
+    Pipeline pipe;
+    pipe.rows.resize(kRowBlock, num_params());
+    pipe.rhs.resize(kRowBlock);
+    std::thread folder([&] {
+      Eigen::MatrixXd rows(kRowBlock, num_params());
+      Eigen::VectorXd rhs(kRowBlock);
+      for (;;) {
+        int filled = 0;
+        {
+          std::unique_lock<std::mutex> lock(pipe.mu);
+          pipe.cv.wait(lock, [&] { return pipe.ready || pipe.done; });
+          if (!pipe.ready) return;
+          rows.swap(pipe.rows);
+          rhs.swap(pipe.rhs);
+          filled = pipe.filled;
+          pipe.ready = false;
+          pipe.cv.notify_all();
+        }
+        Fold(&wk, rows, rhs, filled);
+      }
+    });
+    for (int t = 0; t < num_traces; ++t) AccumulateTrace(w, t, &wk, &pipe);
+    {
+      std::lock_guard<std::mutex> lock(pipe.mu);
+      pipe.done = true;
+    }
+    pipe.cv.notify_all();
+    folder.join();
+  } else if (threads_ == 1) {
     for (int t = 0; t < num_traces; ++t) AccumulateTrace(w, t, &workers_[0]);
   } else {
     std::vector<std::thread> pool;

@@ -10,6 +10,8 @@
 #ifndef SPARROW_CORE_OPTIM_GAUSS_NEWTON_LEAST_SQUARES_H_
 #define SPARROW_CORE_OPTIM_GAUSS_NEWTON_LEAST_SQUARES_H_
 
+#include <condition_variable>
+#include <mutex>
 #include <vector>
 
 #include "Eigen/Core"
@@ -81,10 +83,26 @@ class SequenceLeastSquares : public LeastSquaresProblem {
     Eigen::MatrixXd stack;
     Eigen::VectorXd stack_rhs;
   };
+  // Hands full row blocks from the thread that builds them to one that folds
+  // them into (h, g): with a single trace and two threads, the sensitivity
+  // recursion and the rank updates run side by side.
+  struct Pipeline {
+    std::mutex mu;
+    std::condition_variable cv;
+    Eigen::MatrixXd rows;  // the exchange slot
+    Eigen::VectorXd rhs;
+    int filled = 0;
+    bool ready = false;
+    bool done = false;
+  };
+  // Folds rows [0, filled) into the worker's (h, g) or its QR factor.
+  static void Fold(Worker* wk, const Eigen::MatrixXd& rows,
+                   const Eigen::VectorXd& rhs, int filled);
   void StartAccumulation(bool qr);
   double Accumulate(const Eigen::VectorXd& w);
   // Accumulates the rows of trace t into worker `wk`.
-  void AccumulateTrace(const Eigen::VectorXd& w, int t, Worker* wk) const;
+  void AccumulateTrace(const Eigen::VectorXd& w, int t, Worker* wk,
+                       Pipeline* pipe = nullptr) const;
   double Regularization(const Eigen::VectorXd& w) const;
 
   const StateSpaceRnn* rnn_;
@@ -92,6 +110,7 @@ class SequenceLeastSquares : public LeastSquaresProblem {
   Loss loss_;
   Eigen::VectorXd rho_;  // per-parameter L2 weight
   int threads_;
+  bool pipeline_ = false;  // one trace, two threads: see Pipeline
   int num_samples_ = 0;
   std::vector<Worker> workers_;
 };

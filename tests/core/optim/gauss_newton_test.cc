@@ -88,6 +88,23 @@ TEST_P(SequenceLeastSquaresTest, ThreadsGiveTheSameNormalEquations) {
   EXPECT_LT(RelativeError(g2, g1), 1e-13);
 }
 
+TEST_P(SequenceLeastSquaresTest, OneTracePipelinedOnTwoThreadsIsIdentical) {
+  const std::vector<data::Trace> one(traces_.begin() + 2, traces_.end());
+  SequenceLeastSquares serial(&rnn_, &one, loss_, 0.7, 0.2, 1);
+  SequenceLeastSquares piped(&rnn_, &one, loss_, 0.7, 0.2, 2);
+  MatrixXd h1, h2, r1, r2;
+  VectorXd g1, g2, d1, d2;
+  EXPECT_EQ(serial.NormalEquations(w_, &h1, &g1),
+            piped.NormalEquations(w_, &h2, &g2));
+  EXPECT_EQ(h1.triangularView<Eigen::Lower>().toDenseMatrix(),
+            h2.triangularView<Eigen::Lower>().toDenseMatrix());
+  EXPECT_EQ(g1, g2);
+  serial.TriangularFactor(w_, &r1, &d1);
+  piped.TriangularFactor(w_, &r2, &d2);
+  EXPECT_EQ(r1, r2);
+  EXPECT_EQ(d1, d2);
+}
+
 TEST_P(SequenceLeastSquaresTest, StreamingQrFactorsTheSameProblem) {
   SequenceLeastSquares problem(&rnn_, &traces_, loss_, 0.7, 0.2,
                                GetParam().threads);
