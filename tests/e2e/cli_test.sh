@@ -75,6 +75,21 @@ PY
 then ok; else bad "run --seeds 3: $out"; fi
 expect 0 "termination" "$bin" run --local "$tmp/ok.json"
 
+# NAILM with an l1 penalty through ADMM: a sparse model, saved and run again by predict.
+sed 's|"optimizer": {"lbfgs": {}}|"regularization": {"l1": {"tau": 2.0}}, "optimizer": {"nailm": {"admm_iterations": 15, "admm_rho": 10}}|' \
+  "$tmp/ok.json" > "$tmp/sparse.json"
+out=$("$bin" run --local "$tmp/sparse.json" --json -o "$tmp/sparse_model.json" 2>/dev/null)
+if python3 - "$out" <<'PY'
+import json, sys
+d = json.loads(sys.argv[1])
+assert d["sparsity_pct"] > 0, d
+assert d["epochs"] == 15, d
+PY
+then ok; else bad "nailm + l1: $out"; fi
+expect 0 "predicted 600 samples: BFR" "$bin" predict --local --model "$tmp/sparse_model.json" --input "$tmp/tanks.csv"
+cp "$tmp/tanks.csv" "$tmp/not_a_model.json"
+expect 2 "not a sparrow.v1.TrainedModel" "$bin" predict --local --model "$tmp/not_a_model.json" --input "$tmp/tanks.csv"
+
 # --- bad inputs: clear message, exit 2 ------------------------------------------------------
 csv_case() {  # csv_case NAME CONTENT NEEDLE
   printf "$2" > "$tmp/$1.csv"

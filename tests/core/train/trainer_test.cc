@@ -206,6 +206,60 @@ TEST(TrainerTest, MlpRegressionAndClassification) {
   EXPECT_EQ(k->model.output_names.size(), 3u);
 }
 
+TEST(TrainerTest, GaussNewtonMethodsFitTeacherDataInFewEpochs) {
+  TrainData data;
+  data.train_seq = TeacherData(400, 1);
+  data.test_seq = TeacherData(300, 2);
+  for (OptimizerKind kind : {OptimizerKind::kNails, OptimizerKind::kNailm}) {
+    TrainConfig c = RnnConfig();
+    c.optimizer = kind;
+    c.max_epochs = 60;
+    auto r = Train(c, data, nullptr);
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_GT(r->metrics.train_bfr, 95.0) << r->summary.BriefReport();
+    EXPECT_GT(r->metrics.test_bfr, 90.0);
+    EXPECT_EQ(r->metrics.model_order, 2.0);
+  }
+}
+
+TEST(TrainerTest, AdmmPenaltiesShapeTheModel) {
+  TrainData data;
+  data.train_seq = TeacherData(300, 1);
+  TrainConfig c = RnnConfig();
+  c.optimizer = OptimizerKind::kNailm;
+  c.admm.iterations = 40;
+  c.admm.rho = 10.0;
+  c.penalty.kind = TrainConfig::Penalty::Kind::kL1;
+  c.penalty.tau = 5.0;
+  auto l1 = Train(c, data, nullptr);
+  ASSERT_TRUE(l1.ok()) << l1.status();
+  EXPECT_GT(l1->metrics.sparsity_pct, 10.0);
+  ASSERT_FALSE(l1->summary.history.empty());
+  EXPECT_EQ(l1->summary.history.back().extras.size(), 3u);
+
+  // A huge group-Lasso weight removes every state group.
+  c.penalty.kind = TrainConfig::Penalty::Kind::kGroupLasso;
+  c.penalty.tau = 1e6;
+  auto group = Train(c, data, nullptr);
+  ASSERT_TRUE(group.ok()) << group.status();
+  EXPECT_EQ(group->metrics.model_order, 0.0);
+
+  c.penalty.kind = TrainConfig::Penalty::Kind::kQuantization;
+  c.penalty.levels = {-1.0, -0.5, 0.0, 0.5, 1.0};
+  auto q = Train(c, data, nullptr);
+  ASSERT_TRUE(q.ok()) << q.status();
+  const StateSpaceRnn rnn(q->model.config.rnn);
+  for (int i = rnn.fx_offset(); i < rnn.num_params(); ++i) {
+    const double v = q->model.params(i);
+    EXPECT_TRUE(v == -1.0 || v == -0.5 || v == 0.0 || v == 0.5 || v == 1.0)
+        << v;
+  }
+
+  c.optimizer = OptimizerKind::kAdam;
+  EXPECT_EQ(Train(c, data, nullptr).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
 TEST(TrainerTest, TooShortTraceIsAnError) {
   TrainData data;
   data.train_seq = TeacherData(5, 1);
