@@ -106,9 +106,12 @@ GaussNewton::Outcome GaussNewton::StepQr(Eigen::VectorXd* w) {
 }
 
 bool GaussNewton::SolveQr(double damping) {
-  if (damping == 0.0) {
+    if (damping == 0.0) {
     p_ = r_.triangularView<Eigen::Upper>().solve(d_);
-    return p_.allFinite();
+    if (p_.allFinite()) return true;
+    // Singular R (no L2 rows and a rank-deficient A): the minimum-norm-like
+    // step of a vanishing damping, as the Cholesky path falls back to LDLT.
+    return SolveQr(1e-12 * std::max(1.0, r_.diagonal().squaredNorm()));
   }
   // min |R p - d|^2 + damping |p|^2: QR of [R; sqrt(damping) I].
   const Eigen::Index n = r_.cols();
