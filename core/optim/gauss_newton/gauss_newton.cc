@@ -106,7 +106,7 @@ GaussNewton::Outcome GaussNewton::StepQr(Eigen::VectorXd* w) {
 }
 
 bool GaussNewton::SolveQr(double damping) {
-    if (damping == 0.0) {
+  if (damping == 0.0) {
     p_ = r_.triangularView<Eigen::Upper>().solve(d_);
     if (p_.allFinite()) return true;
     // Singular R (no L2 rows and a rank-deficient A): the minimum-norm-like
