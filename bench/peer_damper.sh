@@ -57,6 +57,8 @@ src, dst, epochs, data = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
 spec = json.load(open(src))
 spec["stopping"]["max_epochs"] = epochs
 spec["data"]["csv_path"] = data
+# The peer weighs x0 like theta (0.5 rho / N with rho_x = 1): use the same objective here.
+spec["regularization"]["rho_x0"] = 1.0
 json.dump(spec, open(dst, "w"), indent=2)
 EOF
 
