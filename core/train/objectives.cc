@@ -130,8 +130,7 @@ double SequenceObjective::Regularization(const Eigen::VectorXd& w,
 
 double SequenceObjective::LossAndBackward(const Eigen::VectorXd& w, int trace,
                                           int offset, StateSpaceRnn::Tape* tape,
-                                          Eigen::VectorXd* grad,
-                                          const Eigen::VectorXd*) {
+                                          Eigen::VectorXd* grad) {
   const data::Trace& tr = (*traces_)[trace];
   const auto target = tr.y.middleCols(tape->start, tape->steps);
   const double value = loss_.Value(target, tape->outputs());
@@ -157,8 +156,7 @@ double SequenceObjective::Evaluate(const Eigen::VectorXd& w,
   for (size_t t = 0; t < traces_->size(); ++t) {
     const data::Trace& tr = (*traces_)[t];
     rnn_->Simulate(w.data(), tr.u, tr.y, static_cast<int>(t), &tapes_[t]);
-    value +=
-        LossAndBackward(w, static_cast<int>(t), 0, &tapes_[t], grad, nullptr);
+    value += LossAndBackward(w, static_cast<int>(t), 0, &tapes_[t], grad);
   }
   const double scale = 1.0 / num_samples_;
   if (grad != nullptr) *grad *= scale;
@@ -188,8 +186,7 @@ double SequenceObjective::EvaluateBatch(const Eigen::VectorXd& w, int batch,
     rnn_->SimulateFrom(w.data(), tapes_[win.trace].x.col(win.offset), tr.u,
                        rnn_->warmup() + win.offset, &window_tape_, win.steps);
   }
-  double value =
-      LossAndBackward(w, win.trace, win.offset, &window_tape_, grad, nullptr);
+  double value = LossAndBackward(w, win.trace, win.offset, &window_tape_, grad);
   *grad /= win.steps;
   value = value / win.steps + Regularization(w, grad, 1.0 / num_samples_);
   return FiniteOrInf(value);

@@ -87,10 +87,10 @@ class SequenceObjective : public Objective {
   double Regularization(const Eigen::VectorXd& w, Eigen::VectorXd* grad,
                         double scale) const;
   // Loss sum of one simulated tape against trace t, adding its gradient when
-  // grad is set.
+  // grad is set. Windows after the first (offset > 0) start from a detached
+  // state and give no x0 gradient.
   double LossAndBackward(const Eigen::VectorXd& w, int trace, int offset,
-                         StateSpaceRnn::Tape* tape, Eigen::VectorXd* grad,
-                         const Eigen::VectorXd* x0_grad_sink);
+                         StateSpaceRnn::Tape* tape, Eigen::VectorXd* grad);
 
   const StateSpaceRnn* rnn_;
   const std::vector<data::Trace>* traces_;
