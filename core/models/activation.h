@@ -3,7 +3,6 @@
 #define SPARROW_CORE_MODELS_ACTIVATION_H_
 
 #include "Eigen/Core"
-#include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 
 namespace sparrow::core {
@@ -16,7 +15,6 @@ inline constexpr double kLeakyReluSlope = 0.1;
 
 // "linear", "tanh", "sigmoid", "relu", "leaky_relu".
 absl::string_view ActivationName(Activation a);
-absl::StatusOr<Activation> ParseActivation(absl::string_view name);
 
 // z = f(v), elementwise.
 template <typename In, typename Out>

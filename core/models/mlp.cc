@@ -83,9 +83,6 @@ void Mlp::Cache::Resize(const Mlp& mlp, int cols) {
     z_squared[i].resize(out, cols);
     sens[i].resize(mlp.outputs(), out);
   }
-  int widest = mlp.inputs();
-  for (const Layer& l : mlp.layers_) widest = std::max(widest, l.out);
-  tmp.resize(widest);
 }
 
 void Mlp::Initialize(double sigma0, Rng* rng, double* theta) const {

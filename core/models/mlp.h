@@ -51,7 +51,6 @@ class Mlp {
     std::vector<Eigen::MatrixXd> z_squared;  // diagonal-GGN scratch
     std::vector<Eigen::MatrixXd>
         sens;  // Jacobian scratch: d out / d v_i for one sample
-    Eigen::VectorXd tmp;
     // Resizes every buffer for `cols` samples; a no-op when the size is
     // unchanged.
     void Resize(const Mlp& mlp, int cols);
