@@ -160,9 +160,8 @@ void BM_DamperJacobians(benchmark::State& state) {
   rnn.Simulate(theta.data(), tr.u, tr.y, 0, &tape);
   Eigen::MatrixXd sink = Eigen::MatrixXd::Zero(rnn.spec().ny, rnn.num_params());
   for (auto _ : state) {
-    rnn.OutputJacobians(
-        theta.data(), 0, &tape,
-        [&sink](int, const Eigen::MatrixXd& jac) { sink += jac; });
+    rnn.OutputJacobians(theta.data(), 0, &tape,
+                        [&sink](int, const RowMatrixXd& jac) { sink += jac; });
     benchmark::DoNotOptimize(sink.data());
     benchmark::ClobberMemory();
   }
@@ -292,8 +291,8 @@ void BM_NarxJacobians(benchmark::State& state) {
   const Eigen::VectorXd theta = NarxTheta(mlp);
   Mlp::Cache cache;
   mlp.Forward(theta.data(), d.x, &cache);
-  Eigen::MatrixXd jac(mlp.outputs(), mlp.num_params());
-  Eigen::MatrixXd no_input_jac(mlp.outputs(), 0);
+  RowMatrixXd jac(mlp.outputs(), mlp.num_params());
+  RowMatrixXd no_input_jac(mlp.outputs(), 0);
   Eigen::MatrixXd sink = Eigen::MatrixXd::Zero(mlp.outputs(), mlp.num_params());
   for (auto _ : state) {
     for (int col = 0; col < kNarxSamples; ++col) {

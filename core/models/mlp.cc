@@ -1,5 +1,6 @@
 #include "core/models/mlp.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
@@ -172,11 +173,11 @@ void Mlp::AccumulateGradient(const Cache& c, double* grad) const {
 // d out/d b_i = S_i, d out/d vec A_i = z_{i-1}^T (x) S_i, S_{i-1} = S_i A_i
 // diag(f'_{i-1}(v_{i-1})).
 void Mlp::Jacobian(const double* theta, int col, Cache* c,
-                   Eigen::Ref<MatrixXd> d_theta,
-                   Eigen::Ref<MatrixXd> d_in) const {
-  // Plain loops: every block here is a few rows wide (the Gauss-Newton rows
-  // call this once per time step), where Eigen's product dispatch costs more
-  // than the arithmetic.
+                   Eigen::Ref<RowMatrixXd> d_theta,
+                   Eigen::Ref<RowMatrixXd> d_in) const {
+  // Plain loops over contiguous rows: every block here is a few rows wide (the
+  // Gauss-Newton rows call this once per time step), where Eigen's product
+  // dispatch costs more than the arithmetic.
   const int n = static_cast<int>(layers_.size());
   const int m = outputs();
   for (int i = n; i >= 1; --i) {
@@ -184,49 +185,57 @@ void Mlp::Jacobian(const double* theta, int col, Cache* c,
     auto deriv = c->deriv[i].col(col);
     ActivationDerivative(l.activation, c->v[i].col(col), c->z[i].col(col),
                          deriv);
-    MatrixXd& s = c->sens[i];  // m x l.out
+    RowMatrixXd& s = c->sens[i];  // m x l.out
     if (i == n) {
       s.setZero();
       for (int r = 0; r < m; ++r) s(r, r) = deriv(r);
     } else {
-      // s = sens[i+1] W_{i+1} diag(f'_i).
+      // s = sens[i+1] W_{i+1} diag(f'_i); W_{i+1} is column-major, so both
+      // factors of every dot product are contiguous.
       const Layer& next = layers_[i];
-      const double* w = theta + next.weight_offset;  // next.out x next.in
-      const MatrixXd& up = c->sens[i + 1];           // m x next.out
-      for (int k = 0; k < l.out; ++k) {
-        double* sk = s.data() + static_cast<Eigen::Index>(k) * m;
-        for (int r = 0; r < m; ++r) sk[r] = 0.0;
-        const double* wk = w + static_cast<Eigen::Index>(k) * next.out;
-        for (int j = 0; j < next.out; ++j) {
-          const double wjk = wk[j];
-          const double* uj = up.data() + static_cast<Eigen::Index>(j) * m;
-          for (int r = 0; r < m; ++r) sk[r] += uj[r] * wjk;
+      const double* w = theta + next.weight_offset;  // next.out x l.out
+      for (int r = 0; r < m; ++r) {
+        const double* up =
+            c->sens[i + 1].data() + static_cast<Eigen::Index>(r) * next.out;
+        double* sr = s.data() + static_cast<Eigen::Index>(r) * l.out;
+        for (int k = 0; k < l.out; ++k) {
+          const double* wk = w + static_cast<Eigen::Index>(k) * next.out;
+          double acc = 0.0;
+          for (int j = 0; j < next.out; ++j) acc += up[j] * wk[j];
+          sr[k] = acc * deriv(k);
         }
-        const double dk = deriv(k);
-        for (int r = 0; r < m; ++r) sk[r] *= dk;
       }
     }
     if (d_theta.cols() > 0) {
-      const Eigen::Index ld = d_theta.outerStride();
-      double* dt = d_theta.data();
-      const auto z_prev = c->z[i - 1].col(col);
-      for (int k = 0; k < l.in; ++k) {
-        const double zk = z_prev(k);
-        for (int q = 0; q < l.out; ++q) {
-          double* dst = dt + (l.weight_offset + k * l.out + q) * ld;
-          const double* src = s.data() + static_cast<Eigen::Index>(q) * m;
-          for (int r = 0; r < m; ++r) dst[r] = zk * src[r];
+      const double* z_prev = c->z[i - 1].col(col).data();
+      for (int r = 0; r < m; ++r) {
+        const double* sr = s.data() + static_cast<Eigen::Index>(r) * l.out;
+        double* dst = d_theta.data() + r * d_theta.outerStride();
+        // d out_r / d A_i(q, k) = s(r, q) z_{i-1}(k), stored at k * out + q.
+        for (int k = 0; k < l.in; ++k) {
+          const double zk = z_prev[k];
+          double* dk = dst + l.weight_offset + k * l.out;
+          for (int q = 0; q < l.out; ++q) dk[q] = zk * sr[q];
         }
-      }
-      for (int q = 0; q < l.out; ++q) {
-        double* dst = dt + (l.bias_offset + q) * ld;
-        const double* src = s.data() + static_cast<Eigen::Index>(q) * m;
-        for (int r = 0; r < m; ++r) dst[r] = src[r];
+        std::copy(sr, sr + l.out, dst + l.bias_offset);
       }
     }
   }
   if (d_in.cols() > 0) {
-    d_in.noalias() = c->sens[1].lazyProduct(Weights(theta, layers_[0]));
+    // d_in = sens[1] A_1.
+    const Layer& l = layers_[0];
+    const double* w = theta + l.weight_offset;
+    for (int r = 0; r < m; ++r) {
+      const double* sr =
+          c->sens[1].data() + static_cast<Eigen::Index>(r) * l.out;
+      double* dst = d_in.data() + r * d_in.outerStride();
+      for (int k = 0; k < l.in; ++k) {
+        const double* wk = w + static_cast<Eigen::Index>(k) * l.out;
+        double acc = 0.0;
+        for (int q = 0; q < l.out; ++q) acc += sr[q] * wk[q];
+        dst[k] = acc;
+      }
+    }
   }
 }
 

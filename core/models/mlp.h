@@ -21,6 +21,12 @@
 
 namespace sparrow::core {
 
+// Jacobians are row-major: each row (the derivative of one output) is
+// contiguous, which is what the Gauss-Newton rows and the sensitivity
+// recursion (row combinations of M) stream through.
+using RowMatrixXd =
+    Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+
 struct MlpSpec {
   int inputs = 0;
   std::vector<int>
@@ -49,8 +55,9 @@ class Mlp {
   struct Cache {
     std::vector<Eigen::MatrixXd> v, z, delta, deriv;
     std::vector<Eigen::MatrixXd> z_squared;  // diagonal-GGN scratch
-    std::vector<Eigen::MatrixXd>
-        sens;  // Jacobian scratch: d out / d v_i for one sample
+    // Jacobian scratch: sens[i] = d out / d v_i for one sample (outputs x
+    // width of layer i).
+    std::vector<RowMatrixXd> sens;
     // Resizes every buffer for `cols` samples; a no-op when the size is
     // unchanged.
     void Resize(const Mlp& mlp, int cols);
@@ -100,8 +107,8 @@ class Mlp {
   // respect to the parameters (outputs x num_params, overwritten) and to the
   // inputs (outputs x inputs). Either target may have zero columns to skip it.
   void Jacobian(const double* theta, int col, Cache* cache,
-                Eigen::Ref<Eigen::MatrixXd> d_theta,
-                Eigen::Ref<Eigen::MatrixXd> d_in) const;
+                Eigen::Ref<RowMatrixXd> d_theta,
+                Eigen::Ref<RowMatrixXd> d_in) const;
 
   // Diagonal generalized Gauss-Newton: diag += sum_t sum_o (sqrt_curv(o,t) d
   // out_o(t)/dtheta)^2, where sqrt_curv holds sqrt(l'') per output and sample

@@ -12,6 +12,7 @@
 #ifndef SPARROW_CORE_MODELS_STATE_SPACE_RNN_H_
 #define SPARROW_CORE_MODELS_STATE_SPACE_RNN_H_
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -67,8 +68,9 @@ class StateSpaceRnn {
     Mlp::Cache fx, fy, encoder;
     Eigen::MatrixXd x;
     Eigen::VectorXd grad_x, grad_in_fx, grad_in_fy;
-    Eigen::MatrixXd jac_fx_theta, jac_fx_in, jac_fy_theta, jac_fy_in, m_x0,
-        m_theta, tmp;
+    // Sensitivity scratch (OutputJacobians), row-major: see RowCombination.
+    RowMatrixXd jac_fx_theta, jac_fx_in, jac_fy_theta, jac_fy_in, m_x0, m_theta,
+        tmp, jac;
     int steps = 0;
     int start = 0;
     // Predictions for samples start..start+steps-1 (ny x steps).
@@ -119,8 +121,8 @@ class StateSpaceRnn {
                 Eigen::VectorXd* x0_grad = nullptr) const;
 
   // Output sensitivities by forward recursion (Bemporad eq. 8-9): calls
-  // visit(k, J) with J = d yhat_k / d theta (ny x num_params) for k =
-  // 0..steps-1, after Simulate.
+  // visit(k, J) with J = d yhat_k / d theta (ny x num_params, a RowMatrixXd)
+  // for k = 0..steps-1, after Simulate.
   template <typename Visitor>
   void OutputJacobians(const double* theta, int trace, Tape* tape,
                        Visitor&& visit) const;
@@ -137,16 +139,43 @@ class StateSpaceRnn {
   int x0_offset_ = 0, x0_size_ = 0, fx_offset_ = 0, fy_offset_ = 0;
 };
 
+namespace internal {
+
+// out[c] (+)= sum_j coef[j] m[j * cols + c] for c < cols: a row of coef * M for
+// row-major M. Every term is a contiguous axpy, so the compiler vectorizes it;
+// the sensitivity matrices are a few rows by tens of columns, where this beats
+// Eigen's GEMM path (packing dominates at that size).
+template <bool kAccumulate>
+inline void RowCombination(const double* coef, int rows, const double* m,
+                           int cols, double* __restrict out) {
+  int j = 0;
+  if (!kAccumulate) {
+    const double c0 = coef[0];
+    for (int c = 0; c < cols; ++c) out[c] = c0 * m[c];
+    j = 1;
+  }
+  for (; j < rows; ++j) {
+    const double cj = coef[j];
+    const double* __restrict mj = m + static_cast<Eigen::Index>(j) * cols;
+    for (int c = 0; c < cols; ++c) out[c] += cj * mj[c];
+  }
+}
+
+}  // namespace internal
+
 template <typename Visitor>
 void StateSpaceRnn::OutputJacobians(const double* theta, int trace, Tape* t,
                                     Visitor&& visit) const {
   const int nx = spec_.nx;
   const int ny = spec_.ny;
+  const int n_fx = fx_.num_params();
+  const int n_fy = fy_.num_params();
+  const int n_fx_in = fx_.inputs();
   const int n_fy_in = fy_.inputs();
-  t->jac_fy_theta.resize(ny, fy_.num_params());
+  t->jac_fy_theta.resize(ny, n_fy);
   t->jac_fy_in.resize(ny, n_fy_in);
-  t->jac_fx_theta.resize(nx, fx_.num_params());
-  t->jac_fx_in.resize(nx, fx_.inputs());
+  t->jac_fx_theta.resize(nx, n_fx);
+  t->jac_fx_in.resize(nx, n_fx_in);
   // M_0x: identity for a free x0, d f_x0 / d theta_x0 for the encoder, nothing
   // for x0 = 0.
   int n0 = 0;
@@ -155,12 +184,12 @@ void StateSpaceRnn::OutputJacobians(const double* theta, int trace, Tape* t,
     case InitialState::kFree:
       n0 = nx;
       col0 = x0_offset_ + trace * nx;
-      t->m_x0 = Eigen::MatrixXd::Identity(nx, nx);
+      t->m_x0.setIdentity(nx, nx);
       break;
     case InitialState::kEncoder: {
       n0 = encoder_.num_params();
       t->m_x0.resize(nx, n0);
-      Eigen::MatrixXd unused(nx, 0);
+      RowMatrixXd unused(nx, 0);
       encoder_.Jacobian(theta + x0_offset_, 0, &t->encoder, t->m_x0, unused);
       break;
     }
@@ -168,28 +197,43 @@ void StateSpaceRnn::OutputJacobians(const double* theta, int trace, Tape* t,
       t->m_x0.resize(nx, 0);
       break;
   }
-  t->m_theta.setZero(nx, fx_.num_params());
-  Eigen::MatrixXd jac = Eigen::MatrixXd::Zero(ny, num_params_);
-  Eigen::MatrixXd no_cols(nx, 0);
+  t->tmp.resize(nx, n0);
+  t->m_theta.setZero(nx, n_fx);
+  // Columns of other traces' x0 stay zero.
+  t->jac.setZero(ny, num_params_);
   for (int k = 0; k < t->steps; ++k) {
     fy_.Jacobian(theta + fy_offset_, k, &t->fy, t->jac_fy_theta, t->jac_fy_in);
-    const auto jx = t->jac_fy_in.leftCols(nx);
-    if (n0 > 0) jac.middleCols(col0, n0).noalias() = jx * t->m_x0;
-    jac.middleCols(fx_offset_, fx_.num_params()).noalias() = jx * t->m_theta;
-    jac.middleCols(fy_offset_, fy_.num_params()) = t->jac_fy_theta;
-    visit(k, static_cast<const Eigen::MatrixXd&>(jac));
+    // Bemporad eq. (8): d yhat_k = J_x M_k + [0 .. d f_y / d theta_y].
+    for (int i = 0; i < ny; ++i) {
+      const double* jx = t->jac_fy_in.data() + i * n_fy_in;  // first nx
+      double* row = t->jac.data() + static_cast<Eigen::Index>(i) * num_params_;
+      if (n0 > 0) {
+        internal::RowCombination<false>(jx, nx, t->m_x0.data(), n0, row + col0);
+      }
+      internal::RowCombination<false>(jx, nx, t->m_theta.data(), n_fx,
+                                      row + fx_offset_);
+      const double* phi_y = t->jac_fy_theta.data() + i * n_fy;
+      std::copy(phi_y, phi_y + n_fy, row + fy_offset_);
+    }
+    visit(k, static_cast<const RowMatrixXd&>(t->jac));
     if (k + 1 == t->steps) break;
     // Bemporad eq. (9): M_{k+1,theta} = F_k M_{k,theta} + Phi_k, M_{k+1,x} =
-    // F_k M_{k,x}.
+    // F_k M_{k,x}. Phi_k is in jac_fx_theta: F_k M is added into it and the
+    // buffers are swapped.
     fx_.Jacobian(theta + fx_offset_, k, &t->fx, t->jac_fx_theta, t->jac_fx_in);
-    // Phi_k is in jac_fx_theta: accumulate F_k M into it and swap buffers.
-    const auto f = t->jac_fx_in.leftCols(nx);
-    t->jac_fx_theta.noalias() += f * t->m_theta;
-    t->m_theta.swap(t->jac_fx_theta);
-    if (n0 > 0) {
-      t->tmp.noalias() = f * t->m_x0;
-      t->m_x0.swap(t->tmp);
+    for (int r = 0; r < nx; ++r) {
+      const double* f = t->jac_fx_in.data() + r * n_fx_in;  // first nx
+      internal::RowCombination<true>(
+          f, nx, t->m_theta.data(), n_fx,
+          t->jac_fx_theta.data() + static_cast<Eigen::Index>(r) * n_fx);
+      if (n0 > 0) {
+        internal::RowCombination<false>(
+            f, nx, t->m_x0.data(), n0,
+            t->tmp.data() + static_cast<Eigen::Index>(r) * n0);
+      }
     }
+    t->m_theta.swap(t->jac_fx_theta);
+    if (n0 > 0) t->m_x0.swap(t->tmp);
   }
 }
 

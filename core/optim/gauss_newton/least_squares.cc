@@ -60,6 +60,11 @@ SequenceLeastSquares::SequenceLeastSquares(
     num_samples_ += t.length() - rnn->warmup();
   pipeline_ = threads >= 2 && threads_ == 1;
   workers_.resize(threads_);
+  tapes_.resize(traces->size());
+}
+
+bool SequenceLeastSquares::SimulatedAt(const Eigen::VectorXd& w) const {
+  return simulated_at_.size() == w.size() && simulated_at_ == w;
 }
 
 double SequenceLeastSquares::Regularization(const Eigen::VectorXd& w) const {
@@ -67,41 +72,45 @@ double SequenceLeastSquares::Regularization(const Eigen::VectorXd& w) const {
 }
 
 double SequenceLeastSquares::Value(const Eigen::VectorXd& w) {
-  Worker& wk = workers_[0];
   double value = 0.0;
   for (size_t t = 0; t < traces_->size(); ++t) {
     const data::Trace& tr = (*traces_)[t];
-    rnn_->Simulate(w.data(), tr.u, tr.y, static_cast<int>(t), &wk.tape);
-    value += loss_.Value(tr.y.middleCols(wk.tape.start, wk.tape.steps),
-                         wk.tape.outputs());
+    StateSpaceRnn::Tape& tape = tapes_[t];
+    rnn_->Simulate(w.data(), tr.u, tr.y, static_cast<int>(t), &tape);
+    value +=
+        loss_.Value(tr.y.middleCols(tape.start, tape.steps), tape.outputs());
   }
+  simulated_at_ = w;
   value += Regularization(w);
   return std::isfinite(value) ? value : std::numeric_limits<double>::infinity();
 }
 
 void SequenceLeastSquares::Fold(Worker* wk, const Eigen::MatrixXd& rows,
                                 const Eigen::VectorXd& rhs, int filled) {
+  const auto r = rows.leftCols(filled);  // one row per column
   if (wk->qr) {
-    internal::QrUpdate(rows.topRows(filled), rhs.head(filled), &wk->h, &wk->g,
+    internal::QrUpdate(r.transpose(), rhs.head(filled), &wk->h, &wk->g,
                        &wk->stack, &wk->stack_rhs);
   } else {
-    const auto r = rows.topRows(filled);
-    wk->h.selfadjointView<Eigen::Lower>().rankUpdate(r.transpose());
-    wk->g.noalias() += r.transpose() * rhs.head(filled);
+    wk->h.selfadjointView<Eigen::Lower>().rankUpdate(r);
+    wk->g.noalias() += r * rhs.head(filled);
   }
 }
 
 void SequenceLeastSquares::AccumulateTrace(const Eigen::VectorXd& w, int t,
-                                           Worker* wk, Pipeline* pipe) const {
+                                           bool simulated, Worker* wk,
+                                           Pipeline* pipe) {
   const data::Trace& tr = (*traces_)[t];
   const int ny = static_cast<int>(tr.y.rows());
-  rnn_->Simulate(w.data(), tr.u, tr.y, t, &wk->tape);
-  const auto target = tr.y.middleCols(wk->tape.start, wk->tape.steps);
-  wk->loss += loss_.Value(target, wk->tape.outputs());
-  wk->curv.resize(ny, wk->tape.steps);
-  wk->grad.resize(ny, wk->tape.steps);
-  loss_.Curvature(target, wk->tape.outputs(), wk->curv);
-  loss_.Gradient(target, wk->tape.outputs(), wk->grad);
+  const int n = num_params();
+  StateSpaceRnn::Tape& tape = tapes_[t];
+  if (!simulated) rnn_->Simulate(w.data(), tr.u, tr.y, t, &tape);
+  const auto target = tr.y.middleCols(tape.start, tape.steps);
+  wk->loss += loss_.Value(target, tape.outputs());
+  wk->curv.resize(ny, tape.steps);
+  wk->grad.resize(ny, tape.steps);
+  loss_.Curvature(target, tape.outputs(), wk->curv);
+  loss_.Gradient(target, tape.outputs(), wk->grad);
   int filled = 0;
   auto flush = [&] {
     if (filled == 0) return;
@@ -115,26 +124,26 @@ void SequenceLeastSquares::AccumulateTrace(const Eigen::VectorXd& w, int t,
       pipe->filled = filled;
       pipe->ready = true;
       pipe->cv.notify_all();
-      if (wk->rows.rows() != kRowBlock) {
-        wk->rows.resize(kRowBlock, wk->h.cols());
+      if (wk->rows.cols() != kRowBlock) {
+        wk->rows.resize(n, kRowBlock);
         wk->rhs.resize(kRowBlock);
       }
     }
     filled = 0;
   };
-  rnn_->OutputJacobians(w.data(), t, &wk->tape,
-                        [&](int k, const Eigen::MatrixXd& jac) {
-                          for (int i = 0; i < ny; ++i) {
-                            // Bemporad eq. (11)/(14): row sqrt(l'') J, rhs
-                            // -l'/sqrt(l''). The ratio is formed from the
-                            // square root directly so that l'' ~ 1e8
-                            // (cross-entropy near saturation) is harmless.
-                            const double s = std::sqrt(wk->curv(i, k));
-                            wk->rows.row(filled) = s * jac.row(i);
-                            wk->rhs(filled) = -wk->grad(i, k) / s;
-                            if (++filled == kRowBlock) flush();
-                          }
-                        });
+  rnn_->OutputJacobians(w.data(), t, &tape, [&](int k, const RowMatrixXd& jac) {
+    for (int i = 0; i < ny; ++i) {
+      // Bemporad eq. (11)/(14): row sqrt(l'') J, rhs -l'/sqrt(l''). The
+      // ratio is formed from the square root directly so that l'' ~ 1e8
+      // (cross-entropy near saturation) is harmless.
+      const double s = std::sqrt(wk->curv(i, k));
+      const double* src = jac.data() + static_cast<Eigen::Index>(i) * n;
+      double* dst = wk->rows.col(filled).data();
+      for (int c = 0; c < n; ++c) dst[c] = s * src[c];
+      wk->rhs(filled) = -wk->grad(i, k) / s;
+      if (++filled == kRowBlock) flush();
+    }
+  });
   flush();
 }
 
@@ -143,7 +152,7 @@ void SequenceLeastSquares::StartAccumulation(bool qr) {
   for (Worker& wk : workers_) {
     wk.h.setZero(n, n);
     wk.g.setZero(n);
-    wk.rows.resize(kRowBlock, n);
+    wk.rows.resize(n, kRowBlock);
     wk.rhs.resize(kRowBlock);
     wk.loss = 0.0;
     wk.qr = qr;
@@ -152,13 +161,14 @@ void SequenceLeastSquares::StartAccumulation(bool qr) {
 
 double SequenceLeastSquares::Accumulate(const Eigen::VectorXd& w) {
   const int num_traces = static_cast<int>(traces_->size());
+  const bool simulated = SimulatedAt(w);
   if (pipeline_) {
     Worker& wk = workers_[0];
     Pipeline pipe;
-    pipe.rows.resize(kRowBlock, num_params());
+    pipe.rows.resize(num_params(), kRowBlock);
     pipe.rhs.resize(kRowBlock);
     std::thread folder([&] {
-      Eigen::MatrixXd rows(kRowBlock, num_params());
+      Eigen::MatrixXd rows(num_params(), kRowBlock);
       Eigen::VectorXd rhs(kRowBlock);
       for (;;) {
         int filled = 0;
@@ -175,7 +185,9 @@ double SequenceLeastSquares::Accumulate(const Eigen::VectorXd& w) {
         Fold(&wk, rows, rhs, filled);
       }
     });
-    for (int t = 0; t < num_traces; ++t) AccumulateTrace(w, t, &wk, &pipe);
+    for (int t = 0; t < num_traces; ++t) {
+      AccumulateTrace(w, t, simulated, &wk, &pipe);
+    }
     {
       std::lock_guard<std::mutex> lock(pipe.mu);
       pipe.done = true;
@@ -183,18 +195,21 @@ double SequenceLeastSquares::Accumulate(const Eigen::VectorXd& w) {
     pipe.cv.notify_all();
     folder.join();
   } else if (threads_ == 1) {
-    for (int t = 0; t < num_traces; ++t) AccumulateTrace(w, t, &workers_[0]);
+    for (int t = 0; t < num_traces; ++t) {
+      AccumulateTrace(w, t, simulated, &workers_[0]);
+    }
   } else {
     std::vector<std::thread> pool;
     for (int k = 0; k < threads_; ++k) {
       pool.emplace_back([&, k] {
         for (int t = k; t < num_traces; t += threads_) {
-          AccumulateTrace(w, t, &workers_[k]);
+          AccumulateTrace(w, t, simulated, &workers_[k]);
         }
       });
     }
     for (std::thread& th : pool) th.join();
   }
+  simulated_at_ = w;
   double value = 0.0;
   for (const Worker& wk : workers_) value += wk.loss;
   value += Regularization(w);

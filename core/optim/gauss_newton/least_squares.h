@@ -75,7 +75,8 @@ class SequenceLeastSquares : public LeastSquaresProblem {
 
  private:
   struct Worker {
-    StateSpaceRnn::Tape tape;
+    // rows holds a block of least-squares rows as columns (num_params x
+    // kRowBlock), so that each row is written contiguously.
     Eigen::MatrixXd h, rows, curv, grad;
     Eigen::VectorXd g, rhs;
     double loss = 0.0;
@@ -89,7 +90,7 @@ class SequenceLeastSquares : public LeastSquaresProblem {
   struct Pipeline {
     std::mutex mu;
     std::condition_variable cv;
-    Eigen::MatrixXd rows;  // the exchange slot
+    Eigen::MatrixXd rows;  // the exchange slot, rows as columns
     Eigen::VectorXd rhs;
     int filled = 0;
     bool ready = false;
@@ -100,9 +101,12 @@ class SequenceLeastSquares : public LeastSquaresProblem {
                    const Eigen::VectorXd& rhs, int filled);
   void StartAccumulation(bool qr);
   double Accumulate(const Eigen::VectorXd& w);
-  // Accumulates the rows of trace t into worker `wk`.
-  void AccumulateTrace(const Eigen::VectorXd& w, int t, Worker* wk,
-                       Pipeline* pipe = nullptr) const;
+  // Accumulates the rows of trace t into worker `wk`; simulates first unless
+  // tapes_[t] already holds the simulation at w.
+  void AccumulateTrace(const Eigen::VectorXd& w, int t, bool simulated,
+                       Worker* wk, Pipeline* pipe = nullptr);
+  // Whether tapes_ hold the simulation of every trace at w.
+  bool SimulatedAt(const Eigen::VectorXd& w) const;
   double Regularization(const Eigen::VectorXd& w) const;
 
   const StateSpaceRnn* rnn_;
@@ -113,6 +117,11 @@ class SequenceLeastSquares : public LeastSquaresProblem {
   bool pipeline_ = false;  // one trace, two threads: see Pipeline
   int num_samples_ = 0;
   std::vector<Worker> workers_;
+  // One simulation tape per trace, and the parameters they were simulated
+  // at: after an accepted line-search trial, the next epoch's rows start from
+  // the trial's simulation instead of repeating it.
+  std::vector<StateSpaceRnn::Tape> tapes_;
+  Eigen::VectorXd simulated_at_;
 };
 
 }  // namespace sparrow::core

@@ -101,7 +101,7 @@ TEST_P(MlpDerivativeTest, JacobiansMatchFiniteDifferences) {
   Mlp::Cache c;
   mlp_.Forward(theta_.data(), x_, &c);
   for (int j = 0; j < 5; ++j) {
-    MatrixXd d_theta(2, mlp_.num_params()), d_in(2, 3);
+    RowMatrixXd d_theta(2, mlp_.num_params()), d_in(2, 3);
     mlp_.Jacobian(theta_.data(), j, &c, d_theta, d_in);
     const MatrixXd fd_theta = NumericJacobian(
         [&](const VectorXd& th) -> VectorXd { return Output(th, x_.col(j)); },

@@ -96,7 +96,7 @@ TEST_P(RnnDerivativeTest, OutputJacobiansMatchFiniteDifferences) {
     // All outputs of the trace stacked: (ny * steps) x num_params.
     MatrixXd analytic(2 * steps, rnn_.num_params());
     rnn_.OutputJacobians(theta_.data(), t, &tape,
-                         [&](int k, const MatrixXd& jac) {
+                         [&](int k, const RowMatrixXd& jac) {
                            analytic.middleRows(2 * k, 2) = jac;
                          });
     const MatrixXd fd = NumericJacobian(

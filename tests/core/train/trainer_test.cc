@@ -207,18 +207,29 @@ TEST(TrainerTest, MlpRegressionAndClassification) {
 }
 
 TEST(TrainerTest, GaussNewtonMethodsFitTeacherDataInFewEpochs) {
+  // Over several initializations: NAILM fits from every one; NAILS, whose
+  // undamped steps can stall in the flat region of a poor start (its Armijo
+  // search then takes tiny steps), from most. A single seed would test the
+  // rounding of one trajectory rather than the method.
   TrainData data;
   data.train_seq = TeacherData(400, 1);
   data.test_seq = TeacherData(300, 2);
   for (OptimizerKind kind : {OptimizerKind::kNails, OptimizerKind::kNailm}) {
-    TrainConfig c = RnnConfig();
-    c.optimizer = kind;
-    c.max_epochs = 60;
-    auto r = Train(c, data, nullptr);
-    ASSERT_TRUE(r.ok()) << r.status();
-    EXPECT_GT(r->metrics.train_bfr, 95.0) << r->summary.BriefReport();
-    EXPECT_GT(r->metrics.test_bfr, 90.0);
-    EXPECT_EQ(r->metrics.model_order, 2.0);
+    int fitted = 0;
+    for (int seed = 1; seed <= 8; ++seed) {
+      TrainConfig c = RnnConfig();
+      c.optimizer = kind;
+      c.max_epochs = 60;
+      c.seed = seed;
+      c.rho_x0 = 1e-2;
+      c.rho_theta = 1e-3;
+      auto r = Train(c, data, nullptr);
+      ASSERT_TRUE(r.ok()) << r.status();
+      EXPECT_EQ(r->metrics.model_order, 2.0);
+      if (r->metrics.train_bfr > 95.0 && r->metrics.test_bfr > 90.0) ++fitted;
+    }
+    EXPECT_GE(fitted, kind == OptimizerKind::kNailm ? 8 : 6)
+        << (kind == OptimizerKind::kNailm ? "NAILM" : "NAILS");
   }
 }
 
