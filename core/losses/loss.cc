@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "absl/strings/str_cat.h"
 
@@ -83,6 +84,17 @@ double Loss::Value(const Eigen::Ref<const Eigen::MatrixXd>& y,
     }
   }
   return 0.0;
+}
+
+double Loss::LowerBoundPerElement(
+    const Eigen::Ref<const Eigen::MatrixXd>& y) const {
+  if (kind == LossKind::kMse) return 0.0;
+  if (y.size() > 0 && (y.minCoeff() < 0.0 || y.maxCoeff() > 1.0)) {
+    return -std::numeric_limits<double>::infinity();
+  }
+  // Both logarithms of the modified form are at most log(1 + eps), and their
+  // weights y and 1 - y are non-negative and sum to 1.
+  return kind == LossKind::kBinaryCrossEntropy ? -std::log1p(epsilon) : 0.0;
 }
 
 void Loss::Gradient(const Eigen::Ref<const Eigen::MatrixXd>& y,

@@ -36,6 +36,13 @@ struct Loss {
   // Sum of the loss over all samples and outputs.
   double Value(const Eigen::Ref<const Eigen::MatrixXd>& y,
                const Eigen::Ref<const Eigen::MatrixXd>& yhat) const;
+  // A lower bound of the loss of one element (one output of one sample) over
+  // every prediction, valid for all targets in y: 0 for MSE, and for the
+  // cross-entropies when the targets are probabilities; -log(1 + eps) for
+  // the modified binary cross-entropy; -Inf when targets outside [0, 1] leave
+  // a cross-entropy unbounded below. Lets a line search abandon a trial whose
+  // partial loss already exceeds its bound.
+  double LowerBoundPerElement(const Eigen::Ref<const Eigen::MatrixXd>& y) const;
   // dl/dyhat, elementwise (all losses).
   void Gradient(const Eigen::Ref<const Eigen::MatrixXd>& y,
                 const Eigen::Ref<const Eigen::MatrixXd>& yhat,

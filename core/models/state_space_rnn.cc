@@ -125,36 +125,40 @@ void StateSpaceRnn::InitialStateOf(const double* theta,
   }
 }
 
+void StateSpaceRnn::Reserve(int start, int steps, Tape* t) const {
+  t->start = start;
+  t->steps = steps;
+  t->x.resize(spec_.nx, steps);
+  t->fy.Resize(fy_, steps);
+  t->fx.Resize(fx_, std::max(steps - 1, 0));
+}
+
 void StateSpaceRnn::Simulate(const double* theta, const Eigen::MatrixXd& u,
                              const Eigen::MatrixXd& y, int trace, Tape* t,
                              int max_steps) const {
-  t->start = warmup();
-  t->steps = static_cast<int>(u.cols()) - t->start;
-  if (max_steps >= 0) t->steps = std::min(t->steps, max_steps);
-  t->x.resize(spec_.nx, t->steps);
+  int steps = static_cast<int>(u.cols()) - warmup();
+  if (max_steps >= 0) steps = std::min(steps, max_steps);
+  Reserve(warmup(), steps, t);
   InitialStateOf(theta, u, y, trace, t);
-  Run(theta, u, t);
+  Run(theta, u, t, 0, steps);
 }
 
 void StateSpaceRnn::SimulateFrom(const double* theta,
                                  const Eigen::Ref<const Eigen::VectorXd>& x0,
                                  const Eigen::MatrixXd& u, int start, Tape* t,
                                  int max_steps) const {
-  t->start = start;
-  t->steps = static_cast<int>(u.cols()) - start;
-  if (max_steps >= 0) t->steps = std::min(t->steps, max_steps);
-  t->x.resize(spec_.nx, t->steps);
+  int steps = static_cast<int>(u.cols()) - start;
+  if (max_steps >= 0) steps = std::min(steps, max_steps);
+  Reserve(start, steps, t);
   t->x.col(0) = x0;
-  Run(theta, u, t);
+  Run(theta, u, t, 0, steps);
 }
 
-void StateSpaceRnn::Run(const double* theta, const Eigen::MatrixXd& u,
-                        Tape* t) const {
+void StateSpaceRnn::Run(const double* theta, const Eigen::MatrixXd& u, Tape* t,
+                        int begin, int end) const {
   const int nx = spec_.nx;
   const int nu = spec_.nu;
-  t->fy.Resize(fy_, t->steps);
-  t->fx.Resize(fx_, std::max(t->steps - 1, 0));
-  for (int k = 0; k < t->steps; ++k) {
+  for (int k = begin; k < end; ++k) {
     const auto uk = u.col(t->start + k);
     auto in_y = t->fy.input().col(k);
     in_y.head(nx) = t->x.col(k);

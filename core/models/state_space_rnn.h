@@ -112,6 +112,16 @@ class StateSpaceRnn {
                     const Eigen::MatrixXd& u, int start, Tape* tape,
                     int max_steps = -1) const;
 
+  // Simulate in chunks of `chunk` steps, calling keep_going(end) after the
+  // steps [0, end) are simulated and stopping early when it returns false (a
+  // line search abandons a trial whose loss already exceeds its bound).
+  // Returns whether the whole trace was simulated; after an early stop only
+  // the first `end` steps of the tape are valid.
+  template <typename KeepGoing>
+  bool SimulateWhile(const double* theta, const Eigen::MatrixXd& u,
+                     const Eigen::MatrixXd& y, int trace, Tape* tape,
+                     int chunk, KeepGoing&& keep_going) const;
+
   // BPTT after Simulate: grad += d/dtheta sum_k <d_out(:,k), yhat_k>, where
   // d_out = dL/dyhat (ny x steps). When x0_grad is not null it receives dL/dx0
   // (nx) and no x0/encoder gradient is added to grad (used after SimulateFrom).
@@ -128,7 +138,11 @@ class StateSpaceRnn {
                        Visitor&& visit) const;
 
  private:
-  void Run(const double* theta, const Eigen::MatrixXd& u, Tape* tape) const;
+  // Sizes the tape for `steps` steps from sample `start`.
+  void Reserve(int start, int steps, Tape* tape) const;
+  // Simulates steps [begin, end) of a reserved tape whose x.col(begin) is set.
+  void Run(const double* theta, const Eigen::MatrixXd& u, Tape* tape,
+           int begin, int end) const;
   void InitialStateOf(const double* theta, const Eigen::MatrixXd& u,
                       const Eigen::MatrixXd& y, int trace, Tape* tape) const;
 
@@ -138,6 +152,20 @@ class StateSpaceRnn {
   int num_params_ = 0;
   int x0_offset_ = 0, x0_size_ = 0, fx_offset_ = 0, fy_offset_ = 0;
 };
+
+template <typename KeepGoing>
+bool StateSpaceRnn::SimulateWhile(const double* theta, const Eigen::MatrixXd& u,
+                                  const Eigen::MatrixXd& y, int trace, Tape* t,
+                                  int chunk, KeepGoing&& keep_going) const {
+  Reserve(warmup(), static_cast<int>(u.cols()) - warmup(), t);
+  InitialStateOf(theta, u, y, trace, t);
+  for (int begin = 0; begin < t->steps; begin += chunk) {
+    const int end = std::min(t->steps, begin + chunk);
+    Run(theta, u, t, begin, end);
+    if (!keep_going(end)) return false;
+  }
+  return true;
+}
 
 namespace internal {
 

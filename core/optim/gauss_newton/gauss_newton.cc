@@ -45,6 +45,12 @@ double GaussNewton::Augmented(const Eigen::VectorXd& w, double value) const {
   return value + term_->Value(w);
 }
 
+double GaussNewton::TrialValue(double bound) {
+  const double extra = term_ == nullptr ? 0.0 : term_->Value(trial_);
+  const double v = problem_->ValueBelow(trial_, bound - extra);
+  return std::isfinite(v) ? v + extra : v;
+}
+
 bool GaussNewton::Solve(double damping) {
   damped_ = h_;
   damped_.diagonal().array() += damping;
@@ -137,7 +143,7 @@ GaussNewton::Outcome GaussNewton::Search(Eigen::VectorXd* w, double v0,
     for (int j = 0; j < options_.max_backtracks; ++j) {
       ++out.trials;
       trial_ = *w + alpha * p_;
-      const double v = Augmented(trial_, problem_->Value(trial_));
+      const double v = TrialValue(v0 + options_.c1 * alpha * slope);
       if (std::isfinite(v) && v <= v0 + options_.c1 * alpha * slope) {
         *w = trial_;
         out.accepted = true;
@@ -153,7 +159,7 @@ GaussNewton::Outcome GaussNewton::Search(Eigen::VectorXd* w, double v0,
     ++out.trials;
     if (qr ? SolveQr(lambda_) : Solve(lambda_)) {
       trial_ = *w + p_;
-      const double v = Augmented(trial_, problem_->Value(trial_));
+      const double v = TrialValue(v0);
       if (std::isfinite(v) && v <= v0) {
         *w = trial_;
         out.accepted = true;

@@ -84,6 +84,9 @@ class GaussNewton {
 
  private:
   double Augmented(const Eigen::VectorXd& w, double value) const;
+  // Augmented value of trial_ when it is at most `bound`, else above it (the
+  // problem may abandon the simulation once the bound is exceeded).
+  double TrialValue(double bound);
   bool Solve(double damping);
   bool SolveQr(double damping);
   Outcome StepQr(Eigen::VectorXd* w);

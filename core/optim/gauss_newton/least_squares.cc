@@ -13,6 +13,8 @@ namespace {
 
 constexpr int kRowBlock =
     64;  // rows per rank update: large enough for a GEMM-speed update
+// Steps per chunk when a simulation checks its partial loss (ValueBelow).
+constexpr int kValueChunk = 128;
 
 }  // namespace
 
@@ -56,8 +58,14 @@ SequenceLeastSquares::SequenceLeastSquares(
           1, std::min<int>(threads, static_cast<int>(traces->size())))) {
   rho_ = Eigen::VectorXd::Constant(rnn->num_params(), rho_theta);
   rho_.head(rnn->x0_size()).setConstant(rho_x0);
-  for (const data::Trace& t : *traces)
-    num_samples_ += t.length() - rnn->warmup();
+  for (const data::Trace& t : *traces) {
+    const int steps = t.length() - rnn->warmup();
+    num_samples_ += steps;
+    num_elements_ += steps * static_cast<int>(t.y.rows());
+    element_lower_bound_ = std::min(
+        element_lower_bound_,
+        loss_.LowerBoundPerElement(t.y.rightCols(std::max(steps, 0))));
+  }
   pipeline_ = threads >= 2 && threads_ == 1;
   workers_.resize(threads_);
   tapes_.resize(traces->size());
@@ -82,6 +90,41 @@ double SequenceLeastSquares::Value(const Eigen::VectorXd& w) {
   }
   simulated_at_ = w;
   value += Regularization(w);
+  return std::isfinite(value) ? value : std::numeric_limits<double>::infinity();
+}
+
+double SequenceLeastSquares::ValueBelow(const Eigen::VectorXd& w,
+                                        double cutoff) {
+  if (!std::isfinite(cutoff) || !std::isfinite(element_lower_bound_)) {
+    return Value(w);
+  }
+  simulated_at_.resize(0);
+  const double regularization = Regularization(w);
+  // A lower bound of V(w) that tightens as samples are simulated.
+  double bound = regularization + element_lower_bound_ * num_elements_;
+  double value = 0.0;
+  for (size_t t = 0; t < traces_->size(); ++t) {
+    const data::Trace& tr = (*traces_)[t];
+    StateSpaceRnn::Tape& tape = tapes_[t];
+    const Eigen::Index ny = tr.y.rows();
+    int done = 0;
+    const bool complete = rnn_->SimulateWhile(
+        w.data(), tr.u, tr.y, static_cast<int>(t), &tape, kValueChunk,
+        [&](int end) {
+          const int n = end - done;
+          bound += loss_.Value(tr.y.middleCols(tape.start + done, n),
+                               tape.outputs().middleCols(done, n)) -
+                   element_lower_bound_ * static_cast<double>(ny * n);
+          done = end;
+          return bound <= cutoff;  // false for NaN too
+        });
+    if (!complete) return std::numeric_limits<double>::infinity();
+    // The same summation as Value, so both give identical numbers.
+    value += loss_.Value(tr.y.middleCols(tape.start, tape.steps),
+                         tape.outputs());
+  }
+  simulated_at_ = w;
+  value += regularization;  // in Value's order, for identical rounding
   return std::isfinite(value) ? value : std::numeric_limits<double>::infinity();
 }
 

@@ -41,6 +41,13 @@ class LeastSquaresProblem {
   virtual int num_samples() const = 0;
   // V(w) by simulation; +Inf when the simulation is not finite.
   virtual double Value(const Eigen::VectorXd& w) = 0;
+  // V(w) when it is at most `cutoff`; otherwise some value above the cutoff
+  // (+Inf when the evaluation was abandoned part way). A line search only
+  // needs to know whether a trial beats its bound. Defaults to Value.
+  virtual double ValueBelow(const Eigen::VectorXd& w, double cutoff) {
+    static_cast<void>(cutoff);
+    return Value(w);
+  }
   // Fills the lower triangle of h = A^T A and g = A^T b at w; returns V(w).
   virtual double NormalEquations(const Eigen::VectorXd& w, Eigen::MatrixXd* h,
                                  Eigen::VectorXd* g) = 0;
@@ -66,6 +73,9 @@ class SequenceLeastSquares : public LeastSquaresProblem {
   int num_params() const override { return rnn_->num_params(); }
   int num_samples() const override { return num_samples_; }
   double Value(const Eigen::VectorXd& w) override;
+  // Simulates in chunks and stops once the loss so far plus a lower bound of
+  // the rest exceeds the cutoff.
+  double ValueBelow(const Eigen::VectorXd& w, double cutoff) override;
   double NormalEquations(const Eigen::VectorXd& w, Eigen::MatrixXd* h,
                          Eigen::VectorXd* g) override;
   // Streaming Householder QR of the row blocks (a TSQR): R is updated with
@@ -116,6 +126,9 @@ class SequenceLeastSquares : public LeastSquaresProblem {
   int threads_;
   bool pipeline_ = false;  // one trace, two threads: see Pipeline
   int num_samples_ = 0;
+  // Loss::LowerBoundPerElement over all targets (-Inf: no early stopping).
+  double element_lower_bound_ = 0.0;
+  int num_elements_ = 0;  // outputs x samples over all traces
   std::vector<Worker> workers_;
   // One simulation tape per trace, and the parameters they were simulated
   // at: after an accepted line-search trial, the next epoch's rows start from
