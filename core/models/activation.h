@@ -66,6 +66,30 @@ void ApplyActivation(Activation a, const In& v, Out&& z) {
   }
 }
 
+// z[i] = f(v[i]) for i < n: the per-step form for simulations, where an
+// Eigen expression over a dynamic column costs more than the few elements.
+inline void ApplyActivation(Activation a, const double* v, double* z, int n) {
+  switch (a) {
+    case Activation::kLinear:
+      for (int i = 0; i < n; ++i) z[i] = v[i];
+      break;
+    case Activation::kTanh:
+      for (int i = 0; i < n; ++i) z[i] = Tanh(v[i]);
+      break;
+    case Activation::kSigmoid:
+      for (int i = 0; i < n; ++i) z[i] = 0.5 + 0.5 * Tanh(0.5 * v[i]);
+      break;
+    case Activation::kRelu:
+      for (int i = 0; i < n; ++i) z[i] = v[i] < 0.0 ? 0.0 : v[i];  // NaN stays
+      break;
+    case Activation::kLeakyRelu:
+      for (int i = 0; i < n; ++i) {
+        z[i] = v[i] < 0.0 ? kLeakyReluSlope * v[i] : v[i];
+      }
+      break;
+  }
+}
+
 // d = f'(v) given v and z = f(v), elementwise.
 template <typename In, typename Out>
 void ActivationDerivative(Activation a, const In& v, const In& z, Out&& d) {

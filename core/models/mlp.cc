@@ -108,12 +108,22 @@ void Mlp::Forward(const double* theta, const Eigen::Ref<const MatrixXd>& in,
 }
 
 void Mlp::ForwardColumn(const double* theta, int col, Cache* c) const {
+  // Plain loops: a simulation calls this once per step on layers a few units
+  // wide, where Eigen's matrix-vector dispatch costs more than the arithmetic.
+  // Each output is summed in a register and stored once (accumulating into
+  // memory column by column stalls on store forwarding at these sizes).
   for (size_t i = 0; i < layers_.size(); ++i) {
     const Layer& l = layers_[i];
-    auto v = c->v[i + 1].col(col);
-    v.noalias() = Weights(theta, l) * c->z[i].col(col);
-    v += Bias(theta, l);
-    ApplyActivation(l.activation, v, c->z[i + 1].col(col));
+    const double* z = c->z[i].col(col).data();
+    double* v = c->v[i + 1].col(col).data();
+    const double* a = theta + l.weight_offset;
+    const double* b = theta + l.bias_offset;
+    for (int r = 0; r < l.out; ++r) {
+      double acc = b[r];
+      for (int k = 0; k < l.in; ++k) acc += a[k * l.out + r] * z[k];
+      v[r] = acc;
+    }
+    ApplyActivation(l.activation, v, c->z[i + 1].col(col).data(), l.out);
   }
 }
 
