@@ -227,7 +227,8 @@ void Mlp::Jacobian(const double* theta, int col, Cache* c,
           double* dk = dst + l.weight_offset + k * l.out;
           for (int q = 0; q < l.out; ++q) dk[q] = zk * sr[q];
         }
-        std::copy(sr, sr + l.out, dst + l.bias_offset);
+        double* db = dst + l.bias_offset;
+        for (int q = 0; q < l.out; ++q) db[q] = sr[q];
       }
     }
   }
