@@ -222,12 +222,10 @@ void Mlp::Jacobian(const double* theta, int col, Cache* c,
         const double* sr = s.data() + static_cast<Eigen::Index>(r) * l.out;
         double* dst = d_theta.data() + r * d_theta.outerStride();
         // d out_r / d A_i(q, k) = s(r, q) z_{i-1}(k), stored at k * out + q.
-        // s was just written element by element: reading it as scalars
-        // (rather than as vectors) avoids store-forwarding stalls.
-        for (int q = 0; q < l.out; ++q) {
-          const double sq = sr[q];
-          double* dq = dst + l.weight_offset + q;
-          for (int k = 0; k < l.in; ++k) dq[k * l.out] = sq * z_prev[k];
+        for (int k = 0; k < l.in; ++k) {
+          const double zk = z_prev[k];
+          double* dk = dst + l.weight_offset + k * l.out;
+          for (int q = 0; q < l.out; ++q) dk[q] = zk * sr[q];
         }
         double* db = dst + l.bias_offset;
         for (int q = 0; q < l.out; ++q) db[q] = sr[q];
