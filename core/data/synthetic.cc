@@ -297,7 +297,9 @@ absl::StatusOr<SyntheticSequence> GenerateBinarySystem(
     for (int i = 0; i < 3; ++i) xi(i) = options.noise_std * noise.Normal();
 
     out.u(0, k) = u;
-    out.states.col(k) = x;
+    // Element by element: GCC 12 flags Eigen's 4-wide AVX copy of a
+    // 3-vector into a dynamic column as out of bounds (-Warray-bounds).
+    for (int i = 0; i < 3; ++i) out.states(i, k) = x(i);
     const double score =
         c.dot(x + x.array().cube().matrix() / 3.0) - kThreshold + zeta;
     out.y(0, k) = score >= 0.0 ? 1.0 : 0.0;

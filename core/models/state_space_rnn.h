@@ -119,8 +119,8 @@ class StateSpaceRnn {
   // the first `end` steps of the tape are valid.
   template <typename KeepGoing>
   bool SimulateWhile(const double* theta, const Eigen::MatrixXd& u,
-                     const Eigen::MatrixXd& y, int trace, Tape* tape,
-                     int chunk, KeepGoing&& keep_going) const;
+                     const Eigen::MatrixXd& y, int trace, Tape* tape, int chunk,
+                     KeepGoing&& keep_going) const;
 
   // BPTT after Simulate: grad += d/dtheta sum_k <d_out(:,k), yhat_k>, where
   // d_out = dL/dyhat (ny x steps). When x0_grad is not null it receives dL/dx0
@@ -141,8 +141,8 @@ class StateSpaceRnn {
   // Sizes the tape for `steps` steps from sample `start`.
   void Reserve(int start, int steps, Tape* tape) const;
   // Simulates steps [begin, end) of a reserved tape whose x.col(begin) is set.
-  void Run(const double* theta, const Eigen::MatrixXd& u, Tape* tape,
-           int begin, int end) const;
+  void Run(const double* theta, const Eigen::MatrixXd& u, Tape* tape, int begin,
+           int end) const;
   void InitialStateOf(const double* theta, const Eigen::MatrixXd& u,
                       const Eigen::MatrixXd& y, int trace, Tape* tape) const;
 

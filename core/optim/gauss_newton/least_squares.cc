@@ -62,9 +62,9 @@ SequenceLeastSquares::SequenceLeastSquares(
     const int steps = t.length() - rnn->warmup();
     num_samples_ += steps;
     num_elements_ += steps * static_cast<int>(t.y.rows());
-    element_lower_bound_ = std::min(
-        element_lower_bound_,
-        loss_.LowerBoundPerElement(t.y.rightCols(std::max(steps, 0))));
+    element_lower_bound_ =
+        std::min(element_lower_bound_,
+                 loss_.LowerBoundPerElement(t.y.rightCols(std::max(steps, 0))));
   }
   pipeline_ = threads >= 2 && threads_ == 1;
   workers_.resize(threads_);
@@ -120,8 +120,8 @@ double SequenceLeastSquares::ValueBelow(const Eigen::VectorXd& w,
         });
     if (!complete) return std::numeric_limits<double>::infinity();
     // The same summation as Value, so both give identical numbers.
-    value += loss_.Value(tr.y.middleCols(tape.start, tape.steps),
-                         tape.outputs());
+    value +=
+        loss_.Value(tr.y.middleCols(tape.start, tape.steps), tape.outputs());
   }
   simulated_at_ = w;
   value += regularization;  // in Value's order, for identical rounding
