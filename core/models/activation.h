@@ -40,6 +40,15 @@ inline double Tanh(double x) {
 // "linear", "tanh", "sigmoid", "relu", "leaky_relu".
 absl::string_view ActivationName(Activation a);
 
+// The scalar forms, shared by the batch and the per-step paths so both agree
+// to the bit (and NaN propagates through every activation).
+inline double Sigmoid(double v) {
+  // 1/(1+exp(-v)) computed as 0.5 + 0.5 tanh(v/2): no overflow for large |v|.
+  return 0.5 + 0.5 * Tanh(0.5 * v);
+}
+inline double Relu(double v) { return v < 0.0 ? 0.0 : v; }
+inline double LeakyRelu(double v) { return v < 0.0 ? kLeakyReluSlope * v : v; }
+
 // z = f(v), elementwise.
 template <typename In, typename Out>
 void ApplyActivation(Activation a, const In& v, Out&& z) {
@@ -51,15 +60,13 @@ void ApplyActivation(Activation a, const In& v, Out&& z) {
       z = v.unaryExpr([](double t) { return Tanh(t); });
       break;
     case Activation::kSigmoid:
-      // 1/(1+exp(-v)) computed as 0.5 + 0.5 tanh(v/2): no overflow for large
-      // |v|.
-      z = v.unaryExpr([](double t) { return 0.5 + 0.5 * Tanh(0.5 * t); });
+      z = v.unaryExpr([](double t) { return Sigmoid(t); });
       break;
     case Activation::kRelu:
-      z.array() = v.array().max(0.0);
+      z = v.unaryExpr([](double t) { return Relu(t); });
       break;
     case Activation::kLeakyRelu:
-      z.array() = v.array().max(0.0) + kLeakyReluSlope * v.array().min(0.0);
+      z = v.unaryExpr([](double t) { return LeakyRelu(t); });
       break;
   }
 }
@@ -75,15 +82,13 @@ inline void ApplyActivation(Activation a, const double* v, double* z, int n) {
       for (int i = 0; i < n; ++i) z[i] = Tanh(v[i]);
       break;
     case Activation::kSigmoid:
-      for (int i = 0; i < n; ++i) z[i] = 0.5 + 0.5 * Tanh(0.5 * v[i]);
+      for (int i = 0; i < n; ++i) z[i] = Sigmoid(v[i]);
       break;
     case Activation::kRelu:
-      for (int i = 0; i < n; ++i) z[i] = v[i] < 0.0 ? 0.0 : v[i];  // NaN stays
+      for (int i = 0; i < n; ++i) z[i] = Relu(v[i]);
       break;
     case Activation::kLeakyRelu:
-      for (int i = 0; i < n; ++i) {
-        z[i] = v[i] < 0.0 ? kLeakyReluSlope * v[i] : v[i];
-      }
+      for (int i = 0; i < n; ++i) z[i] = LeakyRelu(v[i]);
       break;
   }
 }

@@ -1,6 +1,5 @@
 #include "core/models/mlp.h"
 
-#include <algorithm>
 #include <cmath>
 
 #include "absl/strings/str_cat.h"

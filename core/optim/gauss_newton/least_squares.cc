@@ -80,24 +80,15 @@ double SequenceLeastSquares::Regularization(const Eigen::VectorXd& w) const {
 }
 
 double SequenceLeastSquares::Value(const Eigen::VectorXd& w) {
-  double value = 0.0;
-  for (size_t t = 0; t < traces_->size(); ++t) {
-    const data::Trace& tr = (*traces_)[t];
-    StateSpaceRnn::Tape& tape = tapes_[t];
-    rnn_->Simulate(w.data(), tr.u, tr.y, static_cast<int>(t), &tape);
-    value +=
-        loss_.Value(tr.y.middleCols(tape.start, tape.steps), tape.outputs());
-  }
-  simulated_at_ = w;
-  value += Regularization(w);
-  return std::isfinite(value) ? value : std::numeric_limits<double>::infinity();
+  return ValueBelow(w, std::numeric_limits<double>::infinity());
 }
 
 double SequenceLeastSquares::ValueBelow(const Eigen::VectorXd& w,
                                         double cutoff) {
-  if (!std::isfinite(cutoff) || !std::isfinite(element_lower_bound_)) {
-    return Value(w);
-  }
+  // Without a finite cutoff and a finite lower bound every trace runs to the
+  // end.
+  const bool may_stop =
+      std::isfinite(cutoff) && std::isfinite(element_lower_bound_);
   simulated_at_.resize(0);
   const double regularization = Regularization(w);
   // A lower bound of V(w) that tightens as samples are simulated.
@@ -111,6 +102,7 @@ double SequenceLeastSquares::ValueBelow(const Eigen::VectorXd& w,
     const bool complete = rnn_->SimulateWhile(
         w.data(), tr.u, tr.y, static_cast<int>(t), &tape, kValueChunk,
         [&](int end) {
+          if (!may_stop) return true;
           const int n = end - done;
           bound += loss_.Value(tr.y.middleCols(tape.start + done, n),
                                tape.outputs().middleCols(done, n)) -
@@ -119,12 +111,12 @@ double SequenceLeastSquares::ValueBelow(const Eigen::VectorXd& w,
           return bound <= cutoff;  // false for NaN too
         });
     if (!complete) return std::numeric_limits<double>::infinity();
-    // The same summation as Value, so both give identical numbers.
+    // Summed per trace, as in Accumulate, so both give identical numbers.
     value +=
         loss_.Value(tr.y.middleCols(tape.start, tape.steps), tape.outputs());
   }
   simulated_at_ = w;
-  value += regularization;  // in Value's order, for identical rounding
+  value += regularization;
   return std::isfinite(value) ? value : std::numeric_limits<double>::infinity();
 }
 

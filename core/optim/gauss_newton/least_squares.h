@@ -74,7 +74,7 @@ class SequenceLeastSquares : public LeastSquaresProblem {
   int num_samples() const override { return num_samples_; }
   double Value(const Eigen::VectorXd& w) override;
   // Simulates in chunks and stops once the loss so far plus a lower bound of
-  // the rest exceeds the cutoff.
+  // the rest exceeds the cutoff. Value is ValueBelow with an infinite cutoff.
   double ValueBelow(const Eigen::VectorXd& w, double cutoff) override;
   double NormalEquations(const Eigen::VectorXd& w, Eigen::MatrixXd* h,
                          Eigen::VectorXd* g) override;

@@ -1,6 +1,7 @@
 #include "core/losses/loss.h"
 
 #include <cmath>
+#include <limits>
 
 #include "gtest/gtest.h"
 #include "tests/testing/finite_difference.h"
@@ -122,6 +123,37 @@ TEST(LossTest, SoftmaxIsShiftInvariantAndStable) {
   const double v = loss.Value(y, z);
   EXPECT_TRUE(std::isfinite(v));
   EXPECT_NEAR(v, loss.Value(y, (z.array() - 1000).matrix()), 1e-12);
+}
+
+TEST(LossTest, LowerBoundPerElementBoundsEveryPrediction) {
+  MatrixXd y = (testing::RandomMatrix(2, 200, 3).array() > 0).cast<double>();
+  y(0, 0) = 0.3;  // a soft target is still a probability
+  const MatrixXd yhat =
+      0.5 + 0.5 * testing::RandomMatrix(2, 200, 4).array().cwiseMin(1.0);
+  for (const Loss& loss :
+       {Loss{LossKind::kMse, 0.0}, Loss{LossKind::kBinaryCrossEntropy, 0.0},
+        Loss{LossKind::kBinaryCrossEntropy, 1e-4}}) {
+    const double bound = loss.LowerBoundPerElement(y);
+    ASSERT_TRUE(std::isfinite(bound));
+    // Per element, including predictions at 0 and 1 exactly.
+    for (Eigen::Index j = 0; j < y.cols(); ++j) {
+      for (Eigen::Index i = 0; i < y.rows(); ++i) {
+        for (double p : {yhat(i, j), 0.0, 1.0}) {
+          MatrixXd yi(1, 1), pi(1, 1);
+          yi(0, 0) = y(i, j);
+          pi(0, 0) = p;
+          EXPECT_GE(loss.Value(yi, pi), bound) << y(i, j) << " " << p;
+        }
+      }
+    }
+  }
+  EXPECT_EQ(Loss({LossKind::kBinaryCrossEntropy, 1e-4}).LowerBoundPerElement(y),
+            -std::log1p(1e-4));
+  // Targets outside [0, 1] leave the cross-entropy unbounded below.
+  y(1, 1) = 1.5;
+  EXPECT_EQ(Loss({LossKind::kBinaryCrossEntropy, 1e-4}).LowerBoundPerElement(y),
+            -std::numeric_limits<double>::infinity());
+  EXPECT_EQ(Loss({LossKind::kMse, 0.0}).LowerBoundPerElement(y), 0.0);
 }
 
 TEST(LossTest, ParseAndValidate) {

@@ -119,6 +119,42 @@ TEST_P(SequenceLeastSquaresTest, StreamingQrFactorsTheSameProblem) {
             0.0);
 }
 
+TEST_P(SequenceLeastSquaresTest, ValueBelowDecidesExactlyAsValue) {
+  SequenceLeastSquares problem(&rnn_, &traces_, loss_, 0.7, 0.2,
+                               GetParam().threads);
+  const double v = problem.Value(w_);
+  // At or above the cutoff: the exact value, to the bit.
+  EXPECT_EQ(problem.ValueBelow(w_, v), v);
+  EXPECT_EQ(problem.ValueBelow(w_, 2.0 * v), v);
+  // Below it: some value above the cutoff; far below, abandoned (+Inf).
+  const double below = std::nextafter(v, 0.0);
+  EXPECT_GT(problem.ValueBelow(w_, below), below);
+  EXPECT_TRUE(std::isinf(problem.ValueBelow(w_, -1e9)));
+}
+
+TEST_P(SequenceLeastSquaresTest, ReusedSimulationGivesTheSameRows) {
+  SequenceLeastSquares fresh(&rnn_, &traces_, loss_, 0.7, 0.2,
+                             GetParam().threads);
+  SequenceLeastSquares reused(&rnn_, &traces_, loss_, 0.7, 0.2,
+                              GetParam().threads);
+  const VectorXd other = w_ + 0.1 * RandomMatrix(w_.size(), 1, 11).col(0);
+  MatrixXd h1, h2;
+  VectorXd g1, g2;
+  // A completed trial at w_ is reused by the rows at w_.
+  reused.Value(w_);
+  EXPECT_EQ(fresh.NormalEquations(w_, &h1, &g1),
+            reused.NormalEquations(w_, &h2, &g2));
+  EXPECT_EQ(h1.triangularView<Eigen::Lower>().toDenseMatrix(),
+            h2.triangularView<Eigen::Lower>().toDenseMatrix());
+  EXPECT_EQ(g1, g2);
+  // An abandoned trial overwrites the tapes of w_ with a partial simulation of
+  // `other`: the rows at w_ must not reuse them.
+  ASSERT_TRUE(std::isinf(reused.ValueBelow(other, -1e9)));
+  EXPECT_EQ(fresh.NormalEquations(w_, &h1, &g1),
+            reused.NormalEquations(w_, &h2, &g2));
+  EXPECT_EQ(g1, g2);
+}
+
 INSTANTIATE_TEST_SUITE_P(
     Cases, SequenceLeastSquaresTest,
     ::testing::Values(RnnCase{InitialState::kFree, LossKind::kMse, 1},
