@@ -148,7 +148,10 @@ int RunLocal(const RunFlags& f) {
     for (int i = next++; i < f.seeds; i = next++) {
       core::TrainConfig c = *config;
       c.seed = spec->seed() + static_cast<uint64_t>(i);
-      ProgressPrinter progress(show_progress, c.max_epochs);
+      ProgressPrinter progress(show_progress,
+                               c.optimizer == core::OptimizerKind::kSbdl
+                                   ? c.sbdl.outer_iterations
+                                   : c.max_epochs);
       results[i] = core::Train(c, *data, &progress);
     }
   };

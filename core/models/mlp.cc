@@ -284,4 +284,41 @@ void Mlp::AccumulateDiagGgn(const double* theta,
   }
 }
 
+void Mlp::OutputVariance(const double* theta, const double* var, Cache* c,
+                         MatrixXd* out) const {
+  const int n = static_cast<int>(layers_.size());
+  const Eigen::Index cols = c->z[0].cols();
+  out->setZero(outputs(), cols);
+  for (int i = 1; i <= n; ++i) {
+    const Layer& l = layers_[i - 1];
+    ActivationDerivative(l.activation, c->v[i], c->z[i], c->deriv[i]);
+    c->z_squared[i - 1] = c->z[i - 1].array().square();
+  }
+  for (int o = 0; o < outputs(); ++o) {
+    // As in AccumulateDiagGgn: the deltas of seed e_o are the per-sample
+    // Jacobian rows with respect to each layer's pre-activations.
+    for (int i = n; i >= 1; --i) {
+      if (i == n) {
+        c->delta[i].setZero();
+        c->delta[i].row(o) = c->deriv[i].row(o);
+      } else {
+        c->delta[i].noalias() =
+            Weights(theta, layers_[i]).transpose() * c->delta[i + 1];
+        c->delta[i].array() *= c->deriv[i].array();
+      }
+    }
+    for (int i = 1; i <= n; ++i) {
+      const Layer& l = layers_[i - 1];
+      c->delta[i].array() = c->delta[i].array().square();
+      const Map<const MatrixXd> wvar(var + l.weight_offset, l.out, l.in);
+      const Map<const VectorXd> bvar(var + l.bias_offset, l.out);
+      const MatrixXd per_unit =
+          ((wvar * c->z_squared[i - 1]).array().colwise() + bvar.array())
+              .matrix();
+      out->row(o) +=
+          (c->delta[i].array() * per_unit.array()).colwise().sum().matrix();
+    }
+  }
+}
+
 }  // namespace sparrow::core

@@ -117,6 +117,12 @@ class Mlp {
                          const Eigen::Ref<const Eigen::MatrixXd>& sqrt_curv,
                          Cache* cache, double* diag) const;
 
+  // Variance of each output under independent parameter variances var (a
+  // diagonal covariance, num_params entries), to first order: out(o, t) =
+  // sum_k (d out_o(t) / d theta_k)^2 var_k (outputs x B). After Forward.
+  void OutputVariance(const double* theta, const double* var, Cache* cache,
+                      Eigen::MatrixXd* out) const;
+
  private:
   MlpSpec spec_;
   std::vector<Layer> layers_;

@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/models/narx_mlp.h"
 #include "core/optim/lbfgs/lbfgs.h"
+#include "core/util/status_macros.h"
 
 namespace sparrow::core {
 namespace {
@@ -196,6 +197,38 @@ absl::StatusOr<SequencePrediction> PredictOneStep(
   out.y.rightCols(u.cols() - out.first) =
       Narx(m).PredictOneStep(m.params.data(), u, y);
   m.output_scaling.Invert(&out.y);
+  return out;
+}
+
+absl::StatusOr<IntervalPrediction> PredictOneStepWithUncertainty(
+    const Model& m, const Eigen::MatrixXd& u_raw,
+    const Eigen::MatrixXd& y_raw) {
+  if (m.variance.size() != m.params.size()) {
+    return absl::FailedPreconditionError(
+        "this model has no weight variances; prediction intervals need a "
+        "model trained with optimizer sbdl");
+  }
+  IntervalPrediction out;
+  SPARROW_ASSIGN_OR_RETURN(out.mean, PredictOneStep(m, u_raw, y_raw));
+  data::SequenceData seq;
+  seq.n_u = static_cast<int>(u_raw.rows());
+  seq.n_y = static_cast<int>(y_raw.rows());
+  seq.traces.push_back({u_raw, y_raw});
+  m.input_scaling.Apply(&seq.traces[0].u);
+  m.output_scaling.Apply(&seq.traces[0].y);
+  SPARROW_ASSIGN_OR_RETURN(data::TableData reg,
+                           data::BuildNarxRegressors(seq, m.config.lags));
+  const NarxMlp narx = Narx(m);
+  Mlp::Cache cache;
+  narx.network().Forward(m.params.data(), reg.x, &cache);
+  Eigen::MatrixXd var;
+  narx.network().OutputVariance(m.params.data(), m.variance.data(), &cache,
+                                &var);
+  out.stddev.setZero(out.mean.y.rows(), out.mean.y.cols());
+  // Normalized units to data units: the output scaling's factor per channel.
+  const Eigen::VectorXd scale = m.output_scaling.scale.cwiseAbs();
+  out.stddev.rightCols(var.cols()) =
+      scale.asDiagonal() * (var.array() + m.noise_variance).sqrt().matrix();
   return out;
 }
 

@@ -43,6 +43,12 @@ struct Model {
   std::vector<std::string> input_names, output_names;
   Loss loss;
   double rho_x0 = 0.0;  // prior weight used when estimating x0 on new data
+  // SBDL: 1 = active, 0 = pruned, per parameter (empty = all active); the
+  // posterior-variance proxy C_kk per parameter and the noise variance sigma^2,
+  // both in normalized units (empty / 0 = none).
+  Eigen::VectorXd mask;
+  Eigen::VectorXd variance;
+  double noise_variance = 0.0;
 };
 
 // Predictions of a sequence model on one trace, in data units.
@@ -65,6 +71,17 @@ absl::StatusOr<SequencePrediction> Simulate(const Model& model,
 absl::StatusOr<SequencePrediction> PredictOneStep(const Model& model,
                                                   const Eigen::MatrixXd& u,
                                                   const Eigen::MatrixXd& y);
+// One-step-ahead prediction of a NARX model with an approximate predictive
+// standard deviation per sample, sqrt(sigma^2 + sum_k J_k^2 C_kk) (a
+// first-order, diagonal-covariance Laplace approximation; data units).
+// FailedPrecondition when the model has no variance (not trained by SBDL).
+struct IntervalPrediction {
+  SequencePrediction mean;
+  Eigen::MatrixXd stddev;  // same shape as mean.y; 0 before `first`
+};
+absl::StatusOr<IntervalPrediction> PredictOneStepWithUncertainty(
+    const Model& model, const Eigen::MatrixXd& u, const Eigen::MatrixXd& y);
+
 // A static MLP on rows x (n_in x M), data units.
 absl::StatusOr<Eigen::MatrixXd> PredictTable(const Model& model,
                                              const Eigen::MatrixXd& x);

@@ -67,6 +67,37 @@ double TableObjective::Evaluate(const Eigen::VectorXd& w,
   return FiniteOrInf(value / n);
 }
 
+void TableObjective::OutputJacobianSquares(const Eigen::VectorXd& w,
+                                           Eigen::VectorXd* s) {
+  const int n = static_cast<int>(x_->cols());
+  Mlp::Cache& cache = caches_[n];
+  mlp_->Forward(w.data(), *x_, &cache);
+  curv_.setOnes(y_->rows(), n);
+  s->setZero(w.size());
+  mlp_->AccumulateDiagGgn(w.data(), curv_, &cache, s->data());
+}
+
+void TableObjective::DiagonalGgn(const Eigen::VectorXd& w, Eigen::VectorXd* h) {
+  const int n = static_cast<int>(x_->cols());
+  Mlp::Cache& cache = caches_[n];
+  mlp_->Forward(w.data(), *x_, &cache);
+  curv_.resize(y_->rows(), n);
+  loss_.Curvature(*y_, cache.output(), curv_);
+  curv_ = curv_.cwiseMax(0.0).cwiseSqrt();
+  h->setZero(w.size());
+  mlp_->AccumulateDiagGgn(w.data(), curv_, &cache, h->data());
+  h->array() += rho_theta_;
+  *h /= n;
+}
+
+double TableObjective::MeanSquaredResidual(const Eigen::VectorXd& w) {
+  const int n = static_cast<int>(x_->cols());
+  Mlp::Cache& cache = caches_[n];
+  mlp_->Forward(w.data(), *x_, &cache);
+  return (*y_ - cache.output()).squaredNorm() /
+         (static_cast<double>(n) * static_cast<double>(y_->rows()));
+}
+
 void TableObjective::StartEpoch(const Eigen::VectorXd&, Rng* rng) {
   if (num_batches_ == 1 || !shuffle_) return;
   rng->Shuffle(&order_);

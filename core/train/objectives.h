@@ -18,12 +18,14 @@
 #include "core/models/mlp.h"
 #include "core/models/state_space_rnn.h"
 #include "core/optim/problem.h"
+#include "core/optim/sbdl/sbdl.h"
 
 namespace sparrow::core {
 
 // An MLP on columns of x (inputs x N) with targets y (outputs x N); also the
-// one-step NARX objective on regressors. batch_size 0 = full batch.
-class TableObjective : public Objective {
+// one-step NARX objective on regressors. batch_size 0 = full batch. Provides
+// the diagonal curvature SBDL needs.
+class TableObjective : public SbdlObjective {
  public:
   TableObjective(const Mlp* mlp, const Eigen::MatrixXd* x,
                  const Eigen::MatrixXd* y, Loss loss, double rho_theta,
@@ -35,6 +37,11 @@ class TableObjective : public Objective {
   void StartEpoch(const Eigen::VectorXd& w, Rng* rng) override;
   double EvaluateBatch(const Eigen::VectorXd& w, int batch,
                        Eigen::VectorXd* grad) override;
+  int num_samples() const override { return static_cast<int>(x_->cols()); }
+  void OutputJacobianSquares(const Eigen::VectorXd& w,
+                             Eigen::VectorXd* s) override;
+  void DiagonalGgn(const Eigen::VectorXd& w, Eigen::VectorXd* h) override;
+  double MeanSquaredResidual(const Eigen::VectorXd& w) override;
 
  private:
   // Loss sum and (optionally) gradient over the columns [begin, end) of (x, y).
@@ -51,7 +58,7 @@ class TableObjective : public Objective {
   bool shuffle_;
   int num_batches_;
   std::vector<int> order_;
-  Eigen::MatrixXd x_shuffled_, y_shuffled_, d_out_;
+  Eigen::MatrixXd x_shuffled_, y_shuffled_, d_out_, curv_;
   std::map<int, Mlp::Cache>
       caches_;  // one per batch width, so no reallocation per batch
 };

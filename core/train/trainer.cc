@@ -262,6 +262,23 @@ absl::Status TrainConfig::Validate() const {
     SPARROW_RETURN_IF_ERROR(data::ValidateNarxLags(model.lags));
   const bool gauss_newton_method =
       optimizer == OptimizerKind::kNails || optimizer == OptimizerKind::kNailm;
+  if (optimizer == OptimizerKind::kSbdl) {
+    if (model.kind == ModelKind::kStateSpaceRnn) {
+      return absl::InvalidArgumentError(
+          "optimizer.sbdl trains narx_mlp and mlp models; use nails or nailm "
+          "for state_space_rnn");
+    }
+    if (loss.kind != LossKind::kMse) {
+      return absl::InvalidArgumentError(
+          "optimizer.sbdl needs loss LOSS_MSE (its likelihood is Gaussian)");
+    }
+    const absl::Status s =
+        sbdl.Validate(static_cast<int>(model.hidden.size()) + 1);
+    if (!s.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("optimizer.sbdl.", s.message()));
+    }
+  }
   if (gauss_newton_method && model.kind != ModelKind::kStateSpaceRnn) {
     return absl::InvalidArgumentError(
         "optimizer.nails/nailm train state_space_rnn models; use lbfgs or adam "
@@ -276,12 +293,13 @@ absl::Status TrainConfig::Validate() const {
     SPARROW_RETURN_IF_ERROR(NonNegative("regularization.*.tau", penalty.tau));
     SPARROW_RETURN_IF_ERROR(admm.Validate());
   }
-  static constexpr const char* kNames[] = {"sgd", "adam", "lbfgs", "nails",
-                                           "nailm"};
-  const absl::Status options = optimizer == OptimizerKind::kLbfgs
-                                   ? lbfgs.Validate()
-                               : gauss_newton_method ? gauss_newton.Validate()
-                                                     : first_order.Validate();
+  static constexpr const char* kNames[] = {"sgd",   "adam",  "lbfgs",
+                                           "nails", "nailm", "sbdl"};
+  const absl::Status options =
+      optimizer == OptimizerKind::kSbdl    ? absl::OkStatus()
+      : optimizer == OptimizerKind::kLbfgs ? lbfgs.Validate()
+      : gauss_newton_method                ? gauss_newton.Validate()
+                                           : first_order.Validate();
   if (!options.ok()) {
     return absl::InvalidArgumentError(
         absl::StrCat("optimizer.", kNames[static_cast<int>(optimizer)], ".",
@@ -525,6 +543,19 @@ absl::StatusOr<TrainResult> Train(const TrainConfig& config,
         }
       }
     }
+  } else if (config.optimizer == OptimizerKind::kSbdl) {
+    std::vector<SbdlWeightMatrix> layers;
+    for (const Mlp::Layer& l : mlp.layers())
+      layers.push_back({l.weight_offset, l.out, l.in});
+    SbdlOptions o = config.sbdl;
+    o.max_seconds = config.max_seconds;
+    o.seed = config.seed;
+    SbdlResult r;
+    result.summary = MinimizeSbdl(
+        o, layers, static_cast<TableObjective&>(*objective), &w, &r, &monitor);
+    model.mask = r.mask;
+    model.variance = r.variance;
+    model.noise_variance = r.noise_variance;
   } else if (config.optimizer == OptimizerKind::kLbfgs) {
     LbfgsOptions o = config.lbfgs;
     o.max_iterations = config.max_epochs;
@@ -551,8 +582,9 @@ absl::StatusOr<TrainResult> Train(const TrainConfig& config,
           : 0.0;
   SPARROW_RETURN_IF_ERROR(monitor.error());
   model.params = w;
-  if (monitor.has_best()) {
+  if (monitor.has_best() && config.optimizer != OptimizerKind::kSbdl) {
     // The best iterate on validation data is the model; report its objective.
+    // (SBDL returns its best outer iterate itself, with the matching mask.)
     model.params = monitor.best_params();
     result.summary.final_loss = objective->Evaluate(model.params, nullptr);
   }
@@ -574,6 +606,10 @@ absl::StatusOr<TrainResult> Train(const TrainConfig& config,
   m.remaining_pct = sp.remaining_pct;
   if (config.model.kind == ModelKind::kStateSpaceRnn) {
     m.model_order = ModelOrder(rnn, model.params);
+  } else {
+    m.layers = WeightSparsity(mlp, model.params.data());
+    m.removed = DeadUnitNames(FindDeadUnits(mlp, model.params.data()),
+                              train_table.input_names);
   }
   return result;
 }

@@ -9,16 +9,18 @@
 
 #include "absl/status/statusor.h"
 #include "core/data/dataset.h"
+#include "core/models/pruning.h"
 #include "core/optim/admm/admm.h"
 #include "core/optim/first_order/first_order.h"
 #include "core/optim/gauss_newton/gauss_newton.h"
 #include "core/optim/lbfgs/lbfgs.h"
 #include "core/optim/problem.h"
+#include "core/optim/sbdl/sbdl.h"
 #include "core/train/model.h"
 
 namespace sparrow::core {
 
-enum class OptimizerKind { kSgd, kAdam, kLbfgs, kNails, kNailm };
+enum class OptimizerKind { kSgd, kAdam, kLbfgs, kNails, kNailm, kSbdl };
 
 struct TrainConfig {
   ModelConfig model;
@@ -31,7 +33,9 @@ struct TrainConfig {
   LbfgsOptions lbfgs;  // kLbfgs
   GaussNewtonOptions
       gauss_newton;  // kNails / kNailm (method set from the kind)
-  int threads = 1;   // Gauss-Newton row building across traces
+  // kSbdl: mlp / narx_mlp with the MSE loss (its batch size is batch_size).
+  SbdlOptions sbdl;
+  int threads = 1;  // Gauss-Newton row building across traces
   // Non-smooth regularization g, handled by ADMM around NAILS/NAILM (Bemporad
   // §4). tau is in the sum units of the least-squares objective (sum of losses
   // + rho/2 |w|^2), as in the paper.
@@ -75,6 +79,10 @@ struct Metrics {
   double sparsity_pct = 0.0, remaining_pct = 100.0;
   // State-space RNN: states whose group (Bemporad §4.2) is not all zero.
   double model_order = kNone;
+  // mlp / narx_mlp: per weight matrix, and the inputs (NARX lags) and hidden
+  // neurons the zero weights removed, by name.
+  std::vector<LayerSparsity> layers;
+  std::vector<std::string> removed;
 };
 
 struct TrainResult {

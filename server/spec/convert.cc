@@ -417,17 +417,63 @@ absl::StatusOr<core::TrainConfig> ToTrainConfig(const v1::JobSpec& spec) {
       if (o.qr()) g.solver = core::GaussNewtonOptions::Solver::kQr;
       break;
     }
-    case v1::OptimizerSpec::kSbdl:
+    case v1::OptimizerSpec::kSbdl: {
+      const v1::SbdlOptions& o = opt.sbdl();
+      c.optimizer = core::OptimizerKind::kSbdl;
+      core::SbdlOptions& b = c.sbdl;
+      if (!o.lambda().empty())
+        b.lambda.assign(o.lambda().begin(), o.lambda().end());
+      if (o.has_kappa_variance()) b.kappa_variance = o.kappa_variance();
+      if (o.has_kappa_weight()) b.kappa_weight = o.kappa_weight();
+      if (o.outer_iterations() < 0)
+        return core::OptionError("optimizer.sbdl.outer_iterations",
+                                 o.outer_iterations(), ">= 1");
+      if (o.outer_iterations() != 0) b.outer_iterations = o.outer_iterations();
+      if (o.inner_epochs() < 0)
+        return core::OptionError("optimizer.sbdl.inner_epochs",
+                                 o.inner_epochs(), ">= 1");
+      if (o.inner_epochs() != 0) b.inner_epochs = o.inner_epochs();
+      b.noise_variance = o.noise_variance();
+      if (o.groups().empty() || o.groups() == "element") {
+        b.groups = core::SbdlGroups::kElement;
+      } else if (o.groups() == "row") {
+        b.groups = core::SbdlGroups::kRow;
+      } else if (o.groups() == "column") {
+        b.groups = core::SbdlGroups::kColumn;
+      } else if (o.groups() == "tile") {
+        b.groups = core::SbdlGroups::kTile;
+      } else {
+        return absl::InvalidArgumentError(
+            absl::StrCat("optimizer.sbdl.groups is '", o.groups(),
+                         "'; use element, row, column or tile"));
+      }
+      if (o.tile_inputs() != 0) b.tile_inputs = o.tile_inputs();
+      if (o.tile_neurons() != 0) b.tile_neurons = o.tile_neurons();
+      if (o.inner().empty() || o.inner() == "adam") {
+        b.inner = core::SbdlOptions::Inner::kProximalAdam;
+      } else if (o.inner() == "newton") {
+        b.inner = core::SbdlOptions::Inner::kProximalNewton;
+      } else {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "optimizer.sbdl.inner is '", o.inner(), "'; use adam or newton"));
+      }
+      if (o.learning_rate() != 0) b.learning_rate = o.learning_rate();
+      if (o.newton_damping() != 0) b.newton_damping = o.newton_damping();
+      b.reweight = !o.fixed_weights();
+      if (o.has_stall_iterations()) b.stall_iterations = o.stall_iterations();
+      FillBatch(o.batch(), &c);
+      break;
+    }
     case v1::OptimizerSpec::kRls:
     case v1::OptimizerSpec::kB2Ld:
     case v1::OptimizerSpec::kBling:
       return absl::UnimplementedError(
           "this optimizer is specified in the API but not available in this "
           "build yet; use "
-          "sgd, adam, lbfgs, nails or nailm");
+          "sgd, adam, lbfgs, nails, nailm or sbdl");
     case v1::OptimizerSpec::METHOD_NOT_SET:
       return absl::InvalidArgumentError(
-          "optimizer: set one of sgd, adam, lbfgs, nails, nailm (e.g. "
+          "optimizer: set one of sgd, adam, lbfgs, nails, nailm, sbdl (e.g. "
           "\"optimizer\": "
           "{\"adam\": "
           "{\"learning_rate\": 0.01}})");
@@ -474,6 +520,23 @@ absl::StatusOr<core::TrainData> LoadTrainData(const v1::JobSpec& spec,
   selectors.insert(selectors.end(), src.outputs().begin(), src.outputs().end());
   const bool has_trace_column = !src.trace_column().empty();
   if (has_trace_column) selectors.push_back(src.trace_column());
+  const bool test_columns =
+      !src.test_inputs().empty() || !src.test_outputs().empty();
+  if (test_columns && (src.test_inputs_size() != src.inputs_size() ||
+                       src.test_outputs_size() != src.outputs_size())) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "data.test_inputs/test_outputs name ", src.test_inputs_size(), " and ",
+        src.test_outputs_size(), " columns; they replace data.inputs (",
+        src.inputs_size(), ") and data.outputs (", src.outputs_size(),
+        ") for the test split, so give the same numbers"));
+  }
+  const int test_first = static_cast<int>(selectors.size());
+  if (test_columns) {
+    selectors.insert(selectors.end(), src.test_inputs().begin(),
+                     src.test_inputs().end());
+    selectors.insert(selectors.end(), src.test_outputs().begin(),
+                     src.test_outputs().end());
+  }
   SPARROW_ASSIGN_OR_RETURN(
       core::data::CsvTable table,
       core::data::ParseCsv(std::string_view(csv.data(), csv.size()),
@@ -485,8 +548,8 @@ absl::StatusOr<core::TrainData> LoadTrainData(const v1::JobSpec& spec,
       if (table.header[i] == table.header[j]) {
         return absl::InvalidArgumentError(absl::StrCat(
             "column '", table.header[i],
-            "' is selected twice in data.inputs/outputs/trace_column; a column "
-            "has one role"));
+            "' is selected twice in data.inputs/outputs/trace_column/"
+            "test_inputs/test_outputs; a column has one role"));
       }
     }
   }
@@ -496,6 +559,12 @@ absl::StatusOr<core::TrainData> LoadTrainData(const v1::JobSpec& spec,
     outputs.push_back(src.inputs_size() + i);
   const int trace_col =
       has_trace_column ? src.inputs_size() + src.outputs_size() : -1;
+  std::vector<int> test_inputs = inputs, test_outputs = outputs;
+  if (test_columns) {
+    for (int i = 0; i < src.inputs_size(); ++i) test_inputs[i] = test_first + i;
+    for (int i = 0; i < src.outputs_size(); ++i)
+      test_outputs[i] = test_first + src.inputs_size() + i;
+  }
   const std::vector<int64_t> starts(src.trace_starts().begin(),
                                     src.trace_starts().end());
 
@@ -521,7 +590,10 @@ absl::StatusOr<core::TrainData> LoadTrainData(const v1::JobSpec& spec,
     SPARROW_RETURN_IF_ERROR(
         core::data::ValidateRanges(test, table.num_rows(), "split.test"));
   }
-  SPARROW_RETURN_IF_ERROR(Disjoint(train, "split.train", test, "split.test"));
+  // Test rows from other columns may share row numbers with the training rows.
+  if (!test_columns) {
+    SPARROW_RETURN_IF_ERROR(Disjoint(train, "split.train", test, "split.test"));
+  }
   SPARROW_RETURN_IF_ERROR(
       Disjoint(train, "split.train", validation, "split.validation"));
 
@@ -534,20 +606,24 @@ absl::StatusOr<core::TrainData> LoadTrainData(const v1::JobSpec& spec,
                                MakeTable(table, inputs, outputs, validation));
     }
     if (!test.empty()) {
-      SPARROW_ASSIGN_OR_RETURN(data.test_table,
-                               MakeTable(table, inputs, outputs, test));
+      SPARROW_ASSIGN_OR_RETURN(
+          data.test_table, MakeTable(table, test_inputs, test_outputs, test));
     }
   } else {
     auto make = [&](const std::vector<core::data::RowRange>& r) {
       return core::data::MakeSequences(table, inputs, outputs, r, trace_col,
                                        starts);
     };
+    auto make_test = [&](const std::vector<core::data::RowRange>& r) {
+      return core::data::MakeSequences(table, test_inputs, test_outputs, r,
+                                       trace_col, starts);
+    };
     SPARROW_ASSIGN_OR_RETURN(data.train_seq, make(train));
     if (!validation.empty()) {
       SPARROW_ASSIGN_OR_RETURN(data.validation_seq, make(validation));
     }
     if (!test.empty()) {
-      SPARROW_ASSIGN_OR_RETURN(data.test_seq, make(test));
+      SPARROW_ASSIGN_OR_RETURN(data.test_seq, make_test(test));
     }
     if (config.model.kind == core::ModelKind::kNarxMlp) {
       const int lag = config.model.lags.max_lag();
@@ -611,6 +687,20 @@ v1::TrainedModel ToProto(const v1::JobSpec& spec,
   pm->set_sparsity_pct(k.sparsity_pct);
   pm->set_remaining_pct(k.remaining_pct);
   pm->set_model_order(k.model_order);
+  for (const core::LayerSparsity& l : k.layers) {
+    v1::LayerSparsity* pl = pm->add_layers();
+    pl->set_neurons(l.neurons);
+    pl->set_inputs(l.inputs);
+    pl->set_zeros(l.zeros);
+    pl->set_zero_pct(l.zero_pct);
+    pl->set_remaining_pct(l.remaining_pct);
+  }
+  for (const std::string& r : k.removed) pm->add_removed(r);
+  for (Eigen::Index i = 0; i < m.mask.size(); ++i)
+    out.add_mask(m.mask(i) != 0.0);
+  out.mutable_variance()->Add(m.variance.data(),
+                              m.variance.data() + m.variance.size());
+  out.set_noise_variance(m.noise_variance);
   out.set_epochs(result.summary.iterations);
   out.set_termination(core::TerminationName(result.summary.termination));
   out.set_seconds(result.train_seconds);
@@ -670,6 +760,33 @@ absl::StatusOr<core::Model> FromProto(const v1::TrainedModel& p) {
     return absl::InvalidArgumentError(
         "the stored model has NaN or Inf parameters");
   }
+  if (p.mask_size() != 0) {
+    if (p.mask_size() != m.params.size()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("the stored model has ", p.mask_size(),
+                       " mask entries for ", m.params.size(), " parameters"));
+    }
+    m.mask.resize(p.mask_size());
+    for (int i = 0; i < p.mask_size(); ++i) m.mask(i) = p.mask(i) ? 1.0 : 0.0;
+  }
+  if (p.variance_size() != 0) {
+    if (p.variance_size() != m.params.size()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("the stored model has ", p.variance_size(),
+                       " variances for ", m.params.size(), " parameters"));
+    }
+    m.variance = Eigen::Map<const Eigen::VectorXd>(p.variance().data(),
+                                                   p.variance_size());
+    if (!m.variance.allFinite() || (m.variance.array() < 0).any()) {
+      return absl::InvalidArgumentError(
+          "the stored model has negative or non-finite variances");
+    }
+  }
+  if (!(p.noise_variance() >= 0) || !std::isfinite(p.noise_variance())) {
+    return absl::InvalidArgumentError(
+        "the stored model's noise_variance must be finite and >= 0");
+  }
+  m.noise_variance = p.noise_variance();
   return m;
 }
 

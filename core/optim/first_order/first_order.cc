@@ -36,6 +36,7 @@ void FirstOrderOptimizer::Initialize(int n) {
   if (options_.amsgrad) state_.v_max.setZero(n);
   state_.t = 0;
   grad_.resize(n);
+  step_.resize(n);
 }
 
 void FirstOrderOptimizer::Update(Eigen::VectorXd* w) {
@@ -44,13 +45,17 @@ void FirstOrderOptimizer::Update(Eigen::VectorXd* w) {
   if (options_.method == FirstOrderOptions::Method::kSgd) {
     if (options_.momentum == 0.0) {
       *w -= lr * grad_;
-      return;
-    }
-    state_.m = options_.momentum * state_.m + grad_;
-    if (options_.nesterov) {
-      *w -= lr * (grad_ + options_.momentum * state_.m);
     } else {
-      *w -= lr * state_.m;
+      state_.m = options_.momentum * state_.m + grad_;
+      if (options_.nesterov) {
+        *w -= lr * (grad_ + options_.momentum * state_.m);
+      } else {
+        *w -= lr * state_.m;
+      }
+    }
+    if (proximal_ != nullptr) {
+      step_.setConstant(lr);
+      proximal_->Apply(step_, w);
     }
     return;
   }
@@ -71,6 +76,10 @@ void FirstOrderOptimizer::Update(Eigen::VectorXd* w) {
   }
   w->array() -=
       step * state_.m.array() / ((v->array() / c2).sqrt() + options_.epsilon);
+  if (proximal_ != nullptr) {
+    step_.array() = lr / ((v->array() / c2).sqrt() + options_.epsilon);
+    proximal_->Apply(step_, w);
+  }
 }
 
 double FirstOrderOptimizer::Step(Objective& objective, Eigen::VectorXd* w) {
@@ -83,6 +92,7 @@ double FirstOrderOptimizer::Step(Objective& objective, Eigen::VectorXd* w) {
     if (!std::isfinite(loss) || !grad_.allFinite()) {
       return std::numeric_limits<double>::infinity();
     }
+    if (proximal_ != nullptr) proximal_->FilterGradient(&grad_);
     Update(w);
   }
   return sum / batches;

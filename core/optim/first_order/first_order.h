@@ -37,6 +37,20 @@ struct FirstOrderOptions {
   absl::Status Validate() const;
 };
 
+// A non-smooth term handled by a proximal step after every update (proximal
+// SGD / Adam), and a mask on the gradient. Not owned by the optimizer.
+class ProximalTerm {
+ public:
+  virtual ~ProximalTerm() = default;
+  // Called on every minibatch gradient before the update, e.g. to zero the
+  // gradient of pruned parameters.
+  virtual void FilterGradient(Eigen::VectorXd* /*grad*/) const {}
+  // w <- prox of the term, where step(k) is the update's effective step size
+  // for coordinate k (the learning rate for SGD, lr / (sqrt(v_hat) + eps) for
+  // Adam: the inverse of the diagonal metric of the update).
+  virtual void Apply(const Eigen::VectorXd& step, Eigen::VectorXd* w) const = 0;
+};
+
 // Step-wise optimizer: Initialize, then Step() once per epoch; the server can
 // checkpoint between steps from the public state.
 class FirstOrderOptimizer {
@@ -51,6 +65,8 @@ class FirstOrderOptimizer {
   // One epoch over all minibatches; returns the mean batch loss (the full-batch
   // loss before the update when there is one batch).
   double Step(Objective& objective, Eigen::VectorXd* w);
+  // Adds a proximal step after every update (nullptr: none).
+  void set_proximal(const ProximalTerm* term) { proximal_ = term; }
   const State& state() const { return state_; }
   State* mutable_state() { return &state_; }
 
@@ -60,6 +76,8 @@ class FirstOrderOptimizer {
   FirstOrderOptions options_;
   State state_;
   Eigen::VectorXd grad_;
+  Eigen::VectorXd step_;  // per-coordinate step sizes for the proximal term
+  const ProximalTerm* proximal_ = nullptr;
   Rng rng_;
 };
 

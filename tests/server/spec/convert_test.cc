@@ -92,9 +92,13 @@ TEST(ConvertTest, MissingPiecesAreExplained) {
   ExpectError(Load(Replace(kRnnSpec, "\"inputs\": [\"u\"], ", ""), Csv(200)),
               "data.inputs");
   auto s = Load(Replace(kRnnSpec, "\"optimizer\": {\"lbfgs\": {}}",
-                        "\"optimizer\": {\"sbdl\": {}}"),
+                        "\"optimizer\": {\"rls\": {}}"),
                 Csv(200));
   EXPECT_EQ(s.code(), absl::StatusCode::kUnimplemented);
+  ExpectError(Load(Replace(kRnnSpec, "\"optimizer\": {\"lbfgs\": {}}",
+                           "\"optimizer\": {\"sbdl\": {}}"),
+                   Csv(200)),
+              "optimizer.sbdl trains narx_mlp and mlp models");
 }
 
 TEST(ConvertTest, PenaltiesNeedAdmmAndAdmmNeedsAPenalty) {
