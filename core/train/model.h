@@ -25,6 +25,9 @@ struct ModelConfig {
   Activation activation = Activation::kTanh;
   Activation output_activation = Activation::kLinear;
   data::NarxLags lags;  // kNarxMlp
+  // kNarxMlp: train on the free-run simulation error instead of one step
+  // ahead.
+  bool simulation_error = false;
   // kStateSpaceRnn. nu, ny and num_traces are set from the data by the trainer.
   StateSpaceRnnSpec rnn;
   // Samples of a new trace used to estimate a free x0 (Bemporad eq. 30, N0).

@@ -4,6 +4,8 @@
 #include <limits>
 #include <numeric>
 
+#include "core/data/narx.h"
+
 namespace sparrow::core {
 namespace {
 
@@ -96,6 +98,90 @@ double TableObjective::MeanSquaredResidual(const Eigen::VectorXd& w) {
   mlp_->Forward(w.data(), *x_, &cache);
   return (*y_ - cache.output()).squaredNorm() /
          (static_cast<double>(n) * static_cast<double>(y_->rows()));
+}
+
+NarxSimulationObjective::NarxSimulationObjective(
+    const Mlp* mlp, const data::NarxLags& lags,
+    const std::vector<data::Trace>* traces, Loss loss, double rho_theta,
+    TableObjective* one_step)
+    : mlp_(mlp),
+      lags_(lags),
+      traces_(traces),
+      loss_(loss),
+      rho_theta_(rho_theta),
+      one_step_(one_step),
+      caches_(traces->size()) {
+  for (const data::Trace& t : *traces) {
+    num_samples_ += std::max(0, t.length() - lags.max_lag());
+  }
+}
+
+double NarxSimulationObjective::Trace(const Eigen::VectorXd& w, size_t i,
+                                      Eigen::VectorXd* grad) {
+  const data::Trace& tr = (*traces_)[i];
+  const int first = lags_.max_lag();
+  const int steps = tr.length() - first;
+  if (steps <= 0) return 0.0;
+  const int ny = static_cast<int>(tr.y.rows());
+  Mlp::Cache& cache = caches_[i];
+  cache.Resize(*mlp_, steps);
+  // Free run: the first `first` outputs are the measured history.
+  yhat_ = tr.y;
+  for (int j = 0; j < steps; ++j) {
+    data::FillNarxRegressor(lags_, tr.u, yhat_, first + j,
+                            cache.input().col(j));
+    mlp_->ForwardColumn(w.data(), j, &cache);
+    yhat_.col(first + j) = cache.output().col(j);
+  }
+  const auto target = tr.y.rightCols(steps);
+  const double value = loss_.Value(target, cache.output());
+  if (grad == nullptr || !std::isfinite(value)) return value;
+  d_out_.resize(ny, steps);
+  loss_.Gradient(target, cache.output(), d_out_);
+  // Reverse sweep: yhat(t) feeds z(t + k) for k = 1..output_lags, so its
+  // adjoint collects dL/dz of those later steps.
+  adjoint_.setZero(ny, steps);
+  d_in_.resize(mlp_->inputs());
+  const int y_offset = static_cast<int>(tr.u.rows()) *
+                       (lags_.input_lags + (lags_.feedthrough ? 1 : 0));
+  for (int j = steps - 1; j >= 0; --j) {
+    d_out_.col(j) += adjoint_.col(j);
+    mlp_->BackwardColumn(w.data(), j, d_out_.col(j).data(), &cache,
+                         d_in_.data());
+    for (int k = 1; k <= lags_.output_lags && j - k >= 0; ++k) {
+      adjoint_.col(j - k) += d_in_.segment(y_offset + (k - 1) * ny, ny);
+    }
+  }
+  mlp_->AccumulateGradient(cache, grad->data());
+  return value;
+}
+
+double NarxSimulationObjective::Evaluate(const Eigen::VectorXd& w,
+                                         Eigen::VectorXd* grad) {
+  if (grad != nullptr) grad->setZero(w.size());
+  double value = 0.5 * rho_theta_ * w.squaredNorm();
+  for (size_t i = 0; i < traces_->size(); ++i) value += Trace(w, i, grad);
+  if (grad != nullptr) {
+    *grad += rho_theta_ * w;
+    *grad /= std::max(num_samples_, 1);
+    if (!grad->allFinite()) return kInf;
+  }
+  return FiniteOrInf(value / std::max(num_samples_, 1));
+}
+
+double NarxSimulationObjective::MeanSquaredResidual(const Eigen::VectorXd& w) {
+  double sse = 0.0;
+  int count = 0;
+  for (size_t i = 0; i < traces_->size(); ++i) {
+    Trace(w, i, nullptr);
+    const data::Trace& tr = (*traces_)[i];
+    const int steps = tr.length() - lags_.max_lag();
+    if (steps <= 0) continue;
+    sse += (tr.y.rightCols(steps) - caches_[i].output()).squaredNorm();
+    count += steps * static_cast<int>(tr.y.rows());
+  }
+  const double mse = sse / std::max(count, 1);
+  return std::isfinite(mse) ? mse : kInf;
 }
 
 void TableObjective::StartEpoch(const Eigen::VectorXd&, Rng* rng) {

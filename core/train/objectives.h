@@ -14,6 +14,7 @@
 
 #include "Eigen/Core"
 #include "core/data/dataset.h"
+#include "core/data/narx.h"
 #include "core/losses/loss.h"
 #include "core/models/mlp.h"
 #include "core/models/state_space_rnn.h"
@@ -61,6 +62,48 @@ class TableObjective : public SbdlObjective {
   Eigen::MatrixXd x_shuffled_, y_shuffled_, d_out_, curv_;
   std::map<int, Mlp::Cache>
       caches_;  // one per batch width, so no reallocation per batch
+};
+
+// A NARX model trained on its free-run simulation error (output error): the
+// regressors read the model's own past outputs, and the gradient is
+// backpropagated through that feedback over each whole trace. Full batch.
+// SBDL's curvature and sigma^2 use the one-step (teacher-forced) network on
+// the measured regressors, an approximation that ignores the feedback.
+class NarxSimulationObjective : public SbdlObjective {
+ public:
+  // traces in normalized units; one_step: the one-step objective on the same
+  // data (for the curvature), not owned.
+  NarxSimulationObjective(const Mlp* mlp, const data::NarxLags& lags,
+                          const std::vector<data::Trace>* traces, Loss loss,
+                          double rho_theta, TableObjective* one_step);
+
+  int num_params() const override { return mlp_->num_params(); }
+  double Evaluate(const Eigen::VectorXd& w, Eigen::VectorXd* grad) override;
+  int num_samples() const override { return num_samples_; }
+  void OutputJacobianSquares(const Eigen::VectorXd& w,
+                             Eigen::VectorXd* s) override {
+    one_step_->OutputJacobianSquares(w, s);
+  }
+  void DiagonalGgn(const Eigen::VectorXd& w, Eigen::VectorXd* h) override {
+    one_step_->DiagonalGgn(w, h);
+  }
+  // The free-run residual: the noise the simulation model has to explain.
+  double MeanSquaredResidual(const Eigen::VectorXd& w) override;
+
+ private:
+  // Loss sum of trace i, adding its gradient when grad is set.
+  double Trace(const Eigen::VectorXd& w, size_t i, Eigen::VectorXd* grad);
+
+  const Mlp* mlp_;
+  data::NarxLags lags_;
+  const std::vector<data::Trace>* traces_;
+  Loss loss_;
+  double rho_theta_;
+  TableObjective* one_step_;
+  int num_samples_ = 0;
+  std::vector<Mlp::Cache> caches_;  // one per trace
+  Eigen::MatrixXd yhat_, d_out_, adjoint_;
+  Eigen::VectorXd d_in_;
 };
 
 // A state-space RNN on several traces: full BPTT (bptt_window 0) or truncated

@@ -260,6 +260,11 @@ absl::Status TrainConfig::Validate() const {
   }
   if (model.kind == ModelKind::kNarxMlp)
     SPARROW_RETURN_IF_ERROR(data::ValidateNarxLags(model.lags));
+  if (model.simulation_error && batch_size > 0) {
+    return absl::InvalidArgumentError(
+        "model.narx_mlp.simulation_error trains on whole traces (full batch); "
+        "remove optimizer.*.batch.batch_size");
+  }
   const bool gauss_newton_method =
       optimizer == OptimizerKind::kNails || optimizer == OptimizerKind::kNailm;
   if (optimizer == OptimizerKind::kSbdl) {
@@ -395,6 +400,8 @@ absl::StatusOr<TrainResult> Train(const TrainConfig& config,
   Mlp mlp;
   StateSpaceRnn rnn;
   std::unique_ptr<Objective> objective;
+  std::unique_ptr<TableObjective>
+      one_step;  // the curvature of a simulation fit
   // An MLP on the rows of train_table (static MLP, or NARX on its regressors).
   auto setup_network = [&](int n_in, int n_out,
                            absl::string_view name) -> absl::Status {
@@ -460,6 +467,12 @@ absl::StatusOr<TrainResult> Train(const TrainConfig& config,
           train_table, data::BuildNarxRegressors(train_seq, config.model.lags));
       SPARROW_RETURN_IF_ERROR(setup_network(
           static_cast<int>(train_table.x.rows()), s.n_y, "model.narx_mlp"));
+      if (config.model.simulation_error) {
+        one_step.reset(static_cast<TableObjective*>(objective.release()));
+        objective = std::make_unique<NarxSimulationObjective>(
+            &mlp, config.model.lags, &train_seq.traces, config.loss,
+            config.rho_theta, one_step.get());
+      }
     } else {
       StateSpaceRnnSpec& spec = model.config.rnn;
       spec.nu = s.n_u;
@@ -552,7 +565,7 @@ absl::StatusOr<TrainResult> Train(const TrainConfig& config,
     o.seed = config.seed;
     SbdlResult r;
     result.summary = MinimizeSbdl(
-        o, layers, static_cast<TableObjective&>(*objective), &w, &r, &monitor);
+        o, layers, static_cast<SbdlObjective&>(*objective), &w, &r, &monitor);
     model.mask = r.mask;
     model.variance = r.variance;
     model.noise_variance = r.noise_variance;

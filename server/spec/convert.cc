@@ -94,6 +94,7 @@ absl::StatusOr<core::ModelConfig> ToModelConfig(const v1::ModelSpec& m,
     case v1::ModelSpec::kNarxMlp: {
       const v1::NarxMlpModel& n = m.narx_mlp();
       c.kind = core::ModelKind::kNarxMlp;
+      c.simulation_error = n.simulation_error();
       c.hidden = Sizes(n.hidden());
       SPARROW_ASSIGN_OR_RETURN(c.activation,
                                ToActivation(n.activation(), Activation::kTanh,
