@@ -200,6 +200,7 @@ struct PredictFlags {
   std::string model_path;
   std::string input;
   bool one_step = false;
+  bool intervals = false;
   int x0_samples = 0;
   std::string out;
   bool json = false;
@@ -254,14 +255,26 @@ int Predict(const PredictFlags& f) {
   if (!table.ok()) return Fail(table.status());
   const int nu = static_cast<int>(model->input_names.size());
   const Eigen::MatrixXd u = table->values.topRows(nu);
-  Eigen::MatrixXd yhat;
+  Eigen::MatrixXd yhat, stddev;
   double bfr = std::numeric_limits<double>::quiet_NaN();
   double rmse = bfr;
   if (sequence) {
     const Eigen::MatrixXd y =
         table->values.bottomRows(table->values.rows() - nu);
-    auto p = f.one_step ? core::PredictOneStep(*model, u, y)
-                        : core::Simulate(*model, u, y);
+    if (f.intervals && !f.one_step) {
+      return Fail(absl::InvalidArgumentError(
+          "--intervals are one-step prediction intervals; add --one-step"));
+    }
+    absl::StatusOr<core::SequencePrediction> p;
+    if (f.intervals) {
+      auto q = core::PredictOneStepWithUncertainty(*model, u, y);
+      if (!q.ok()) return Fail(q.status());
+      p = q->mean;
+      stddev = q->stddev;
+    } else {
+      p = f.one_step ? core::PredictOneStep(*model, u, y)
+                     : core::Simulate(*model, u, y);
+    }
     if (!p.ok()) return Fail(p.status());
     yhat = p->y;
     const int n = static_cast<int>(y.cols()) - p->first;
@@ -276,12 +289,21 @@ int Predict(const PredictFlags& f) {
     std::ofstream out(f.out, std::ios::binary);
     std::string header;
     for (const auto& n : model->output_names) header += n + "_pred,";
+    if (stddev.size() > 0) {
+      for (const auto& n : model->output_names) header += n + "_lower95,";
+      for (const auto& n : model->output_names) header += n + "_upper95,";
+    }
     header.back() = '\n';
     out << header;
     for (Eigen::Index t = 0; t < yhat.cols(); ++t) {
       std::string line;
       for (Eigen::Index i = 0; i < yhat.rows(); ++i)
         line += absl::StrFormat("%.17g,", yhat(i, t));
+      // Gaussian 95 % band: mean -+ 1.96 standard deviations.
+      for (Eigen::Index i = 0; i < stddev.rows(); ++i)
+        line += absl::StrFormat("%.17g,", yhat(i, t) - 1.96 * stddev(i, t));
+      for (Eigen::Index i = 0; i < stddev.rows(); ++i)
+        line += absl::StrFormat("%.17g,", yhat(i, t) + 1.96 * stddev(i, t));
       line.back() = '\n';
       out << line;
     }
@@ -434,6 +456,10 @@ int Main(int argc, char** argv) {
   pred_cmd->add_flag(
       "--one-step", pred.one_step,
       "NARX models: one-step-ahead prediction instead of simulation");
+  pred_cmd->add_flag("--intervals", pred.intervals,
+                     "With --one-step, for SBDL models: add 95 % prediction "
+                     "interval columns (<output>_lower95, <output>_upper95) "
+                     "from the weight variances");
   pred_cmd->add_option(
       "--x0-samples", pred.x0_samples,
       "Samples used to estimate a free initial state (default: the model's)");

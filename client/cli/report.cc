@@ -6,6 +6,7 @@
 #include <map>
 
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 
 namespace sparrow::cli {
 namespace {
@@ -26,6 +27,17 @@ nlohmann::json RunJson(const RunReport& r) {
   j["final_loss"] = r.final_loss;
   j["termination"] = r.termination;
   if (!r.message.empty()) j["message"] = r.message;
+  if (!r.layers.empty()) {
+    j["layers"] = nlohmann::json::array();
+    for (const core::LayerSparsity& l : r.layers) {
+      j["layers"].push_back({{"neurons", l.neurons},
+                             {"inputs", l.inputs},
+                             {"zeros", l.zeros},
+                             {"zero_pct", l.zero_pct},
+                             {"remaining_pct", l.remaining_pct}});
+    }
+  }
+  if (!r.removed.empty()) j["removed"] = r.removed;
   return j;
 }
 
@@ -82,6 +94,8 @@ RunReport MakeReport(uint64_t seed, const core::TrainResult& result) {
   r.final_loss = result.summary.final_loss;
   r.termination = core::TerminationName(result.summary.termination);
   r.message = result.summary.message;
+  r.layers = m.layers;
+  r.removed = m.removed;
   r.validation = std::numeric_limits<double>::quiet_NaN();
   for (const core::IterationRecord& rec : result.summary.history) {
     if (std::isfinite(rec.validation_metric) &&
@@ -162,6 +176,27 @@ std::string ReportTable(const std::vector<RunReport>& reports, int best) {
   for (const RunReport& r : reports) {
     if (!r.message.empty())
       out += absl::StrFormat("seed %d: %s\n", r.seed, r.message);
+  }
+  const RunReport& b = reports[best];
+  if (!b.layers.empty() &&
+      std::any_of(b.layers.begin(), b.layers.end(),
+                  [](const core::LayerSparsity& l) { return l.zeros > 0; })) {
+    out += absl::StrFormat("seed %d weights remaining per layer:", b.seed);
+    for (const core::LayerSparsity& l : b.layers) {
+      out += absl::StrFormat(" %dx%d %.1f%%", l.neurons, l.inputs,
+                             l.remaining_pct);
+    }
+    out += "\n";
+  }
+  if (!b.removed.empty()) {
+    // The full list is in --json and in the stored model.
+    constexpr size_t kShown = 12;
+    const std::vector<std::string> shown(
+        b.removed.begin(),
+        b.removed.begin() + std::min(kShown, b.removed.size()));
+    out += absl::StrFormat("seed %d removed %d units: %s%s\n", b.seed,
+                           b.removed.size(), absl::StrJoin(shown, ", "),
+                           b.removed.size() > kShown ? ", ..." : "");
   }
   return out;
 }

@@ -26,6 +26,9 @@ struct RunReport {
       0.0;  // best validation metric, NaN without a validation split
   std::string termination;
   std::string message;
+  // mlp / narx_mlp: sparsity per weight matrix and the removed lags / neurons.
+  std::vector<core::LayerSparsity> layers;
+  std::vector<std::string> removed;
 };
 
 RunReport MakeReport(uint64_t seed, const core::TrainResult& result);
