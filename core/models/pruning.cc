@@ -127,6 +127,9 @@ CompactNetwork CompactMlp(const Mlp& mlp, const double* theta) {
     }
     if (l > 0 && l < n && kept[l].empty()) kept[l].push_back(-1);
   }
+  // A network that reads no input keeps input 0 (which no live neuron
+  // reads), so that the spec stays valid.
+  if (kept[0].empty()) kept[0].push_back(0);
   CompactNetwork out;
   out.spec = mlp.spec();
   out.spec.inputs = static_cast<int>(kept[0].size());

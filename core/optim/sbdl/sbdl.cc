@@ -39,10 +39,9 @@ class GroupPenalty : public ProximalTerm {
     const auto& groups = layout_->groups;
     for (size_t g = 0; g < groups.size(); ++g) {
       const std::vector<int>& idx = groups[g];
-      if ((*mask_)(idx[0]) == 0.0) {
-        for (int k : idx) (*w)(k) = 0.0;
-        continue;
-      }
+      // Masked weights stay zero (a group can be partly masked when a
+      // neuron it feeds was disconnected).
+      for (int k : idx) (*w)(k) *= (*mask_)(k);
       if (weight_[g] == 0.0) continue;
       // The harmonic mean of the steps, lr / mean(sqrt(v_hat) + eps) for
       // Adam: a coordinate with a vanishing gradient (a huge Adam step) must
@@ -123,6 +122,34 @@ class ProximalNewton {
   double mu_;
   Eigen::VectorXd grad_, h_, step_, trial_;
 };
+
+// Zeroes and masks the incoming weights of neurons that no longer reach the
+// output (every outgoing weight zero), from the last hidden layer down, when
+// the matrices chain (layer l's neurons are layer l + 1's inputs). Exact: such
+// weights have no effect on any prediction and a zero gradient. Returns the
+// number of weights newly masked.
+int PruneDisconnected(const std::vector<SbdlWeightMatrix>& layers,
+                      Eigen::VectorXd* w, Eigen::VectorXd* mask) {
+  int pruned = 0;
+  for (size_t l = layers.size() - 1; l-- > 0;) {
+    const SbdlWeightMatrix& m = layers[l];
+    const SbdlWeightMatrix& next = layers[l + 1];
+    if (next.inputs != m.neurons) return pruned;
+    for (int j = 0; j < m.neurons; ++j) {
+      bool reaches = false;
+      for (int r = 0; r < next.neurons && !reaches; ++r)
+        reaches = (*w)(next.offset + j * next.neurons + r) != 0.0;
+      if (reaches) continue;
+      for (int i = 0; i < m.inputs; ++i) {
+        const int k = m.offset + i * m.neurons + j;
+        if ((*mask)(k) != 0.0) ++pruned;
+        (*w)(k) = 0.0;
+        (*mask)(k) = 0.0;
+      }
+    }
+  }
+  return pruned;
+}
 
 }  // namespace
 
@@ -260,8 +287,8 @@ Summary MinimizeSbdl(const SbdlOptions& options,
   };
   auto set_weights = [&](double sigma2) {
     for (size_t g = 0; g < num_groups; ++g) {
-      penalty.set_weight(g, lambda(layout.layer[g]) * 2.0 * sigma2 /
-                                n_samples * omega[g]);
+      penalty.set_weight(
+          g, lambda(layout.layer[g]) * 2.0 * sigma2 / n_samples * omega[g]);
     }
   };
   state.noise_variance = sigma2_at(*w);
@@ -316,7 +343,9 @@ Summary MinimizeSbdl(const SbdlOptions& options,
     state.noise_variance = sigma2;
     for (size_t g = 0; g < num_groups; ++g) {
       const std::vector<int>& idx = layout.groups[g];
-      if (state.mask(idx[0]) == 0.0) continue;
+      bool active = false;
+      for (int k : idx) active = active || state.mask(k) != 0.0;
+      if (!active) continue;
       double norm2 = 0.0;
       for (int k : idx) norm2 += (*w)(k) * (*w)(k);
       const double norm = std::sqrt(norm2);
@@ -337,11 +366,19 @@ Summary MinimizeSbdl(const SbdlOptions& options,
           (*w)(k) = 0.0;
           state.mask(k) = 0.0;
         }
-        ++state.pruned_groups;
         ++newly_pruned;
       }
     }
     set_weights(sigma2);
+    if (options.reweight && PruneDisconnected(layers, w, &state.mask) > 0) {
+      ++newly_pruned;  // the support changed
+    }
+    state.pruned_groups = 0;
+    for (const std::vector<int>& idx : layout.groups) {
+      bool active = false;
+      for (int k : idx) active = active || state.mask(k) != 0.0;
+      state.pruned_groups += !active;
+    }
     // The variance proxy of every parameter at this iterate.
     state.variance.setZero();
     for (int k = 0; k < n; ++k) {
@@ -373,7 +410,6 @@ Summary MinimizeSbdl(const SbdlOptions& options,
          {"pruned_groups", static_cast<double>(state.pruned_groups)},
          {"noise_variance", sigma2},
          {"inner_epochs", static_cast<double>(epochs)}});
-    if (t == 1) summary.initial_loss = v;
     const double metric = summary.history.empty()
                               ? std::numeric_limits<double>::quiet_NaN()
                               : summary.history.back().validation_metric;
