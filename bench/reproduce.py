@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
-"""Reproduce the NAILS/NAILM paper experiments (ALGORITHMS.md §2.7) with Sparrow.
+"""Reproduce the NAILS/NAILM (ALGORITHMS.md §2.7) and SBDL (§1.6) paper experiments with Sparrow.
 
-Usage: bench/reproduce.py [--seeds S] [--threads T] [--build-dir build] [EXAMPLE ...]
+Usage: bench/reproduce.py [--seeds S] [--threads T] [--build-dir build] [--paper nails|sbdl|all]
+                          [--ratios R1,R2,...] [EXAMPLE ...]
 
 For every example (a spec in examples/, named with or without the .json suffix) it
 runs, from the repository root,
@@ -13,7 +14,7 @@ and prints one table, ours against the published numbers of bench/paper_results.
     example | metric | ours mean (std) | paper mean (std) | ours ms/epoch | paper ms/epoch
             | our s/run | paper s/run
 
-and writes the same as JSON to BUILD/reproduce.json. "ours" is the mean and the sample standard
+and writes the same as JSON to BUILD/reproduce.json (or --output PATH). "ours" is the mean and the sample standard
 deviation (divides by S - 1) over the S seeds; ms/epoch and s/run are the means over the seeds of
 Sparrow's `ms_per_epoch` and `seconds` (wall time of the optimizer loop of one run). Sparrow runs
 the seeds in parallel on T threads, each seed single-threaded.
@@ -23,6 +24,21 @@ Silverbox job (name it to run it). damper_group_lasso is a sweep over tau_g in {
 (temporary copies of the spec with regularization.group_lasso.tau set; ADMM rho follows as
 10 tau_g unless the spec sets admm_rho) reported as test BFR against model order, as the
 paper's Fig. 4.
+
+SBDL (Zhou et al., Cascaded Tanks, ALGORITHMS.md §1.6): the entries of paper_results.json with
+"source": "sbdl" (the tanks_* examples) get their own table, printed after the NAILS/NAILM one:
+
+    example | metric | ours BEST | ours median | ours mean (std) | paper best | paper mean (std)
+            | our s/run | our ms/iter | iter
+
+BEST is the minimum over the seeds (the paper reports its best run), the RMSEs are Sparrow's
+test_rmse (free-run simulation) and test_one_step_rmse, plus % remaining weights (remaining_pct);
+ms/iter = ms_per_epoch, which for SBDL is one outer iteration (inner_epochs epochs + pruning) and
+for Adam one epoch. tanks_sbdl_onestep and tanks_group_lasso_onestep are data-ratio sweeps over
+split.train_fraction (default 0.05, 0.1, 0.2, ..., 1.0; --ratios 0.1,1.0 to restrict; temporary
+copies of the spec), each reported per ratio as one-step RMSE BEST / median / mean (std) and mean %
+remaining weights beside the paper's Table 2. --paper nails|sbdl restricts the default set to one
+paper.
 
 A spec that fails is reported with Sparrow's error message and the runner goes on; the exit code
 is 1 if any run failed, 0 otherwise (skipped examples do not count).
@@ -35,6 +51,7 @@ import json
 import math
 import os
 import platform
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -44,6 +61,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PAPER = os.path.join(ROOT, "bench", "paper_results.json")
 GROUP_LASSO = "damper_group_lasso.json"
 DEFAULT_TAUS = [0.1, 1, 10, 100]
+SBDL = "sbdl"
+DEFAULT_RATIOS = [0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0]
 
 
 def log(msg):
@@ -383,6 +402,9 @@ def print_report(results, args):
         print(markdown_table(["model order", "runs", "test BFR mean (std)", "best test BFR",
                               "tau_g"], rows, ["r", "r", "r", "r", "l"]))
 
+
+
+def print_problems(results):
     problems = [r for r in results if r["status"] in ("error", "skipped", "partial")]
     if problems:
         print("\nNot run or failed:")
@@ -391,7 +413,320 @@ def print_report(results, args):
             print("- %s [%s]: %s" % (r["example"], r["status"], msg))
 
 
+# ---------------------------------------------------------------- SBDL (Zhou et al., Cascaded Tanks)
+
+
+def stats(values):
+    """BEST (min), median, mean and sample std of the finite values; {} when there are none."""
+    v = [x for x in values if x is not None and math.isfinite(x)]
+    if not v:
+        return {}
+    m, sd = mean_std(v)
+    return {"best": min(v), "median": statistics.median(v), "mean": m, "std": sd, "n": len(v)}
+
+
+def iteration_kind(spec):
+    """What one `ms_per_epoch` of the spec's optimizer is."""
+    opt = spec.get("optimizer") or {}
+    if "sbdl" in opt:
+        inner = opt["sbdl"].get("inner_epochs")
+        return "SBDL outer it." + (" (%s epochs)" % inner if inner is not None else "")
+    if opt:
+        return "%s epoch" % next(iter(opt))
+    return "epoch"
+
+
+def set_field(spec, dotted, value):
+    node = spec
+    keys = dotted.split(".")
+    for k in keys[:-1]:
+        node = node.setdefault(k, {})
+    node[keys[-1]] = value
+
+
+def ratio_lookup(table, ratio):
+    """table[str(r)] for the key r equal to ratio (keys like "0.05", "1.0"), or None."""
+    for k, v in (table or {}).items():
+        try:
+            if abs(float(k) - ratio) < 1e-9:
+                return v
+        except ValueError:
+            pass
+    return None
+
+
+def time_stats(runs):
+    s = stats([r.get("seconds") for r in runs])
+    ms = stats([r.get("ms_per_epoch") for r in runs])
+    return (s.get("mean"), ms.get("mean"))
+
+
+def sbdl_row(name, metric, ours, pub, kind, runs, label=None):
+    pub = pub or {}
+    sec, it = time_stats(runs)
+    return {"example": name, "metric": label or metric, "ours": ours,
+            "paper_best": pub.get("best"), "paper_mean": pub.get("mean"),
+            "paper_std": pub.get("std"), "ours_seconds_per_run": sec,
+            "ours_ms_per_iteration": it, "iteration": kind}
+
+
+def layer_summary(runs):
+    """Mean remaining_pct per layer over the runs, when Sparrow reports `layers`."""
+    per = {}
+    for r in runs:
+        for i, l in enumerate(r.get("layers") or []):
+            per.setdefault(i, []).append(l.get("remaining_pct"))
+    return [stats(per[i]).get("mean") for i in sorted(per)]
+
+
+def run_sbdl_example(name, paper, args, sparrow):
+    spec_path = os.path.join("examples", name)
+    result = {"example": name, "spec": spec_path, "paper": paper, "source": SBDL}
+    try:
+        with open(os.path.join(ROOT, spec_path)) as f:
+            spec = json.load(f)
+    except (OSError, ValueError) as e:
+        result.update(status="error", message="cannot read %s: %s" % (spec_path, e), rows=[])
+        return result
+    problem = data_problem(spec)
+    if problem:
+        result.update(status="skipped", message=problem, rows=[])
+        return result
+    kind = iteration_kind(spec)
+    result["iteration"] = kind
+    sweep = (paper or {}).get("sweep")
+    if sweep and sweep.get("field") == "split.train_fraction":
+        return run_ratio_sweep(name, spec, paper, args, sparrow, result, kind)
+
+    log("running %s (%d seeds, %d threads) ..." % (name, args.seeds, args.threads))
+    t0 = time.time()
+    runs, err = run_sparrow(sparrow, spec_path, args.seeds, args.threads)
+    wall = time.time() - t0
+    result["wall_seconds"] = wall
+    if err:
+        log("  FAILED after %.1f s" % wall)
+        result.update(status="error", message=err, rows=[])
+        return result
+    log("  done in %.1f s" % wall)
+    summary = summarize_runs(runs)
+    rows = []
+    metrics = (paper or {}).get("metrics") or {"rmse": {"test": None}}
+    for metric, splits in metrics.items():
+        for split, pub in splits.items():
+            ours = stats([metric_value(r, metric, split) for r in runs])
+            rows.append(sbdl_row(name, "%s %s" % (metric, split), ours, pub, kind, runs))
+    rows.append(sbdl_row(name, "remaining_pct", stats([r.get("remaining_pct") for r in runs]),
+                         None, kind, runs, label="% remaining weights"))
+    result.update(status="ok", runs=runs, summary=summary, rows=rows,
+                  layers_remaining_pct=layer_summary(runs))
+    return result
+
+
+def run_ratio_sweep(name, spec, paper, args, sparrow, result, kind):
+    sweep_cfg = paper["sweep"]
+    ratios = args.ratios or sweep_cfg.get("values") or DEFAULT_RATIOS
+    paper_remaining = sweep_cfg.get("paper_remaining_pct") or {}
+    sweep, all_runs, errors = [], [], []
+    tmpdir = tempfile.mkdtemp(prefix="sparrow-reproduce-")
+    try:
+        for ratio in ratios:
+            s = copy.deepcopy(spec)
+            set_field(s, sweep_cfg["field"], ratio)
+            s["name"] = "%s (train_fraction = %g)" % (spec.get("name", name), ratio)
+            path = os.path.join(tmpdir, "%s_ratio_%g.json" % (name.replace(".json", ""), ratio))
+            with open(path, "w") as f:
+                json.dump(s, f, indent=2)
+            log("running %s with train_fraction = %g (%d seeds, %d threads) ..."
+                % (name, ratio, args.seeds, args.threads))
+            t0 = time.time()
+            runs, err = run_sparrow(sparrow, path, args.seeds, args.threads)
+            wall = time.time() - t0
+            entry = {"ratio": ratio, "wall_seconds": wall,
+                     "paper_remaining_pct": ratio_lookup(paper_remaining, ratio)}
+            if err:
+                log("  FAILED after %.1f s" % wall)
+                entry.update(status="error", message=err)
+                errors.append("train_fraction = %g: %s" % (ratio, err))
+            else:
+                log("  done in %.1f s" % wall)
+                for r in runs:
+                    r["ratio"] = ratio
+                all_runs.extend(runs)
+                sec, it = time_stats(runs)
+                entry.update(status="ok", runs=runs, summary=summarize_runs(runs),
+                             test_one_step_rmse=stats([r.get("test_one_step_rmse") for r in runs]),
+                             test_rmse=stats([r.get("test_rmse") for r in runs]),
+                             remaining_pct=stats([r.get("remaining_pct") for r in runs]),
+                             seconds_per_run=sec, ms_per_iteration=it,
+                             layers_remaining_pct=layer_summary(runs))
+            sweep.append(entry)
+    finally:
+        for fn in os.listdir(tmpdir):
+            os.remove(os.path.join(tmpdir, fn))
+        os.rmdir(tmpdir)
+    result["sweep"] = sweep
+
+    # Main-table rows: the one-step RMSE at the ratio with the lowest BEST, and at the paper's
+    # ratio when that is another one.
+    rows = []
+    ok = [e for e in sweep if e["status"] == "ok" and e["test_one_step_rmse"]]
+    metrics = (paper or {}).get("metrics") or {}
+    pub = (metrics.get("one_step_rmse") or {}).get("test")
+    at = (pub or {}).get("at_ratio")
+    if ok:
+        best = min(ok, key=lambda e: e["test_one_step_rmse"]["best"])
+        shown = [best] + [e for e in ok if at is not None and abs(e["ratio"] - at) < 1e-9
+                          and e is not best]
+        for e in shown:
+            tags = ["our best ratio"] if e is best else []
+            if at is not None and abs(e["ratio"] - at) < 1e-9:
+                tags.append("paper's ratio")
+            label = "one_step_rmse test @ ratio %g (%s)" % (e["ratio"], ", ".join(tags))
+            rows.append(sbdl_row(name, "one_step_rmse test", e["test_one_step_rmse"], pub, kind,
+                                 e["runs"], label=label))
+        if pub and at is not None:
+            rows[0]["paper_at_ratio"] = at
+    result["rows"] = rows
+    if errors and not all_runs:
+        result.update(status="error", message="\n".join(errors))
+    elif errors:
+        result.update(status="partial", message="\n".join(errors))
+    else:
+        result["status"] = "ok"
+    return result
+
+
+def fmt_sd(st, key="mean", digits=4):
+    if not st or st.get(key) is None:
+        return "—"
+    return fmt(st[key], st.get("std"), digits)
+
+
+def fmt_key(st, key, digits=4):
+    return fmt_num(st.get(key) if st else None, digits)
+
+
+def print_sbdl_report(results, args):
+    print("Sparrow vs. paper (Zhou et al., SBDL, Cascaded Tanks, ALGORITHMS.md §1.6): "
+          "%d seeds, --threads %d" % (args.seeds, args.threads))
+    print("ours: BEST = min over the seeds, median, mean (sample std); paper: best run, "
+          "mean (std) over its runs where given. rmse = free-run simulation RMSE (test_rmse), "
+          "one_step_rmse = one-step-ahead RMSE, on the 1024 test samples. s/run = wall time "
+          "of one run's optimizer loop; ms/iter = ms_per_epoch (iter says what one iteration "
+          "is)\n")
+    header = ["example", "metric", "ours BEST", "ours median", "ours mean (std)", "paper best",
+              "paper mean (std)", "our s/run", "our ms/iter", "iter"]
+    body = []
+    for res in results:
+        name = res["example"].replace(".json", "")
+        if res["status"] in ("error", "skipped") and not res.get("rows"):
+            first = res["message"].splitlines()[0] if res.get("message") else ""
+            body.append([name, res["status"].upper(), first] + [""] * 7)
+            continue
+        for i, row in enumerate(res["rows"]):
+            d = 2 if row["metric"].startswith("%") else 4
+            pb = fmt_num(row["paper_best"], 4)
+            if row.get("paper_at_ratio") is not None:
+                pb += " @ %g" % row["paper_at_ratio"]
+            body.append([
+                name if i == 0 else "", row["metric"],
+                fmt_key(row["ours"], "best", d), fmt_key(row["ours"], "median", d),
+                fmt_sd(row["ours"], "mean", d), pb,
+                fmt(row["paper_mean"], row["paper_std"], 4),
+                fmt_num(row["ours_seconds_per_run"], 2) if i == 0 else "",
+                fmt_num(row["ours_ms_per_iteration"], 2) if i == 0 else "",
+                row["iteration"] if i == 0 else "",
+            ])
+    print(markdown_table(header, body, ["l", "l", "r", "r", "r", "r", "r", "r", "r", "l"]))
+
+    notes = []
+    for res in results:
+        p = res.get("paper") or {}
+        if p.get("note"):
+            notes.append("- %s: %s" % (res["example"].replace(".json", ""), p["note"]))
+        if p.get("table3_simulation_rmse"):
+            notes.append("- paper Table 3 (simulation RMSE): " + ", ".join(
+                "%s %.3f" % kv for kv in p["table3_simulation_rmse"].items()))
+    if notes:
+        print("\nPaper notes:")
+        print("\n".join(notes))
+
+    notes = []
+    for res in results:
+        runs = res.get("runs") or [r for e in res.get("sweep", []) for r in e.get("runs", [])]
+        if not runs:
+            continue
+        s = summarize_runs(runs)
+        e = s.get("epochs")
+        term = ", ".join("%s %d" % kv for kv in sorted(s["termination"].items()))
+        line = "- %s: iterations %s; termination %s" % (
+            res["example"].replace(".json", ""),
+            "%.1f [%d–%d]" % (e["mean"], e["min"], e["max"]) if e else "—", term)
+        layers = res.get("layers_remaining_pct")
+        if layers:
+            line += "; %% remaining per layer (mean) %s" % ", ".join(fmt_num(v, 1) for v in layers)
+        messages = sorted({r["message"] for r in runs if r.get("message")})
+        if messages:
+            line += "; message: " + " | ".join(messages)
+        notes.append(line)
+    if notes:
+        print("\nIterations (mean [min–max]; SBDL: outer iterations) and termination per example"
+              " (sweeps: all ratios pooled):")
+        print("\n".join(notes))
+
+    for res in results:
+        if "sweep" not in res:
+            continue
+        p = res.get("paper") or {}
+        pub = ((p.get("metrics") or {}).get("one_step_rmse") or {}).get("test") or {}
+        at = pub.get("at_ratio")
+        print("\n%s: data-ratio sweep over split.train_fraction (contiguous prefix of the training "
+              "rows; paper: Table 2 %% remaining, %s repetitions per ratio%s)\n"
+              % (res["example"], p.get("runs") or "?",
+                 "; best one-step RMSE %.4f at ratio %g (Fig. 3)" % (pub["best"], at)
+                 if pub.get("best") is not None and at is not None else ""))
+        rows = []
+        for e in res["sweep"]:
+            if e["status"] != "ok":
+                rows.append(["%g" % e["ratio"], "ERROR", e["message"].splitlines()[0]]
+                            + [""] * 8)
+                continue
+            o = e["test_one_step_rmse"]
+            paper_best = ("%.4f" % pub["best"] if pub.get("best") is not None and at is not None
+                          and abs(e["ratio"] - at) < 1e-9 else "")
+            rows.append(["%g" % e["ratio"], fmt_key(o, "best"), fmt_key(o, "median"),
+                         fmt_sd(o), paper_best, fmt_sd(e["test_rmse"]),
+                         fmt_sd(e["remaining_pct"], digits=2),
+                         fmt_num(e["paper_remaining_pct"], 2),
+                         "/".join(fmt_num(v, 0) for v in e.get("layers_remaining_pct") or [])
+                         or "—",
+                         fmt_num(e["seconds_per_run"], 2),
+                         fmt_num(e["ms_per_iteration"], 1)])
+        print(markdown_table(["ratio", "one-step RMSE BEST", "median", "mean (std)",
+                              "paper best", "free-run RMSE mean (std)",
+                              "% remaining mean (std)", "paper % remaining",
+                              "% remaining per layer", "s/run", "ms/outer it."], rows,
+                             ["r", "r", "r", "r", "r", "r", "r", "r", "r", "r", "r"]))
+        ok = [e for e in res["sweep"] if e["status"] == "ok" and e["test_one_step_rmse"]]
+        if ok:
+            b = min(ok, key=lambda e: e["test_one_step_rmse"]["best"])
+            print("\nbest one-step RMSE over the sweep: %.4f at ratio %g%s"
+                  % (b["test_one_step_rmse"]["best"], b["ratio"],
+                     " (paper: %.4f at %g)" % (pub["best"], at)
+                     if pub.get("best") is not None and at is not None else ""))
+
+
 # ---------------------------------------------------------------- main
+
+
+def parse_ratios(text):
+    try:
+        ratios = [float(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError("not a comma-separated list of numbers: %r" % text)
+    if not ratios or any(not (0 < r <= 1) for r in ratios):
+        raise argparse.ArgumentTypeError("ratios must be in (0, 1]: %r" % text)
+    return ratios
 
 
 def resolve(name):
@@ -408,6 +743,14 @@ def main():
     ap.add_argument("--build-dir", default="build",
                     help="build directory holding bin/sparrow; the report goes to "
                          "BUILD_DIR/reproduce.json (default build)")
+    ap.add_argument("--output", metavar="PATH",
+                    help="write the JSON report here instead of BUILD_DIR/reproduce.json")
+    ap.add_argument("--paper", choices=("all", "nails", SBDL), default="all",
+                    help="without EXAMPLE: run the examples of this paper only (nails = Bemporad "
+                         "NAILS/NAILM, sbdl = Zhou et al. SBDL on Cascaded Tanks; default all)")
+    ap.add_argument("--ratios", type=parse_ratios, metavar="R1,R2,...",
+                    help="data ratios (split.train_fraction in (0, 1]) of the SBDL sweeps "
+                         "(default 0.05,0.1,0.2,...,1.0)")
     ap.add_argument("examples", nargs="*", metavar="EXAMPLE",
                     help="example specs (examples/NAME.json or NAME); default: every example "
                          "of bench/paper_results.json whose data exists, without Silverbox")
@@ -430,6 +773,9 @@ def main():
     else:
         names = []
         for name, entry in paper.items():
+            source = entry.get("source", "nails")
+            if args.paper != "all" and source != args.paper:
+                continue
             if entry.get("long"):
                 log("skipping %s (long; name it to run it)" % name)
                 continue
@@ -437,27 +783,40 @@ def main():
     for name in names:
         if not os.path.exists(os.path.join(ROOT, "examples", name)):
             results.append({"example": name, "status": "error", "rows": [],
+                            "source": (paper.get(name) or {}).get("source"),
                             "message": "no such spec examples/%s" % name})
             continue
-        res = run_example(name, paper.get(name), args, sparrow)
+        if (paper.get(name) or {}).get("source") == SBDL:
+            res = run_sbdl_example(name, paper.get(name), args, sparrow)
+        else:
+            res = run_example(name, paper.get(name), args, sparrow)
         if res["status"] == "skipped" and not args.examples:
             log("skipping %s: %s" % (name, res["message"]))
         results.append(res)
 
-    print_report(results, args)
+    nails = [r for r in results if r.get("source") != SBDL]
+    sbdl = [r for r in results if r.get("source") == SBDL]
+    if nails or not sbdl:
+        print_report(nails, args)
+    if sbdl:
+        if nails:
+            print("\n")
+        print_sbdl_report(sbdl, args)
+    print_problems(results)
     report = {
         "date": datetime.datetime.now().isoformat(timespec="seconds"),
         "machine": {"cpus": os.cpu_count(), "platform": platform.platform(),
                     "processor": platform.processor() or platform.machine()},
         "seeds": args.seeds, "threads": args.threads, "sparrow": sparrow,
+        "ratios": args.ratios,
         "sparrow_mtime": datetime.datetime.fromtimestamp(os.path.getmtime(sparrow))
         .isoformat(timespec="seconds"),
         "load_average_at_end": list(os.getloadavg()) if hasattr(os, "getloadavg") else None,
         "std": "sample (n - 1) over the seeds",
         "results": results,
     }
-    os.makedirs(build, exist_ok=True)
-    out = os.path.join(build, "reproduce.json")
+    out = args.output or os.path.join(build, "reproduce.json")
+    os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
     with open(out, "w") as f:
         json.dump(report, f, indent=2)
     print("\nwrote %s" % os.path.relpath(out, os.getcwd()))

@@ -157,7 +157,7 @@ absl::Status SbdlOptions::Validate(int num_layers) const {
   if (lambda.empty()) {
     return absl::InvalidArgumentError(
         "lambda is empty; give one value for every layer or a single value "
-        "for all, e.g. [1e-4]");
+        "for all, e.g. [1]");
   }
   if (lambda.size() != 1 && static_cast<int>(lambda.size()) != num_layers) {
     return absl::InvalidArgumentError(absl::StrCat(

@@ -62,7 +62,7 @@ struct SbdlOptions {
   double kappa_variance = 1e-6;
   double kappa_weight = 1e-3;
   // sigma^2 of the likelihood in normalized output units; 0 = re-estimated
-  // each outer iteration as the mean squared training residual.
+  // after every inner epoch as the mean squared training residual.
   double noise_variance = 0.0;
   int outer_iterations = 10;  // T_max >= 1
   // Inner solver of step 1, warm-started; its state (Adam moments, Newton
