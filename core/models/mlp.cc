@@ -249,34 +249,50 @@ void Mlp::Jacobian(const double* theta, int col, Cache* c,
   }
 }
 
-void Mlp::AccumulateDiagGgn(const double* theta,
-                            const Eigen::Ref<const MatrixXd>& sqrt_curv,
-                            Cache* c, double* diag) const {
+void Mlp::PrepareSquaredDeltas(Cache* c) const {
   const int n = static_cast<int>(layers_.size());
   for (int i = 1; i <= n; ++i) {
     const Layer& l = layers_[i - 1];
     ActivationDerivative(l.activation, c->v[i], c->z[i], c->deriv[i]);
     c->z_squared[i - 1] = c->z[i - 1].array().square();
   }
-  for (int o = 0; o < outputs(); ++o) {
-    // Backpropagate the seed e_o scaled by sqrt(l'') through the whole batch:
-    // the deltas are then the per-sample Jacobian rows of output o with respect
-    // to each pre-activation.
-    for (int i = n; i >= 1; --i) {
-      if (i == n) {
-        c->delta[i].setZero();
-        c->delta[i].row(o) = sqrt_curv.row(o).cwiseProduct(c->deriv[i].row(o));
-      } else {
-        c->delta[i].noalias() =
-            Weights(theta, layers_[i]).transpose() * c->delta[i + 1];
-        c->delta[i].array() *= c->deriv[i].array();
+}
+
+void Mlp::SquaredDeltas(const double* theta, int o, const double* scale,
+                        Cache* c) const {
+  // Backpropagate the seed e_o (times scale per sample) through the whole
+  // batch: the deltas are then the per-sample Jacobian rows of output o with
+  // respect to each pre-activation; they are squared in place at the end.
+  const int n = static_cast<int>(layers_.size());
+  for (int i = n; i >= 1; --i) {
+    if (i == n) {
+      c->delta[i].setZero();
+      c->delta[i].row(o) = c->deriv[i].row(o);
+      if (scale != nullptr) {
+        c->delta[i].row(o).array() *=
+            Map<const Eigen::RowVectorXd>(scale, c->delta[i].cols()).array();
       }
+    } else {
+      c->delta[i].noalias() =
+          Weights(theta, layers_[i]).transpose() * c->delta[i + 1];
+      c->delta[i].array() *= c->deriv[i].array();
     }
-    // (A o A)^T (Delta o Delta) per layer (ALGORITHMS.md §1.5); the deltas are
-    // not needed after this, so they are squared in place.
-    for (int i = 1; i <= n; ++i) {
+  }
+  for (int i = 1; i <= n; ++i)
+    c->delta[i].array() = c->delta[i].array().square();
+}
+
+void Mlp::AccumulateDiagGgn(const double* theta,
+                            const Eigen::Ref<const MatrixXd>& sqrt_curv,
+                            Cache* c, double* diag) const {
+  PrepareSquaredDeltas(c);
+  Eigen::RowVectorXd scale(sqrt_curv.cols());
+  for (int o = 0; o < outputs(); ++o) {
+    scale = sqrt_curv.row(o);
+    SquaredDeltas(theta, o, scale.data(), c);
+    // (A o A)^T (Delta o Delta) per layer (ALGORITHMS.md §1.5).
+    for (size_t i = 1; i <= layers_.size(); ++i) {
       const Layer& l = layers_[i - 1];
-      c->delta[i].array() = c->delta[i].array().square();
       Map<MatrixXd>(diag + l.weight_offset, l.out, l.in).noalias() +=
           c->delta[i] * c->z_squared[i - 1].transpose();
       Map<VectorXd>(diag + l.bias_offset, l.out) += c->delta[i].rowwise().sum();
@@ -286,30 +302,12 @@ void Mlp::AccumulateDiagGgn(const double* theta,
 
 void Mlp::OutputVariance(const double* theta, const double* var, Cache* c,
                          MatrixXd* out) const {
-  const int n = static_cast<int>(layers_.size());
-  const Eigen::Index cols = c->z[0].cols();
-  out->setZero(outputs(), cols);
-  for (int i = 1; i <= n; ++i) {
-    const Layer& l = layers_[i - 1];
-    ActivationDerivative(l.activation, c->v[i], c->z[i], c->deriv[i]);
-    c->z_squared[i - 1] = c->z[i - 1].array().square();
-  }
+  out->setZero(outputs(), c->z[0].cols());
+  PrepareSquaredDeltas(c);
   for (int o = 0; o < outputs(); ++o) {
-    // As in AccumulateDiagGgn: the deltas of seed e_o are the per-sample
-    // Jacobian rows with respect to each layer's pre-activations.
-    for (int i = n; i >= 1; --i) {
-      if (i == n) {
-        c->delta[i].setZero();
-        c->delta[i].row(o) = c->deriv[i].row(o);
-      } else {
-        c->delta[i].noalias() =
-            Weights(theta, layers_[i]).transpose() * c->delta[i + 1];
-        c->delta[i].array() *= c->deriv[i].array();
-      }
-    }
-    for (int i = 1; i <= n; ++i) {
+    SquaredDeltas(theta, o, nullptr, c);
+    for (size_t i = 1; i <= layers_.size(); ++i) {
       const Layer& l = layers_[i - 1];
-      c->delta[i].array() = c->delta[i].array().square();
       const Map<const MatrixXd> wvar(var + l.weight_offset, l.out, l.in);
       const Map<const VectorXd> bvar(var + l.bias_offset, l.out);
       const MatrixXd per_unit =

@@ -124,6 +124,14 @@ class Mlp {
                       Eigen::MatrixXd* out) const;
 
  private:
+  // Activation derivatives and squared inputs of every layer, after Forward.
+  void PrepareSquaredDeltas(Cache* cache) const;
+  // cache->delta[i] = squared per-sample Jacobian of output o with respect to
+  // layer i's pre-activations, each sample's seed scaled by scale[t] (nullptr:
+  // 1). After PrepareSquaredDeltas.
+  void SquaredDeltas(const double* theta, int o, const double* scale,
+                     Cache* cache) const;
+
   MlpSpec spec_;
   std::vector<Layer> layers_;
   int num_params_ = 0;
