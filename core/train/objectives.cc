@@ -15,6 +15,14 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 // step test.
 double FiniteOrInf(double v) { return std::isfinite(v) ? v : kInf; }
 
+// Inverts V = (1/N) [SSE + rho/2 |w|^2] for SSE / (N outputs), the mean squared
+// residual, for an MSE loss.
+double ResidualFromLoss(double loss, const Eigen::VectorXd& w, double rho,
+                        int samples, int outputs) {
+  const double data = loss - 0.5 * rho * w.squaredNorm() / std::max(samples, 1);
+  return data / std::max(outputs, 1);
+}
+
 }  // namespace
 
 TableObjective::TableObjective(const Mlp* mlp, const Eigen::MatrixXd* x,
@@ -182,6 +190,19 @@ double NarxSimulationObjective::MeanSquaredResidual(const Eigen::VectorXd& w) {
   }
   const double mse = sse / std::max(count, 1);
   return std::isfinite(mse) ? mse : kInf;
+}
+
+double TableObjective::MeanSquaredResidualFromLoss(
+    double loss, const Eigen::VectorXd& w) const {
+  return ResidualFromLoss(loss, w, rho_theta_, static_cast<int>(x_->cols()),
+                          static_cast<int>(y_->rows()));
+}
+
+double NarxSimulationObjective::MeanSquaredResidualFromLoss(
+    double loss, const Eigen::VectorXd& w) const {
+  const int outputs =
+      traces_->empty() ? 1 : static_cast<int>((*traces_)[0].y.rows());
+  return ResidualFromLoss(loss, w, rho_theta_, num_samples_, outputs);
 }
 
 void TableObjective::StartEpoch(const Eigen::VectorXd&, Rng* rng) {

@@ -43,6 +43,8 @@ class TableObjective : public SbdlObjective {
                              Eigen::VectorXd* s) override;
   void DiagonalGgn(const Eigen::VectorXd& w, Eigen::VectorXd* h) override;
   double MeanSquaredResidual(const Eigen::VectorXd& w) override;
+  double MeanSquaredResidualFromLoss(double loss,
+                                     const Eigen::VectorXd& w) const override;
 
  private:
   // Loss sum and (optionally) gradient over the columns [begin, end) of (x, y).
@@ -89,6 +91,8 @@ class NarxSimulationObjective : public SbdlObjective {
   }
   // The free-run residual: the noise the simulation model has to explain.
   double MeanSquaredResidual(const Eigen::VectorXd& w) override;
+  double MeanSquaredResidualFromLoss(double loss,
+                                     const Eigen::VectorXd& w) const override;
 
  private:
   // Loss sum of trace i, adding its gradient when grad is set.

@@ -29,7 +29,6 @@ class GroupPenalty : public ProximalTerm {
       : layout_(layout), mask_(mask), weight_(layout->groups.size(), 0.0) {}
 
   void set_weight(size_t g, double c) { weight_[g] = c; }
-  double weight(size_t g) const { return weight_[g]; }
 
   void FilterGradient(Eigen::VectorXd* grad) const override {
     grad->array() *= mask_->array();
@@ -114,7 +113,6 @@ class ProximalNewton {
     }
     return v0;
   }
-  double damping() const { return mu_; }
 
  private:
   SbdlObjective* objective_;
@@ -149,6 +147,13 @@ int PruneDisconnected(const std::vector<SbdlWeightMatrix>& layers,
     }
   }
   return pruned;
+}
+
+bool GroupActive(const std::vector<int>& group, const Eigen::VectorXd& mask) {
+  for (int k : group) {
+    if (mask(k) != 0.0) return true;
+  }
+  return false;
 }
 
 }  // namespace
@@ -321,8 +326,12 @@ Summary MinimizeSbdl(const SbdlOptions& options,
       if (!std::isfinite(v)) break;
       if (options.max_seconds > 0 && monitor.Elapsed() >= options.max_seconds)
         break;
-      // sigma^2 follows the fit, so the prior keeps its Bayesian weight.
-      if (options.noise_variance == 0) set_weights(sigma2_at(*w));
+      // sigma^2 follows the fit, so the prior keeps its Bayesian weight; the
+      // epoch's own loss gives it without another pass over the data.
+      if (options.noise_variance == 0) {
+        set_weights(
+            std::max(objective.MeanSquaredResidualFromLoss(v, *w), 1e-12));
+      }
     }
     if (std::isfinite(v)) v = objective.Evaluate(*w, nullptr);
     if (!std::isfinite(v)) {
@@ -343,9 +352,7 @@ Summary MinimizeSbdl(const SbdlOptions& options,
     state.noise_variance = sigma2;
     for (size_t g = 0; g < num_groups; ++g) {
       const std::vector<int>& idx = layout.groups[g];
-      bool active = false;
-      for (int k : idx) active = active || state.mask(k) != 0.0;
-      if (!active) continue;
+      if (!GroupActive(idx, state.mask)) continue;
       double norm2 = 0.0;
       for (int k : idx) norm2 += (*w)(k) * (*w)(k);
       const double norm = std::sqrt(norm2);
@@ -374,13 +381,9 @@ Summary MinimizeSbdl(const SbdlOptions& options,
       ++newly_pruned;  // the support changed
     }
     state.pruned_groups = 0;
-    for (const std::vector<int>& idx : layout.groups) {
-      bool active = false;
-      for (int k : idx) active = active || state.mask(k) != 0.0;
-      state.pruned_groups += !active;
-    }
+    for (const std::vector<int>& idx : layout.groups)
+      state.pruned_groups += !GroupActive(idx, state.mask);
     // The variance proxy of every parameter at this iterate.
-    state.variance.setZero();
     for (int k = 0; k < n; ++k) {
       const double h = s(k) / sigma2;
       state.variance(k) = h > 0 ? 1.0 / h : 0.0;  // biases: flat prior

@@ -61,8 +61,9 @@ struct SbdlOptions {
   // Pruning thresholds kappa_upsilon and kappa_w (>= 0).
   double kappa_variance = 1e-6;
   double kappa_weight = 1e-3;
-  // sigma^2 of the likelihood in normalized output units; 0 = re-estimated
-  // after every inner epoch as the mean squared training residual.
+  // sigma^2 of the likelihood in normalized output units; 0 = re-estimated as
+  // the mean squared training residual: exactly at every hyperparameter
+  // update, and from the loss each inner epoch reports in between.
   double noise_variance = 0.0;
   int outer_iterations = 10;  // T_max >= 1
   // Inner solver of step 1, warm-started; its state (Adam moments, Newton
@@ -102,6 +103,10 @@ class SbdlObjective : public Objective {
   virtual void DiagonalGgn(const Eigen::VectorXd& w, Eigen::VectorXd* h) = 0;
   // Mean squared residual per output (the maximum-likelihood sigma^2).
   virtual double MeanSquaredResidual(const Eigen::VectorXd& w) = 0;
+  // The same, recovered from a value of V at w (or a minibatch estimate of
+  // it) without evaluating the model again: (loss - L2 term) / outputs.
+  virtual double MeanSquaredResidualFromLoss(
+      double loss, const Eigen::VectorXd& w) const = 0;
 };
 
 struct SbdlResult {

@@ -310,6 +310,14 @@ TEST_P(TableCurvatureTest, DiagonalGgnOfMse) {
   EXPECT_GT(h.minCoeff(), 0.0);
 }
 
+TEST_P(TableCurvatureTest, ResidualFromLossInvertsTheObjective) {
+  TableObjective objective(&mlp_, &x_, &y_, Loss{}, /*rho_theta=*/0.7,
+                           /*batch_size=*/0, /*shuffle=*/false);
+  const double v = objective.Evaluate(w_, nullptr);
+  EXPECT_NEAR(objective.MeanSquaredResidualFromLoss(v, w_),
+              objective.MeanSquaredResidual(w_), 1e-12);
+}
+
 TEST_P(TableCurvatureTest, MeanSquaredResidualPerOutput) {
   TableObjective objective(&mlp_, &x_, &y_, Loss{}, 0.3, 0, false);
   const double expected = (y_ - Output(w_, x_)).squaredNorm() / (2.0 * kN);
@@ -374,6 +382,10 @@ class FrozenCheckingObjective : public SbdlObjective {
   }
   double MeanSquaredResidual(const VectorXd& w) override {
     return inner_->MeanSquaredResidual(w);
+  }
+  double MeanSquaredResidualFromLoss(double loss,
+                                     const VectorXd& w) const override {
+    return inner_->MeanSquaredResidualFromLoss(loss, w);
   }
 
   void Freeze(int k) { frozen_.insert(k); }
