@@ -17,14 +17,13 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_format.h"
 #include "client/cli/report.h"
-#include "core/data/csv.h"
 #include "core/data/synthetic.h"
-#include "core/metrics/metrics.h"
 #include "core/train/trainer.h"
 #include "core/util/status_macros.h"
 #include "google/protobuf/util/json_util.h"
 #include "nlohmann/json.hpp"
 #include "server/spec/convert.h"
+#include "server/spec/predict.h"
 
 namespace sparrow::cli {
 namespace {
@@ -239,88 +238,36 @@ int Predict(const PredictFlags& f) {
   }
   auto proto = ReadModel(f.model_path);
   if (!proto.ok()) return Fail(proto.status());
-  auto model = spec::FromProto(*proto);
-  if (!model.ok()) return Fail(model.status());
   if (f.x0_samples < 0)
     return Fail(absl::InvalidArgumentError("--x0-samples must be >= 0"));
-  if (f.x0_samples > 0) model->config.x0_estimation_samples = f.x0_samples;
   auto csv = ReadFile(f.input, "--input");
   if (!csv.ok()) return Fail(csv.status());
-  const bool sequence = model->config.kind != core::ModelKind::kMlp;
-  std::vector<std::string> columns = model->input_names;
-  if (sequence)
-    columns.insert(columns.end(), model->output_names.begin(),
-                   model->output_names.end());
-  auto table = core::data::ParseCsv(*csv, columns);
-  if (!table.ok()) return Fail(table.status());
-  const int nu = static_cast<int>(model->input_names.size());
-  const Eigen::MatrixXd u = table->values.topRows(nu);
-  Eigen::MatrixXd yhat, stddev;
-  double bfr = std::numeric_limits<double>::quiet_NaN();
-  double rmse = bfr;
-  if (sequence) {
-    const Eigen::MatrixXd y =
-        table->values.bottomRows(table->values.rows() - nu);
-    if (f.intervals && !f.one_step) {
-      return Fail(absl::InvalidArgumentError(
-          "--intervals are one-step prediction intervals; add --one-step"));
-    }
-    absl::StatusOr<core::SequencePrediction> p;
-    if (f.intervals) {
-      auto q = core::PredictOneStepWithUncertainty(*model, u, y);
-      if (!q.ok()) return Fail(q.status());
-      p = q->mean;
-      stddev = q->stddev;
-    } else {
-      p = f.one_step ? core::PredictOneStep(*model, u, y)
-                     : core::Simulate(*model, u, y);
-    }
-    if (!p.ok()) return Fail(p.status());
-    yhat = p->y;
-    const int n = static_cast<int>(y.cols()) - p->first;
-    bfr = core::Bfr(y.rightCols(n), yhat.rightCols(n));
-    rmse = core::Rmse(y.rightCols(n), yhat.rightCols(n));
-  } else {
-    auto p = core::PredictTable(*model, u);
-    if (!p.ok()) return Fail(p.status());
-    yhat = *p;
-  }
+  spec::PredictOptions options;
+  options.one_step = f.one_step;
+  options.intervals = f.intervals;
+  options.x0_samples = f.x0_samples;
+  auto output = spec::Predict(*proto, *csv, options);
+  if (!output.ok()) return Fail(output.status());
   if (!f.out.empty()) {
     std::ofstream out(f.out, std::ios::binary);
-    std::string header;
-    for (const auto& n : model->output_names) header += n + "_pred,";
-    if (stddev.size() > 0) {
-      for (const auto& n : model->output_names) header += n + "_lower95,";
-      for (const auto& n : model->output_names) header += n + "_upper95,";
-    }
-    header.back() = '\n';
-    out << header;
-    for (Eigen::Index t = 0; t < yhat.cols(); ++t) {
-      std::string line;
-      for (Eigen::Index i = 0; i < yhat.rows(); ++i)
-        line += absl::StrFormat("%.17g,", yhat(i, t));
-      // Gaussian 95 % band: mean -+ 1.96 standard deviations.
-      for (Eigen::Index i = 0; i < stddev.rows(); ++i)
-        line += absl::StrFormat("%.17g,", yhat(i, t) - 1.96 * stddev(i, t));
-      for (Eigen::Index i = 0; i < stddev.rows(); ++i)
-        line += absl::StrFormat("%.17g,", yhat(i, t) + 1.96 * stddev(i, t));
-      line.back() = '\n';
-      out << line;
-    }
+    out << output->Csv();
     if (!out) return Fail(absl::InvalidArgumentError("cannot write " + f.out));
   }
-  nlohmann::json j = {{"samples", yhat.cols()}};
-  if (std::isfinite(bfr)) {
-    j["bfr"] = bfr;
-    j["rmse"] = rmse;
+  const Eigen::Index samples = output->y.cols();
+  nlohmann::json j = {{"samples", samples}};
+  if (output->bfr) {
+    j["bfr"] = *output->bfr;
+    j["rmse"] = *output->rmse;
   }
   if (!f.out.empty()) j["file"] = f.out;
   if (f.json) {
     std::cout << j.dump(2) << "\n";
   } else {
-    std::cout << absl::StrFormat("predicted %d samples", yhat.cols());
-    if (std::isfinite(bfr))
-      std::cout << absl::StrFormat(": BFR %.2f, RMSE %.6g", bfr, rmse);
+    std::cout << absl::StrFormat("predicted %d samples", samples);
+    if (output->bfr) {
+      std::cout << absl::StrFormat(": BFR %.2f, RMSE %.6g", *output->bfr,
+                                   *output->rmse);
+    }
     if (!f.out.empty()) std::cout << " -> " << f.out;
     std::cout << "\n";
   }

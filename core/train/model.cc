@@ -87,6 +87,33 @@ MlpSpec NetworkSpec(const ModelConfig& c, int n_in, int n_out) {
   return MlpSpec{n_in, c.hidden, n_out, c.activation, c.output_activation};
 }
 
+absl::StatusOr<int64_t> CountParameters(const ModelConfig& config, int n_inputs,
+                                        int n_outputs) {
+  if (config.kind == ModelKind::kStateSpaceRnn) {
+    StateSpaceRnnSpec spec = config.rnn;
+    spec.nu = n_inputs;
+    spec.ny = n_outputs;
+    spec.num_traces = 1;
+    SPARROW_RETURN_IF_ERROR(
+        ValidateStateSpaceRnnSpec(spec, "model.state_space_rnn"));
+    return StateSpaceRnn(spec).num_params();
+  }
+  const int n_in = config.kind == ModelKind::kNarxMlp
+                       ? config.lags.dimension(n_inputs, n_outputs)
+                       : n_inputs;
+  const MlpSpec spec = NetworkSpec(config, n_in, n_outputs);
+  SPARROW_RETURN_IF_ERROR(ValidateMlpSpec(
+      spec,
+      config.kind == ModelKind::kNarxMlp ? "model.narx_mlp" : "model.mlp"));
+  int64_t count = 0;
+  int64_t fan_in = spec.inputs;
+  for (int width : spec.hidden) {
+    count += (fan_in + 1) * width;
+    fan_in = width;
+  }
+  return count + (fan_in + 1) * spec.outputs;
+}
+
 Eigen::VectorXd EstimateInitialState(const StateSpaceRnn& rnn,
                                      const Eigen::VectorXd& params,
                                      const Eigen::MatrixXd& u,

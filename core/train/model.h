@@ -39,6 +39,13 @@ struct ModelConfig {
 // The network that maps model inputs to outputs for kMlp / kNarxMlp.
 MlpSpec NetworkSpec(const ModelConfig& config, int n_in, int n_out);
 
+// Trainable parameters of the model on n_inputs input and n_outputs output
+// channels (a free x0 counted for one trace; a softmax classifier counted with
+// one output per output column), without building it. InvalidArgument names
+// the offending model field.
+absl::StatusOr<int64_t> CountParameters(const ModelConfig& config, int n_inputs,
+                                        int n_outputs);
+
 struct Model {
   ModelConfig config;  // dimensions resolved
   Eigen::VectorXd params;

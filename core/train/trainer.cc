@@ -513,6 +513,19 @@ absl::StatusOr<TrainResult> Train(const TrainConfig& config,
                          model.config.rnn.initial_state == InitialState::kFree
                      ? rnn.x0_size()
                      : 0;
+  if (config.initial_params.size() > 0) {
+    if (config.initial_params.size() != model.params.size()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "the initial parameters have ", config.initial_params.size(),
+          " entries but the model has ", model.params.size(),
+          "; they come from a different spec"));
+    }
+    if (!config.initial_params.allFinite()) {
+      return absl::InvalidArgumentError(
+          "the initial parameters contain NaN or Inf");
+    }
+    model.params = config.initial_params;
+  }
   ValidationMonitor monitor(&model, config, data, callback);
   monitor.set_skip(x0);
   Eigen::VectorXd w = model.params;

@@ -58,6 +58,12 @@ struct TrainConfig {
   int report_every = 1;
   bool normalize = true;
   uint64_t seed = 0;
+  // Warm start / resume from a checkpoint: when not empty, the optimizer starts
+  // from these parameters (the normalized-units vector an IterationRecord
+  // reports) instead of the seeded random initialization. Optimizer-internal
+  // state (Adam moments, Levenberg-Marquardt damping, L-BFGS memory, ADMM and
+  // SBDL variables) starts afresh.
+  Eigen::VectorXd initial_params;
 
   absl::Status Validate() const;
 };

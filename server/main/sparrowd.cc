@@ -1,1 +1,114 @@
-int main() { return 0; }
+// sparrowd: the Sparrow training service. Holds a durable queue of training
+// jobs in --data-dir, runs them on --workers threads, streams their progress,
+// and serves the trained models over gRPC (sparrow.v1 DatasetService,
+// JobService, ModelService; grpc.health.v1 and server reflection).
+//
+// SIGTERM / SIGINT: stop accepting, report NOT_SERVING, checkpoint running
+// jobs, exit 0; they resume at the next start.
+#include <csignal>
+#include <iostream>
+#include <thread>
+
+#include "CLI/CLI.hpp"
+#include "server/server.h"
+#include "spdlog/spdlog.h"
+
+int main(int argc, char** argv) {
+  sparrow::server::ServerOptions o;
+  o.jobs.workers =
+      std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  sparrow::server::Limits& l = o.jobs.limits;
+  double flush_ms = absl::ToDoubleMilliseconds(o.jobs.event_flush_interval);
+  std::string log_level = "info";
+
+  CLI::App app{
+      "sparrowd: the Sparrow training service (gRPC).\n\n"
+      "Example:\n"
+      "  sparrowd --listen 127.0.0.1:50051 --data-dir ./sparrow-data "
+      "--workers 2\n"
+      "  sparrowd --listen 0.0.0.0:50051 --tokens-file tokens.txt "
+      "--tls-cert server.pem --tls-key server.key --metrics-listen "
+      "0.0.0.0:9464\n"};
+  app.add_option("--listen", o.listen,
+                 "HOST:PORT to serve gRPC on (port 0 picks a free port)")
+      ->capture_default_str();
+  app.add_option("--data-dir", o.data_dir,
+                 "Directory of the store (sparrow.db, SQLite in WAL mode); "
+                 "created when missing")
+      ->capture_default_str();
+  app.add_option("--workers", o.jobs.workers,
+                 "Jobs run at the same time (default: the number of cores)")
+      ->check(CLI::Range(1, 1024));
+  app.add_option("--checkpoint-every", o.jobs.checkpoint_every,
+                 "Iterations between checkpoints of a running job (0 = only "
+                 "at shutdown)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  app.add_option("--event-flush-ms", flush_ms,
+                 "Progress events are stored and published in batches at "
+                 "most this many ms apart")
+      ->check(CLI::Range(0.0, 60000.0))
+      ->capture_default_str();
+  app.add_option("--tokens-file", o.tokens_file,
+                 "File of 'TOKEN TENANT' lines; clients then need "
+                 "'authorization: Bearer TOKEN' and see only their tenant's "
+                 "data. Without it: no authentication, one tenant");
+  app.add_option("--tls-cert", o.tls_cert,
+                 "PEM certificate chain: serve TLS (with --tls-key)");
+  app.add_option("--tls-key", o.tls_key, "PEM private key for --tls-cert");
+  app.add_option("--metrics-listen", o.metrics_listen,
+                 "HOST:PORT to serve Prometheus /metrics on (off when empty)");
+  app.add_option("--max-upload-bytes", l.max_upload_bytes,
+                 "Largest dataset upload")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--max-message-bytes", l.max_message_bytes,
+                 "Largest single gRPC message (upload chunk, prediction)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--max-queued-jobs", l.max_queued_jobs,
+                 "Queue capacity over all tenants")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--max-queued-per-tenant", l.max_queued_per_tenant,
+                 "Queued jobs one tenant may have")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--max-model-params", l.max_model_params,
+                 "Largest model (trainable parameters) a job may ask for")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--job-deadline", l.job_deadline_seconds,
+                 "Wall-clock seconds one job attempt may run (0 = no limit)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  app.add_option("--log-level", log_level,
+                 "trace, debug, info, warn, error or off")
+      ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}))
+      ->capture_default_str();
+  CLI11_PARSE(app, argc, argv);
+  o.jobs.event_flush_interval = absl::Milliseconds(flush_ms);
+  spdlog::set_level(spdlog::level::from_str(log_level));
+
+  // Block the stop signals in every thread; the main thread waits for them.
+  sigset_t stop;
+  sigemptyset(&stop);
+  sigaddset(&stop, SIGTERM);
+  sigaddset(&stop, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &stop, nullptr);
+
+  auto server = sparrow::server::SparrowServer::Start(o);
+  if (!server.ok()) {
+    std::cerr << "sparrowd: error: " << server.status().message() << "\n";
+    return 2;
+  }
+  std::cout << "sparrowd: listening on " << (*server)->address() << std::endl;
+  int signal = 0;
+  sigwait(&stop, &signal);
+  spdlog::info(
+      "received {}: draining (running jobs checkpoint and resume at "
+      "the next start)",
+      signal == SIGTERM ? "SIGTERM" : "SIGINT");
+  (*server)->Shutdown(absl::Seconds(5));
+  return 0;
+}

@@ -757,6 +757,13 @@ absl::StatusOr<core::Model> FromProto(const v1::TrainedModel& p) {
         absl::StrCat("the stored model has ", m.params.size(),
                      " parameters but its architecture needs ", expected));
   }
+  // Prediction finds the CSV columns by these names.
+  if (static_cast<int>(m.input_names.size()) != n_in ||
+      static_cast<int>(m.output_names.size()) != n_out) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the stored model names ", m.input_names.size(), " inputs and ",
+        m.output_names.size(), " outputs but has ", n_in, " and ", n_out));
+  }
   if (!m.params.allFinite()) {
     return absl::InvalidArgumentError(
         "the stored model has NaN or Inf parameters");

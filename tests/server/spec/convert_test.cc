@@ -187,6 +187,30 @@ TEST(ConvertTest, CorruptStoredModelIsRejected) {
       << m.status();
 }
 
+TEST(ConvertTest, StoredModelMustNameEveryChannel) {
+  v1::TrainedModel bad;
+  bad.mutable_model()->mutable_mlp()->add_hidden(3);
+  bad.set_num_inputs(2);
+  bad.set_num_outputs(1);
+  for (auto* s : {bad.mutable_input_scaling(), bad.mutable_output_scaling()}) {
+    const int n = s == bad.mutable_input_scaling() ? 2 : 1;
+    for (int i = 0; i < n; ++i) {
+      s->add_mean(0);
+      s->add_scale(1);
+    }
+  }
+  bad.mutable_input_scaling()->add_names("u1");
+  bad.mutable_input_scaling()->add_names("u2");
+  for (int i = 0; i < 13; ++i) bad.add_parameters(0.1);
+  const auto m = FromProto(bad);
+  EXPECT_EQ(m.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(m.status().message().find("names 2 inputs and 0 outputs"),
+            std::string::npos)
+      << m.status();
+  bad.mutable_output_scaling()->add_names("y");
+  EXPECT_TRUE(FromProto(bad).ok()) << FromProto(bad).status();
+}
+
 TEST(ConvertTest, EveryExampleSpecIsValid) {
   const std::filesystem::path dir =
       std::filesystem::path(SPARROW_SOURCE_DIR) / "examples";

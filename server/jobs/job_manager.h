@@ -1,0 +1,133 @@
+// The job queue and its workers: admission (validation, limits, idempotent
+// submission), priority order, cancellation, progress events (stored in
+// batches, then published to watchers), checkpoints, and recovery at start-up.
+// The services are thin wrappers over this class and the Store.
+#ifndef SPARROW_SERVER_JOBS_JOB_MANAGER_H_
+#define SPARROW_SERVER_JOBS_JOB_MANAGER_H_
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+#include <tuple>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "server/jobs/event_hub.h"
+#include "server/metrics.h"
+#include "server/store/store.h"
+#include "sparrow/v1/jobs.pb.h"
+
+namespace sparrow::server {
+
+// Server-wide limits. Exceeding one is RESOURCE_EXHAUSTED naming the flag.
+struct Limits {
+  int64_t max_upload_bytes = int64_t{256} << 20;  // --max-upload-bytes
+  int max_message_bytes = 64 << 20;               // --max-message-bytes
+  int max_queued_jobs = 10000;                    // --max-queued-jobs
+  int max_queued_per_tenant = 5000;               // --max-queued-per-tenant
+  int64_t max_model_params = 50'000'000;          // --max-model-params
+  double job_deadline_seconds = 86400;            // --job-deadline; 0 = none
+};
+
+struct JobManagerOptions {
+  int workers = 1;
+  // Iterations between checkpoints of a running job (and at shutdown); 0 =
+  // only at shutdown.
+  int checkpoint_every = 50;
+  // Progress events are stored (and then published) in batches at most this
+  // far apart, so that a fast optimizer does not pay one fsync per epoch.
+  absl::Duration event_flush_interval = absl::Milliseconds(100);
+  Limits limits;
+};
+
+class JobManager {
+ public:
+  // store, hub and metrics must outlive the manager.
+  JobManager(Store* store, EventHub* hub, ServerMetrics* metrics,
+             JobManagerOptions options);
+  ~JobManager();
+  JobManager(const JobManager&) = delete;
+  JobManager& operator=(const JobManager&) = delete;
+
+  // Recovery, then the workers: QUEUED jobs are queued again, RUNNING ones
+  // resume first (from their last checkpoint), CANCELLING ones are CANCELLED.
+  absl::Status Start();
+
+  // Validates the spec against the tenant's dataset and the limits, then
+  // stores the job as QUEUED. A request_id seen before returns that job
+  // (ALREADY_EXISTS when the spec or priority differ).
+  absl::StatusOr<v1::Job> Submit(const std::string& tenant,
+                                 const v1::SubmitJobRequest& request);
+  // A queued job is CANCELLED at once; a running one becomes CANCELLING and
+  // its optimizer stops within one iteration. FAILED_PRECONDITION for a
+  // finished job; another tenant's job is NOT_FOUND.
+  absl::StatusOr<v1::Job> Cancel(const std::string& tenant,
+                                 const std::string& id);
+  // A job of the tenant (NOT_FOUND otherwise, also for another tenant's).
+  absl::StatusOr<v1::Job> GetJob(const std::string& tenant,
+                                 const std::string& id);
+
+  // Graceful stop: Submit answers UNAVAILABLE; running jobs checkpoint at
+  // their next iteration and stay RUNNING in the store, to resume at the next
+  // Start; the workers are joined. Idempotent.
+  void Shutdown();
+
+  int queue_depth() const;
+  int running_jobs() const;
+
+ private:
+  struct QueueEntry {
+    bool resume = false;  // recovered RUNNING jobs go first
+    int32_t priority = 0;
+    uint64_t order = 0;  // submission order
+    std::string id;
+    std::string tenant;
+    bool operator<(const QueueEntry& o) const {
+      return std::make_tuple(!resume, -static_cast<int64_t>(priority), order) <
+             std::make_tuple(!o.resume, -static_cast<int64_t>(o.priority),
+                             o.order);
+    }
+  };
+  struct RunningJob {
+    std::atomic<bool> cancel{false};
+  };
+
+  void WorkerLoop();
+  void RunJob(const QueueEntry& entry, RunningJob* running);
+  // Stores a transition, publishes its event and logs it.
+  absl::StatusOr<v1::Job> Transition(const std::string& tenant,
+                                     const std::string& id,
+                                     const JobTransition& transition);
+  absl::Status ValidateSubmission(const std::string& tenant,
+                                  const v1::JobSpec& spec);
+  void Enqueue(QueueEntry entry);  // mu_ held
+  void UpdateGauges();             // mu_ held
+
+  Store* store_;
+  EventHub* hub_;
+  ServerMetrics* metrics_;
+  const JobManagerOptions options_;
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::set<QueueEntry> queue_;
+  std::map<std::string, std::set<QueueEntry>::iterator> queued_by_id_;
+  std::map<std::string, int> queued_per_tenant_;
+  std::map<std::string, std::shared_ptr<RunningJob>> running_;
+  uint64_t next_order_ = 0;
+  bool started_ = false;
+  bool draining_ = false;
+  std::atomic<bool> shutting_down_{false};
+  std::vector<std::thread> workers_;
+};
+
+}  // namespace sparrow::server
+
+#endif  // SPARROW_SERVER_JOBS_JOB_MANAGER_H_

@@ -1,0 +1,158 @@
+#include "server/server.h"
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
+#include "core/util/status_macros.h"
+#include "grpcpp/ext/proto_server_reflection_plugin.h"
+#include "grpcpp/health_check_service_interface.h"
+#include "grpcpp/security/server_credentials.h"
+#include "grpcpp/server_builder.h"
+#include "prometheus/exposer.h"
+#include "server/service/dataset_service.h"
+#include "server/service/job_service.h"
+#include "server/service/model_service.h"
+#include "spdlog/spdlog.h"
+
+namespace sparrow::server {
+namespace {
+
+absl::StatusOr<std::string> ReadPem(const std::string& path, const char* flag) {
+  std::ifstream in(path);
+  if (!in) {
+    return absl::NotFoundError(
+        absl::StrCat("cannot read ", flag, " '", path, "'"));
+  }
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<SparrowServer>> SparrowServer::Start(
+    const ServerOptions& options) {
+  std::unique_ptr<SparrowServer> server(new SparrowServer());
+  server->options_ = options;
+  std::error_code ec;
+  std::filesystem::create_directories(options.data_dir, ec);
+  if (ec) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--data-dir '", options.data_dir,
+                     "' cannot be created: ", ec.message()));
+  }
+  SPARROW_ASSIGN_OR_RETURN(
+      server->store_,
+      OpenSqliteStore(
+          (std::filesystem::path(options.data_dir) / "sparrow.db").string()));
+  if (!options.tokens_file.empty()) {
+    SPARROW_ASSIGN_OR_RETURN(server->auth_,
+                             Authenticator::FromFile(options.tokens_file));
+  }
+  std::shared_ptr<grpc::ServerCredentials> credentials =
+      grpc::InsecureServerCredentials();
+  if (options.tls_cert.empty() != options.tls_key.empty()) {
+    return absl::InvalidArgumentError(
+        "--tls-cert and --tls-key go together: pass both or neither");
+  }
+  if (!options.tls_cert.empty()) {
+    grpc::SslServerCredentialsOptions ssl;
+    grpc::SslServerCredentialsOptions::PemKeyCertPair pair;
+    SPARROW_ASSIGN_OR_RETURN(pair.cert_chain,
+                             ReadPem(options.tls_cert, "--tls-cert"));
+    SPARROW_ASSIGN_OR_RETURN(pair.private_key,
+                             ReadPem(options.tls_key, "--tls-key"));
+    ssl.pem_key_cert_pairs.push_back(pair);
+    credentials = grpc::SslServerCredentials(ssl);
+  }
+
+  server->hub_ = std::make_unique<EventHub>();
+  server->jobs_ =
+      std::make_unique<JobManager>(server->store_.get(), server->hub_.get(),
+                                   &server->metrics_, options.jobs);
+  ServiceDeps deps;
+  deps.store = server->store_.get();
+  deps.jobs = server->jobs_.get();
+  deps.hub = server->hub_.get();
+  deps.metrics = &server->metrics_;
+  deps.auth = &server->auth_;
+  deps.limits = &server->options_.jobs.limits;
+  deps.draining = &server->draining_;
+  server->dataset_service_ = std::make_unique<DatasetService>(deps);
+  server->job_service_ = std::make_unique<JobService>(deps);
+  server->model_service_ = std::make_unique<ModelService>(deps);
+
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort(options.listen, credentials, &server->port_);
+  builder.SetMaxReceiveMessageSize(options.jobs.limits.max_message_bytes);
+  builder.SetMaxSendMessageSize(options.jobs.limits.max_message_bytes);
+  // Long Watch streams: keepalive pings every 30 s, and clients may ping as
+  // often as every 10 s without data (grpc's default minimum is 5 min, which
+  // closes clients with "too_many_pings").
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, 30000);
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 10000);
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+  builder.AddChannelArgument(
+      GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 10000);
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PING_STRIKES, 0);
+  builder.RegisterService(server->dataset_service_.get());
+  builder.RegisterService(server->job_service_.get());
+  builder.RegisterService(server->model_service_.get());
+  server->server_ = builder.BuildAndStart();
+  if (server->server_ == nullptr || server->port_ == 0) {
+    return absl::UnavailableError(
+        absl::StrCat("cannot listen on --listen ", options.listen,
+                     " (address in use, or not HOST:PORT?)"));
+  }
+  SPARROW_RETURN_IF_ERROR(server->jobs_->Start());
+  if (!options.metrics_listen.empty()) {
+    try {
+      server->exposer_ =
+          std::make_unique<prometheus::Exposer>(options.metrics_listen);
+      server->exposer_->RegisterCollectable(server->metrics_.registry());
+    } catch (const std::exception& e) {
+      server->Shutdown(absl::ZeroDuration());
+      return absl::UnavailableError(
+          absl::StrCat("cannot serve /metrics on --metrics-listen ",
+                       options.metrics_listen, ": ", e.what()));
+    }
+  }
+  server->server_->GetHealthCheckService()->SetServingStatus(true);
+  spdlog::info("sparrowd listening on {} (data in {}, {} workers{})",
+               server->address(), options.data_dir, options.jobs.workers,
+               server->auth_.enabled() ? ", bearer tokens required" : "");
+  return server;
+}
+
+std::string SparrowServer::address() const {
+  absl::string_view listen = options_.listen;
+  const size_t colon = listen.rfind(':');
+  return absl::StrCat(listen.substr(0, colon), ":", port_);
+}
+
+void SparrowServer::Shutdown(absl::Duration grace) {
+  if (stopped_) return;
+  stopped_ = true;
+  draining_ = true;
+  if (server_ != nullptr) {
+    server_->GetHealthCheckService()->SetServingStatus(false);
+  }
+  if (jobs_ != nullptr) jobs_->Shutdown();
+  if (hub_ != nullptr) hub_->Shutdown();
+  if (server_ != nullptr) {
+    server_->Shutdown(std::chrono::system_clock::now() +
+                      absl::ToChronoMilliseconds(grace));
+    server_->Wait();
+  }
+  exposer_.reset();
+  spdlog::info("sparrowd stopped");
+}
+
+SparrowServer::~SparrowServer() { Shutdown(absl::ZeroDuration()); }
+
+}  // namespace sparrow::server

@@ -1,0 +1,57 @@
+// What every service needs, and the one way a unary RPC runs: authenticate,
+// refuse while draining, run the body, map its absl::Status to a gRPC status,
+// count it.
+#ifndef SPARROW_SERVER_SERVICE_COMMON_H_
+#define SPARROW_SERVER_SERVICE_COMMON_H_
+
+#include <atomic>
+#include <string>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "grpcpp/server_context.h"
+#include "grpcpp/support/server_callback.h"
+#include "server/auth.h"
+#include "server/jobs/event_hub.h"
+#include "server/jobs/job_manager.h"
+#include "server/metrics.h"
+#include "server/status.h"
+#include "server/store/store.h"
+
+namespace sparrow::server {
+
+struct ServiceDeps {
+  Store* store = nullptr;
+  JobManager* jobs = nullptr;
+  EventHub* hub = nullptr;
+  ServerMetrics* metrics = nullptr;
+  const Authenticator* auth = nullptr;
+  const Limits* limits = nullptr;
+  const std::atomic<bool>* draining = nullptr;
+};
+
+// The caller's tenant, or why the call is refused (UNAUTHENTICATED,
+// UNAVAILABLE while draining).
+absl::StatusOr<std::string> Admit(const ServiceDeps& deps,
+                                  const grpc::CallbackServerContext* context);
+
+// Clamps an AIP-158 page size: 0 -> 50, above 1000 -> 1000, negative ->
+// INVALID_ARGUMENT.
+absl::StatusOr<int> PageSize(int requested);
+
+template <typename Body>
+grpc::ServerUnaryReactor* RunUnary(const ServiceDeps& deps,
+                                   grpc::CallbackServerContext* context,
+                                   const char* method, Body&& body) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  absl::StatusOr<std::string> tenant = Admit(deps, context);
+  const grpc::Status status = ToGrpcStatus(
+      tenant.ok() ? std::forward<Body>(body)(*tenant) : tenant.status());
+  deps.metrics->CountRpc(method, status.error_code());
+  reactor->Finish(status);
+  return reactor;
+}
+
+}  // namespace sparrow::server
+
+#endif  // SPARROW_SERVER_SERVICE_COMMON_H_

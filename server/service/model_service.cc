@@ -1,0 +1,85 @@
+#include "server/service/model_service.h"
+
+#include <algorithm>
+#include <cctype>
+
+#include "absl/strings/str_cat.h"
+#include "core/util/status_macros.h"
+#include "server/spec/convert.h"
+#include "server/spec/predict.h"
+
+namespace sparrow::server {
+
+absl::StatusOr<v1::TrainedModel> ModelService::Load(const std::string& tenant,
+                                                    const std::string& job_id) {
+  SPARROW_ASSIGN_OR_RETURN(v1::Job job, deps_.jobs->GetJob(tenant, job_id));
+  if (job.state() != v1::Job::SUCCEEDED) {
+    std::string state = v1::Job::State_Name(job.state());
+    std::transform(state.begin(), state.end(), state.begin(),
+                   [](unsigned char c) { return std::tolower(c); });
+    return absl::FailedPreconditionError(absl::StrCat(
+        "job ", job_id, " is ", state,
+        "; it has a model once it has succeeded (watch it with: sparrow "
+        "watch ",
+        job_id, ")"));
+  }
+  return deps_.store->GetModel(job_id);
+}
+
+grpc::ServerUnaryReactor* ModelService::Get(
+    grpc::CallbackServerContext* context, const v1::GetModelRequest* request,
+    v1::TrainedModel* response) {
+  return RunUnary(deps_, context, "ModelService.Get",
+                  [&](const std::string& tenant) -> absl::Status {
+                    SPARROW_ASSIGN_OR_RETURN(*response,
+                                             Load(tenant, request->job_id()));
+                    return absl::OkStatus();
+                  });
+}
+
+grpc::ServerUnaryReactor* ModelService::Export(
+    grpc::CallbackServerContext* context, const v1::ExportModelRequest* request,
+    v1::ExportModelResponse* response) {
+  return RunUnary(
+      deps_, context, "ModelService.Export",
+      [&](const std::string& tenant) -> absl::Status {
+        if (!v1::ExportModelRequest::Format_IsValid(request->format())) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              "format is ", request->format(), "; use PROTO (1) or JSON (2)"));
+        }
+        SPARROW_ASSIGN_OR_RETURN(v1::TrainedModel model,
+                                 Load(tenant, request->job_id()));
+        if (request->format() == v1::ExportModelRequest::JSON) {
+          response->set_data(spec::ToJson(model));
+          response->set_content_type("application/json");
+        } else {
+          response->set_data(model.SerializeAsString());
+          response->set_content_type("application/x-protobuf");
+        }
+        return absl::OkStatus();
+      });
+}
+
+grpc::ServerUnaryReactor* ModelService::Predict(
+    grpc::CallbackServerContext* context, const v1::PredictRequest* request,
+    v1::PredictResponse* response) {
+  return RunUnary(deps_, context, "ModelService.Predict",
+                  [&](const std::string& tenant) -> absl::Status {
+                    SPARROW_ASSIGN_OR_RETURN(v1::TrainedModel model,
+                                             Load(tenant, request->job_id()));
+                    spec::PredictOptions options;
+                    options.one_step = request->one_step();
+                    options.intervals = request->intervals();
+                    options.x0_samples = request->x0_samples();
+                    SPARROW_ASSIGN_OR_RETURN(
+                        spec::PredictOutput out,
+                        spec::Predict(model, request->csv(), options));
+                    response->set_csv(out.Csv());
+                    response->set_samples(out.y.cols());
+                    if (out.bfr.has_value()) response->set_bfr(*out.bfr);
+                    if (out.rmse.has_value()) response->set_rmse(*out.rmse);
+                    return absl::OkStatus();
+                  });
+}
+
+}  // namespace sparrow::server

@@ -1,0 +1,65 @@
+// Running a stored model on a CSV: the one implementation behind
+// `sparrow predict` and ModelService.Predict.
+#ifndef SPARROW_SERVER_SPEC_PREDICT_H_
+#define SPARROW_SERVER_SPEC_PREDICT_H_
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "Eigen/Core"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "sparrow/v1/model.pb.h"
+
+namespace sparrow::spec {
+
+// What to predict; the fields of sparrow.v1.PredictRequest.
+struct PredictOptions {
+  // Sequence models: NARX one-step-ahead prediction from the measured past
+  // outputs instead of free-run simulation. Default false.
+  bool one_step = false;
+  // SBDL NARX models: add the 95 % one-step prediction intervals (requires
+  // one_step). Default false.
+  bool intervals = false;
+  // > 0 overrides the model's x0_estimation_samples (samples used to estimate
+  // a free initial state); 0 keeps the model's. Must be >= 0.
+  int x0_samples = 0;
+};
+
+struct PredictOutput {
+  std::vector<std::string> output_names;
+  // ny x N predictions in data units, one column per CSV row. For sequence
+  // models, the columns before the first predicted sample (NARX history,
+  // encoder window) copy the measured outputs.
+  Eigen::MatrixXd y;
+  // ny x N predictive standard deviations; empty unless intervals.
+  Eigen::MatrixXd stddev;
+  // Sequence models: best fit rate and RMSE over the predicted samples (the
+  // copied ones left out). Absent for static models, and when the BFR is not
+  // finite (no predicted sample, or constant measured outputs).
+  std::optional<double> bfr, rmse;
+
+  // The predictions as CSV: header <name>_pred per output (then, with
+  // intervals, <name>_lower95 per output and <name>_upper95 per output: the
+  // Gaussian band mean -+ 1.96 sd), one row per sample, values as %.17g.
+  std::string Csv() const;
+};
+
+// Runs `model` on `csv`, a CSV with a header row holding the model's input
+// columns and, for sequence models, its output columns (read for the NARX
+// history, the encoder window or the free-x0 estimate, and the fit). One
+// trace. Static models ignore one_step and intervals.
+// Errors: InvalidArgument for a bad option, a corrupt model, a missing column
+// (named) or a bad value (the CSV line and column are named; NaN and Inf are
+// rejected); the errors of core::Simulate / PredictOneStep /
+// PredictOneStepWithUncertainty / PredictTable (FailedPrecondition for
+// intervals from a model without SBDL variances).
+// Thread safety: pure; concurrent calls are safe.
+absl::StatusOr<PredictOutput> Predict(const v1::TrainedModel& model,
+                                      absl::string_view csv,
+                                      const PredictOptions& options);
+
+}  // namespace sparrow::spec
+
+#endif  // SPARROW_SERVER_SPEC_PREDICT_H_

@@ -1,0 +1,381 @@
+#include "server/spec/predict.h"
+
+#include <cmath>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "core/metrics/metrics.h"
+#include "core/train/trainer.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "server/spec/convert.h"
+
+namespace sparrow::spec {
+namespace {
+
+using ::testing::HasSubstr;
+
+constexpr int kSamples = 240;
+
+// One trace of a small nonlinear system: input u, outputs y (dynamic, from u)
+// and z (a static function of u, for the MLP).
+struct Trace {
+  Eigen::MatrixXd u, y, z;
+};
+
+Trace MakeTrace() {
+  Trace t;
+  t.u.resize(1, kSamples);
+  t.y.resize(1, kSamples);
+  t.z.resize(1, kSamples);
+  double y = 0.0;
+  for (int k = 0; k < kSamples; ++k) {
+    const double u = std::sin(0.13 * k) + 0.5 * std::sin(0.031 * k + 1.0);
+    t.u(0, k) = u;
+    t.y(0, k) = y;
+    t.z(0, k) = std::tanh(2.0 * u) + 0.1 * u * u;
+    y = 0.7 * y + 0.4 * std::tanh(u) - 0.05 * y * y;
+  }
+  return t;
+}
+
+// %.17g round-trips, so the parsed CSV holds exactly the matrices' values.
+std::string ToCsv(const Trace& t) {
+  std::string s = "u,y,z\n";
+  for (int k = 0; k < kSamples; ++k) {
+    absl::StrAppendFormat(&s, "%.17g,%.17g,%.17g\n", t.u(0, k), t.y(0, k),
+                          t.z(0, k));
+  }
+  return s;
+}
+
+struct Trained {
+  v1::TrainedModel proto;
+  core::Model model;  // as trained, not read back from the proto
+};
+
+Trained Train(const std::string& model_json, const std::string& optimizer_json,
+              const std::string& outputs) {
+  const std::string json = absl::StrFormat(
+      R"({
+        "data": {"csv_path": "x.csv", "inputs": ["u"], "outputs": %s},
+        "split": {"train": [{"first": 1, "last": 180}],
+                  "test": [{"first": 181, "last": %d}]},
+        "model": %s,
+        "loss": {"kind": "LOSS_MSE"},
+        "optimizer": %s,
+        "stopping": {"max_epochs": 15},
+        "seed": 3
+      })",
+      outputs, kSamples, model_json, optimizer_json);
+  auto spec = ParseJobSpecJson(json);
+  EXPECT_TRUE(spec.ok()) << spec.status();
+  auto config = ToTrainConfig(*spec);
+  EXPECT_TRUE(config.ok()) << config.status();
+  auto data = LoadTrainData(*spec, *config, ToCsv(MakeTrace()));
+  EXPECT_TRUE(data.ok()) << data.status();
+  auto result = core::Train(*config, *data, nullptr);
+  EXPECT_TRUE(result.ok()) << result.status();
+  return {ToProto(*spec, *result), result->model};
+}
+
+// Trains each model once for the whole suite.
+class PredictTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    trace_ = new Trace(MakeTrace());
+    csv_ = new std::string(ToCsv(*trace_));
+    narx_ =
+        new Trained(Train(R"({"narx_mlp": {"input_lags": 2, "output_lags": 2,
+                               "hidden": [5]}})",
+                          R"({"lbfgs": {}})", R"(["y"])"));
+    sbdl_narx_ =
+        new Trained(Train(R"({"narx_mlp": {"input_lags": 2, "output_lags": 2,
+                               "hidden": [5]}})",
+                          R"({"sbdl": {"lambda": [1.0], "outer_iterations": 2,
+                           "inner_epochs": 5, "learning_rate": 0.01}})",
+                          R"(["y"])"));
+    rnn_ = new Trained(Train(R"({"state_space_rnn": {"nx": 2, "fx_hidden": [4],
+                  "fy_hidden": [4], "initial_state": "INITIAL_STATE_FREE"}})",
+                             R"({"lbfgs": {}})", R"(["y"])"));
+    mlp_ = new Trained(Train(R"({"mlp": {"hidden": [6]}})", R"({"lbfgs": {}})",
+                             R"(["y", "z"])"));
+  }
+  static void TearDownTestSuite() {
+    for (Trained* t : {narx_, sbdl_narx_, rnn_, mlp_}) delete t;
+    delete csv_;
+    delete trace_;
+  }
+
+  static const Trace& trace() { return *trace_; }
+  static const std::string& csv() { return *csv_; }
+  static const Trained& narx() { return *narx_; }
+  static const Trained& sbdl_narx() { return *sbdl_narx_; }
+  static const Trained& rnn() { return *rnn_; }
+  static const Trained& mlp() { return *mlp_; }
+
+  // Checks bfr / rmse against core's metrics over the predicted samples.
+  static void ExpectFit(const PredictOutput& out, int first) {
+    const int n = kSamples - first;
+    ASSERT_TRUE(out.bfr.has_value());
+    ASSERT_TRUE(out.rmse.has_value());
+    EXPECT_EQ(*out.bfr, core::Bfr(trace().y.rightCols(n), out.y.rightCols(n)));
+    EXPECT_EQ(*out.rmse,
+              core::Rmse(trace().y.rightCols(n), out.y.rightCols(n)));
+  }
+
+ private:
+  static Trace* trace_;
+  static std::string* csv_;
+  static Trained* narx_;
+  static Trained* sbdl_narx_;
+  static Trained* rnn_;
+  static Trained* mlp_;
+};
+
+Trace* PredictTest::trace_ = nullptr;
+std::string* PredictTest::csv_ = nullptr;
+Trained* PredictTest::narx_ = nullptr;
+Trained* PredictTest::sbdl_narx_ = nullptr;
+Trained* PredictTest::rnn_ = nullptr;
+Trained* PredictTest::mlp_ = nullptr;
+
+TEST_F(PredictTest, NarxSimulationMatchesCore) {
+  auto out = Predict(narx().proto, csv(), {});
+  ASSERT_TRUE(out.ok()) << out.status();
+  auto want = core::Simulate(narx().model, trace().u, trace().y);
+  ASSERT_TRUE(want.ok()) << want.status();
+  EXPECT_EQ(out->y, want->y);
+  EXPECT_EQ(out->stddev.size(), 0);
+  EXPECT_EQ(out->output_names, std::vector<std::string>{"y"});
+  ExpectFit(*out, want->first);
+}
+
+TEST_F(PredictTest, NarxOneStepMatchesCore) {
+  PredictOptions options;
+  options.one_step = true;
+  auto out = Predict(narx().proto, csv(), options);
+  ASSERT_TRUE(out.ok()) << out.status();
+  auto want = core::PredictOneStep(narx().model, trace().u, trace().y);
+  ASSERT_TRUE(want.ok()) << want.status();
+  EXPECT_EQ(out->y, want->y);
+  ExpectFit(*out, want->first);
+  auto simulated = Predict(narx().proto, csv(), {});
+  ASSERT_TRUE(simulated.ok());
+  EXPECT_NE(out->y, simulated->y);
+}
+
+TEST_F(PredictTest, SbdlNarxIntervalsMatchCoreAndFillTheCsv) {
+  PredictOptions options;
+  options.one_step = true;
+  options.intervals = true;
+  auto out = Predict(sbdl_narx().proto, csv(), options);
+  ASSERT_TRUE(out.ok()) << out.status();
+  auto want = core::PredictOneStepWithUncertainty(sbdl_narx().model, trace().u,
+                                                  trace().y);
+  ASSERT_TRUE(want.ok()) << want.status();
+  EXPECT_EQ(out->y, want->mean.y);
+  EXPECT_EQ(out->stddev, want->stddev);
+  ExpectFit(*out, want->mean.first);
+
+  const std::vector<std::string> lines =
+      absl::StrSplit(out->Csv(), '\n', absl::SkipEmpty());
+  ASSERT_EQ(lines.size(), kSamples + 1u);
+  EXPECT_EQ(lines[0], "y_pred,y_lower95,y_upper95");
+  const int t = kSamples - 1;
+  const double y = out->y(0, t);
+  const double sd = out->stddev(0, t);
+  EXPECT_GT(sd, 0.0);
+  EXPECT_EQ(lines[t + 1], absl::StrFormat("%.17g,%.17g,%.17g", y, y - 1.96 * sd,
+                                          y + 1.96 * sd));
+}
+
+TEST_F(PredictTest, StateSpaceSimulationMatchesCore) {
+  auto out = Predict(rnn().proto, csv(), {});
+  ASSERT_TRUE(out.ok()) << out.status();
+  auto want = core::Simulate(rnn().model, trace().u, trace().y);
+  ASSERT_TRUE(want.ok()) << want.status();
+  EXPECT_EQ(out->y, want->y);
+  ExpectFit(*out, want->first);
+}
+
+TEST_F(PredictTest, X0SamplesOverridesTheModelsSetting) {
+  PredictOptions options;
+  options.x0_samples = 7;
+  auto out = Predict(rnn().proto, csv(), options);
+  ASSERT_TRUE(out.ok()) << out.status();
+  core::Model model = rnn().model;
+  ASSERT_NE(model.config.x0_estimation_samples, 7);
+  model.config.x0_estimation_samples = 7;
+  auto want = core::Simulate(model, trace().u, trace().y);
+  ASSERT_TRUE(want.ok()) << want.status();
+  EXPECT_EQ(out->y, want->y);
+  auto by_default = Predict(rnn().proto, csv(), {});
+  ASSERT_TRUE(by_default.ok());
+  EXPECT_NE(out->y, by_default->y);
+}
+
+TEST_F(PredictTest, NegativeX0SamplesIsRejected) {
+  PredictOptions options;
+  options.x0_samples = -1;
+  const absl::Status s = Predict(rnn().proto, csv(), options).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), HasSubstr("x0_samples is -1; it must be >= 0"));
+}
+
+TEST_F(PredictTest, StaticMlpMatchesPredictTableWithoutFit) {
+  auto out = Predict(mlp().proto, csv(), {});
+  ASSERT_TRUE(out.ok()) << out.status();
+  auto want = core::PredictTable(mlp().model, trace().u);
+  ASSERT_TRUE(want.ok()) << want.status();
+  EXPECT_EQ(out->y, *want);
+  EXPECT_FALSE(out->bfr.has_value());
+  EXPECT_FALSE(out->rmse.has_value());
+  EXPECT_EQ(out->output_names, (std::vector<std::string>{"y", "z"}));
+
+  const std::vector<std::string> lines =
+      absl::StrSplit(out->Csv(), '\n', absl::SkipEmpty());
+  ASSERT_EQ(lines.size(), kSamples + 1u);
+  EXPECT_EQ(lines[0], "y_pred,z_pred");
+  EXPECT_EQ(lines[1],
+            absl::StrFormat("%.17g,%.17g", (*want)(0, 0), (*want)(1, 0)));
+}
+
+TEST_F(PredictTest, StaticMlpIgnoresSequenceOptions) {
+  PredictOptions options;
+  options.one_step = true;
+  options.intervals = true;
+  auto out = Predict(mlp().proto, csv(), options);
+  ASSERT_TRUE(out.ok()) << out.status();
+  auto want = core::PredictTable(mlp().model, trace().u);
+  ASSERT_TRUE(want.ok());
+  EXPECT_EQ(out->y, *want);
+  EXPECT_EQ(out->stddev.size(), 0);
+}
+
+TEST_F(PredictTest, StaticMlpNeedsOnlyItsInputColumns) {
+  std::string inputs_only = "u\n";
+  for (int k = 0; k < 3; ++k) {
+    absl::StrAppendFormat(&inputs_only, "%.17g\n", trace().u(0, k));
+  }
+  auto out = Predict(mlp().proto, inputs_only, {});
+  ASSERT_TRUE(out.ok()) << out.status();
+  auto want = core::PredictTable(mlp().model, trace().u.leftCols(3));
+  ASSERT_TRUE(want.ok());
+  EXPECT_EQ(out->y, *want);
+}
+
+TEST_F(PredictTest, IntervalsNeedOneStep) {
+  PredictOptions options;
+  options.intervals = true;
+  const absl::Status s = Predict(sbdl_narx().proto, csv(), options).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(s.message(),
+            "intervals are one-step prediction intervals; ask for one-step "
+            "prediction");
+}
+
+TEST_F(PredictTest, IntervalsNeedAnSbdlModel) {
+  PredictOptions options;
+  options.one_step = true;
+  options.intervals = true;
+  const absl::Status s = Predict(narx().proto, csv(), options).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(s.message(), HasSubstr("trained with optimizer sbdl"));
+}
+
+TEST_F(PredictTest, OneStepNeedsANarxModel) {
+  PredictOptions options;
+  options.one_step = true;
+  const absl::Status s = Predict(rnn().proto, csv(), options).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), HasSubstr("needs a narx_mlp model"));
+}
+
+TEST_F(PredictTest, MissingColumnIsNamed) {
+  std::string no_y = "u,z\n";
+  for (int k = 0; k < 10; ++k) {
+    absl::StrAppendFormat(&no_y, "%.17g,%.17g\n", trace().u(0, k),
+                          trace().z(0, k));
+  }
+  for (const Trained* t : {&narx(), &rnn()}) {
+    const absl::Status s = Predict(t->proto, no_y, {}).status();
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(s.message(), HasSubstr("unknown column 'y'"));
+  }
+  const absl::Status s = Predict(mlp().proto, "y,z\n1,2\n", {}).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), HasSubstr("unknown column 'u'"));
+}
+
+TEST_F(PredictTest, NonFiniteValuesAreRejectedWithLineAndColumn) {
+  const std::map<std::string, std::string> cases = {
+      {"NaN", "line 3, column 'u'"},
+      {"nan", "line 3, column 'u'"},
+      {"Inf", "line 3, column 'u'"},
+      {"-inf", "line 3, column 'u'"}};
+  for (const auto& [value, where] : cases) {
+    const std::string bad =
+        "u,y,z\n0.1,0.2,0.3\n" + value + ",0.2,0.3\n0.3,0.1,0.2\n0.4,0.1,0.2\n";
+    for (const Trained* t : {&narx(), &rnn(), &mlp()}) {
+      const absl::Status s = Predict(t->proto, bad, {}).status();
+      EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << value;
+      EXPECT_THAT(s.message(), HasSubstr(where)) << value;
+    }
+  }
+  const absl::Status s =
+      Predict(rnn().proto, "u,y\n0.1,0.2\n0.2,inf\n0.3,0.1\n", {}).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), HasSubstr("line 3, column 'y'"));
+}
+
+TEST_F(PredictTest, ConstantMeasuredOutputsGiveNoFit) {
+  // The BFR divides by the spread of y, which is zero here.
+  std::string flat = "u,y\n";
+  for (int k = 0; k < 50; ++k) {
+    absl::StrAppendFormat(&flat, "%.17g,5\n", trace().u(0, k));
+  }
+  auto out = Predict(narx().proto, flat, {});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ(out->y.cols(), 50);
+  EXPECT_FALSE(out->bfr.has_value());
+  EXPECT_FALSE(out->rmse.has_value());
+}
+
+TEST_F(PredictTest, CorruptModelIsRejected) {
+  v1::TrainedModel bad = narx().proto;
+  bad.add_parameters(1.0);
+  const absl::Status s = Predict(bad, csv(), {}).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), HasSubstr("parameters but its architecture needs"));
+}
+
+TEST(PredictOutputTest, CsvHasHeaderBandsAndRoundTripValues) {
+  PredictOutput out;
+  out.output_names = {"a", "b"};
+  out.y.resize(2, 2);
+  out.y << 0.1, 1.0 / 3.0, -2.0, 1e300;
+  out.stddev.resize(2, 2);
+  out.stddev << 0.5, 0.0, 1.0, 2.0;
+  const std::string want = absl::StrFormat(
+      "a_pred,b_pred,a_lower95,b_lower95,a_upper95,b_upper95\n"
+      "%.17g,%.17g,%.17g,%.17g,%.17g,%.17g\n"
+      "%.17g,%.17g,%.17g,%.17g,%.17g,%.17g\n",
+      0.1, -2.0, 0.1 - 0.98, -2.0 - 1.96, 0.1 + 0.98, -2.0 + 1.96,  //
+      1.0 / 3.0, 1e300, 1.0 / 3.0, 1e300 - 3.92, 1.0 / 3.0, 1e300 + 3.92);
+  EXPECT_EQ(out.Csv(), want);
+  EXPECT_THAT(want, HasSubstr("0.33333333333333331,"));
+}
+
+TEST(PredictOutputTest, CsvWithoutIntervalsOrSamplesIsTheHeader) {
+  PredictOutput out;
+  out.output_names = {"force"};
+  out.y.resize(1, 0);
+  EXPECT_EQ(out.Csv(), "force_pred\n");
+}
+
+}  // namespace
+}  // namespace sparrow::spec
