@@ -12,6 +12,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -53,11 +54,11 @@ class Store {
  public:
   virtual ~Store() = default;
 
-  // ---- datasets
-  // -------------------------------------------------------------- Stores the
-  // content and its metadata (meta.id is the content's SHA-256) unless the
-  // tenant already has that id; then nothing is written, the stored metadata is
-  // returned and *already_existed is set.
+  // ---- datasets ----
+
+  // Stores the content and its metadata (meta.id is the content's SHA-256)
+  // unless the tenant already has that id; then nothing is written, the stored
+  // metadata is returned and *already_existed is set.
   virtual absl::StatusOr<v1::Dataset> PutDataset(const std::string& tenant,
                                                  const v1::Dataset& meta,
                                                  absl::string_view content,
@@ -77,12 +78,12 @@ class Store {
   virtual absl::Status DeleteDataset(const std::string& tenant,
                                      const std::string& id) = 0;
 
-  // ---- jobs
-  // ------------------------------------------------------------------ Inserts
-  // job (its id, spec, priority and request_id set by the caller) as QUEUED
-  // with create_time, a first history entry and a first STATE event (seq 1).
-  // When job.request_id is not empty and the tenant already has a job with it,
-  // nothing is written: that job is returned and *already_existed set (the
+  // ---- jobs ----
+
+  // Inserts job (its id, spec, priority and request_id set by the caller) as
+  // QUEUED with create_time, a first history entry and a first STATE event (seq
+  // 1). When job.request_id is not empty and the tenant already has a job with
+  // it, nothing is written: that job is returned and *already_existed set (the
   // caller compares the specs).
   virtual absl::StatusOr<v1::Job> CreateJob(const std::string& tenant,
                                             const v1::Job& job,
@@ -105,20 +106,20 @@ class Store {
   virtual absl::StatusOr<std::pair<v1::Job, v1::ProgressEvent>> TransitionJob(
       const std::string& id, const JobTransition& transition) = 0;
 
-  // ---- progress
-  // -------------------------------------------------------------- Appends
-  // ITERATION events in one transaction, giving them the seqs last_seq + 1,
-  // ...; updates the job's last_seq, iterations and loss from the last event.
-  // Returns the events with seq, job_id and time set.
+  // ---- progress ----
+
+  // Appends ITERATION events in one transaction, giving them the seqs last_seq
+  // + 1, ...; updates the job's last_seq, iterations and loss from the last
+  // event. Returns the events with seq, job_id and time set.
   virtual absl::StatusOr<std::vector<v1::ProgressEvent>> AppendEvents(
       const std::string& job_id, std::vector<v1::ProgressEvent> events) = 0;
   // Events with seq > after_seq in seq order, at most `limit`.
   virtual absl::StatusOr<std::vector<v1::ProgressEvent>> ListEvents(
       const std::string& job_id, int64_t after_seq, int limit) = 0;
 
-  // ---- checkpoints and models
-  // ------------------------------------------------ One checkpoint per job; a
-  // new one replaces the old.
+  // ---- checkpoints and models ----
+
+  // One checkpoint per job; a new one replaces the old.
   virtual absl::Status PutCheckpoint(const std::string& job_id,
                                      absl::string_view bytes) = 0;
   virtual absl::StatusOr<std::optional<std::string>> GetCheckpoint(
