@@ -9,6 +9,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "core/data/csv.h"
+#include "core/data/dataset.h"
 #include "core/train/trainer.h"
 #include "core/util/status_macros.h"
 #include "server/spec/convert.h"
@@ -280,6 +281,21 @@ absl::Status JobManager::ValidateSubmission(const std::string& tenant,
     SPARROW_RETURN_IF_ERROR(
         core::data::ResolveColumns(header, {spec.data().trace_column()})
             .status());
+  }
+  // Row ranges against the stored row count (the trainer re-checks them).
+  const struct {
+    const google::protobuf::RepeatedPtrField<v1::RowRange>* ranges;
+    const char* name;
+  } splits[] = {{&spec.split().train(), "spec.split.train"},
+                {&spec.split().validation(), "spec.split.validation"},
+                {&spec.split().test(), "spec.split.test"}};
+  for (const auto& split : splits) {
+    std::vector<core::data::RowRange> ranges;
+    for (const v1::RowRange& r : *split.ranges) {
+      ranges.push_back({r.first(), r.last()});
+    }
+    SPARROW_RETURN_IF_ERROR(
+        core::data::ValidateRanges(ranges, dataset.rows(), split.name));
   }
   SPARROW_ASSIGN_OR_RETURN(int64_t params,
                            core::CountParameters(config.model, n_in, n_out));
