@@ -66,7 +66,8 @@ class JobCallback : public core::IterationCallback {
         elapsed_offset_(elapsed_offset),
         options_(options),
         start_(absl::Now()),
-        last_flush_(start_) {}
+        last_flush_(start_),
+        checkpoint_iteration_(iteration_offset) {}
 
   core::CallbackResult OnIteration(core::IterationRecord* r) override {
     v1::ProgressEvent& e = pending_.emplace_back();
@@ -87,8 +88,11 @@ class JobCallback : public core::IterationCallback {
       last_params_ = *r->params;  // same size after the first: no allocation
     }
     const absl::Time now = absl::Now();
-    const bool checkpoint = options_.checkpoint_every > 0 &&
-                            r->iteration % options_.checkpoint_every == 0;
+    // Progress may be reported every few iterations (stopping.report_every):
+    // checkpoint at the first report at least checkpoint_every past the last.
+    const bool checkpoint =
+        options_.checkpoint_every > 0 &&
+        last_iteration_ - checkpoint_iteration_ >= options_.checkpoint_every;
     if (checkpoint || now - last_flush_ >= options_.event_flush_interval) {
       if (!Flush().ok()) return core::CallbackResult::kAbort;
       if (checkpoint && !Checkpoint().ok()) return core::CallbackResult::kAbort;
@@ -124,6 +128,7 @@ class JobCallback : public core::IterationCallback {
 
   absl::Status Checkpoint() {
     if (last_params_.size() == 0) return absl::OkStatus();
+    checkpoint_iteration_ = last_iteration_;
     v1::JobCheckpoint c;
     c.set_iteration(last_iteration_);
     c.set_elapsed_seconds(last_elapsed_);
@@ -153,6 +158,7 @@ class JobCallback : public core::IterationCallback {
   std::vector<v1::ProgressEvent> pending_;
   Eigen::VectorXd last_params_;
   int last_iteration_ = 0;
+  int checkpoint_iteration_;  // of the last checkpoint
   double last_elapsed_ = 0.0;
   Stop stop_ = Stop::kNone;
   absl::Status store_error_;
