@@ -2,6 +2,7 @@
 // cancel, restart.
 #include "server/server.h"
 
+#include "grpc/health/v1/health.grpc.pb.h"
 #include "gtest/gtest.h"
 #include "tests/server/testing/server_fixture.h"
 
@@ -56,6 +57,16 @@ TEST_F(ServerFixture, UploadSubmitWatchFetchPredict) {
   ASSERT_TRUE(s.ok()) << s.error_message();
   EXPECT_EQ(prediction.samples(), 400);
   EXPECT_TRUE(prediction.has_bfr());
+}
+
+TEST_F(ServerFixture, HealthIsServing) {
+  auto health = grpc::health::v1::Health::NewStub(channel_);
+  grpc::health::v1::HealthCheckRequest request;
+  grpc::health::v1::HealthCheckResponse response;
+  auto context = Context();
+  grpc::Status s = health->Check(context.get(), request, &response);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_EQ(response.status(), grpc::health::v1::HealthCheckResponse::SERVING);
 }
 
 }  // namespace
