@@ -21,13 +21,11 @@ build: configure
 test: build
 	@cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS) --timeout 600
 
-# Generates the demo data set with the project's own simulator and trains the demo model
-# in-process, printing its fit on held-out data.
+# The quick start: starts sparrowd with its embedded store in a temporary directory, generates
+# the demo data with the project's own simulator, submits and watches the demo job through the
+# CLI, fetches the model, predicts held-out data, prints the fit and stops the server.
 demo: build
-	@mkdir -p $(BUILD_DIR)/demo
-	@$(BUILD_DIR)/bin/sparrow datagen cascaded-tanks --samples 2048 --seed 1 \
-	  -o $(BUILD_DIR)/demo/cascaded_tanks.csv
-	@$(BUILD_DIR)/bin/sparrow run --local examples/demo.json
+	@./scripts/demo.sh $(BUILD_DIR)/bin
 
 bench: build
 	@./bench/run_all.sh $(BUILD_DIR)

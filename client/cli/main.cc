@@ -1,8 +1,12 @@
 // `sparrow`: the command-line client. Subcommands:
-//   run --local SPEC.json   train in-process and print the fit
-//   datagen SYSTEM -o FILE  generate the project's synthetic benchmark data
-// Exit codes: 0 success, 1 the training run diverged or was interrupted
-// (Ctrl-C), 2 usage or input error.
+//   run --local SPEC.json        train in-process and print the fit
+//   predict --local --model F    run a model file on new data
+//   datagen SYSTEM -o FILE       generate the project's synthetic benchmark
+//   data upload, submit, watch, status, list, cancel, model get, predict JOB,
+//   health                       talk to sparrowd (remote.cc)
+// Exit codes: 0 success, 1 the job (or local run) failed, diverged, was
+// cancelled or interrupted, 2 usage or input error, 3 server or connection
+// error.
 #include <atomic>
 #include <csignal>
 #include <cstdio>
@@ -16,6 +20,8 @@
 #include "CLI/CLI.hpp"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_format.h"
+#include "client/cli/common.h"
+#include "client/cli/remote.h"
 #include "client/cli/report.h"
 #include "core/data/synthetic.h"
 #include "core/train/trainer.h"
@@ -28,33 +34,9 @@
 namespace sparrow::cli {
 namespace {
 
-constexpr int kExitOk = 0;
-constexpr int kExitFailed = 1;
-constexpr int kExitUsage = 2;
-
 std::atomic<bool> g_interrupted{false};
 
 void OnSignal(int) { g_interrupted = true; }
-
-absl::StatusOr<std::string> ReadFile(const std::string& path,
-                                     const std::string& what) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    return absl::NotFoundError(
-        absl::StrFormat("cannot read %s '%s': no such file or not readable "
-                        "(paths are relative to the current "
-                        "directory)",
-                        what, path));
-  }
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-int Fail(const absl::Status& s) {
-  std::cerr << "sparrow: error: " << s.message() << "\n";
-  return kExitUsage;
-}
 
 // Prints a progress line to stderr every few epochs; cancels on Ctrl-C.
 class ProgressPrinter : public core::IterationCallback {
@@ -196,6 +178,8 @@ int RunLocal(const RunFlags& f) {
 
 struct PredictFlags {
   bool local = false;
+  std::string job;
+  bool simulate = false;
   std::string model_path;
   std::string input;
   bool one_step = false;
@@ -231,10 +215,32 @@ absl::StatusOr<v1::TrainedModel> ReadModel(const std::string& path) {
 // Runs a stored model on a CSV with the model's input columns (and, for
 // sequence models, its output columns: the NARX history / encoder window / x0
 // estimate read them).
-int Predict(const PredictFlags& f) {
+int Predict(const PredictFlags& f, RemoteCommands* remote) {
   if (!f.local) {
+    if (f.job.empty()) {
+      return Fail(absl::InvalidArgumentError(
+          "name a job (sparrow predict JOB --input FILE) or a model file "
+          "(sparrow predict --local --model FILE --input FILE)"));
+    }
+    if (f.x0_samples < 0)
+      return Fail(absl::InvalidArgumentError("--x0-samples must be >= 0"));
+    RemotePredictArgs args;
+    args.job = f.job;
+    args.input = f.input;
+    args.one_step = f.one_step && !f.simulate;
+    args.intervals = f.intervals;
+    args.x0_samples = f.x0_samples;
+    args.out = f.out;
+    args.json = f.json;
+    return remote->Predict(args);
+  }
+  if (f.model_path.empty()) {
     return Fail(absl::InvalidArgumentError(
-        "only local prediction is available: pass --local with --model FILE"));
+        "--local needs --model FILE (a model from `run -o` or `model get`)"));
+  }
+  if (f.one_step && f.simulate) {
+    return Fail(absl::InvalidArgumentError(
+        "--one-step and --simulate exclude each other"));
   }
   auto proto = ReadModel(f.model_path);
   if (!proto.ok()) return Fail(proto.status());
@@ -253,25 +259,8 @@ int Predict(const PredictFlags& f) {
     out << output->Csv();
     if (!out) return Fail(absl::InvalidArgumentError("cannot write " + f.out));
   }
-  const Eigen::Index samples = output->y.cols();
-  nlohmann::json j = {{"samples", samples}};
-  if (output->bfr) {
-    j["bfr"] = *output->bfr;
-    j["rmse"] = *output->rmse;
-  }
-  if (!f.out.empty()) j["file"] = f.out;
-  if (f.json) {
-    std::cout << j.dump(2) << "\n";
-  } else {
-    std::cout << absl::StrFormat("predicted %d samples", samples);
-    if (output->bfr) {
-      std::cout << absl::StrFormat(": BFR %.2f, RMSE %.6g", *output->bfr,
-                                   *output->rmse);
-    }
-    if (!f.out.empty()) std::cout << " -> " << f.out;
-    std::cout << "\n";
-  }
-  return kExitOk;
+  return PrintPrediction(output->y.cols(), output->bfr, output->rmse, f.out,
+                         f.json);
 }
 
 struct DatagenFlags {
@@ -332,10 +321,15 @@ int Datagen(const DatagenFlags& f) {
 int Main(int argc, char** argv) {
   CLI::App app{
       "sparrow: train state-space RNNs, NARX and feedforward networks with "
-      "NAILS/NAILM (Gauss-Newton / Levenberg-Marquardt), L-BFGS, Adam/AMSGrad "
-      "and SGD.\n"
-      "Example: sparrow run --local examples/damper_adam.json --seeds 5 "
-      "--json"};
+      "NAILS/NAILM (Gauss-Newton / Levenberg-Marquardt), SBDL, L-BFGS, "
+      "Adam/AMSGrad and SGD, locally or on sparrowd.\n"
+      "Examples:\n"
+      "  sparrow run --local examples/damper_adam.json --seeds 5 --json\n"
+      "  sparrow submit examples/demo.json --watch --server 127.0.0.1:50051\n"
+      "Remote subcommands read the server address and token from --server / "
+      "--token or SPARROW_ADDR / SPARROW_TOKEN.\n"
+      "Exit codes: 0 success, 1 the job failed or was cancelled, 2 usage or "
+      "input error, 3 server or connection error."};
   app.require_subcommand(1);
   app.set_version_flag("--version", "sparrow 0.1.0");
 
@@ -346,7 +340,8 @@ int Main(int argc, char** argv) {
       "Example: sparrow run --local examples/damper_adam.json --seeds 5 "
       "--threads 2 --json");
   run_cmd->add_flag("--local", run.local,
-                    "Train in this process (required for now)");
+                    "Train in this process (required; to train on sparrowd "
+                    "use `sparrow submit SPEC --watch`)");
   run_cmd
       ->add_option("spec", run.spec_path, "Job spec (JSON, sparrow.v1.JobSpec)")
       ->required();
@@ -382,24 +377,30 @@ int Main(int argc, char** argv) {
   gen_cmd->add_flag("--json", gen.json, "Print a JSON summary");
 
   PredictFlags pred;
-  CLI::App* pred_cmd =
-      app.add_subcommand("predict",
-                         "Run a trained model on new data (free-run simulation "
-                         "for sequence models).\n"
-                         "Example: sparrow predict --local --model damper.json "
-                         "--input new.csv -o pred.csv");
+  CLI::App* pred_cmd = app.add_subcommand(
+      "predict",
+      "Run a trained model on new data: the model of a job on sparrowd, or a "
+      "model file with --local (free-run simulation for sequence models "
+      "unless --one-step).\n"
+      "Examples:\n"
+      "  sparrow predict job-1a2b3c4d5e6f7a8b --input new.csv -o pred.csv\n"
+      "  sparrow predict --local --model damper.json --input new.csv -o "
+      "pred.csv");
+  pred_cmd->add_option("job", pred.job, "Job whose model to run (on sparrowd)");
   pred_cmd->add_flag("--local", pred.local,
-                     "Use a model file (required for now)");
-  pred_cmd
-      ->add_option("--model", pred.model_path,
-                   "Trained model from `run -o` (.json or binary protobuf)")
-      ->required();
+                     "Run a model file in this process instead (--model)");
+  pred_cmd->add_option(
+      "--model", pred.model_path,
+      "With --local: model file from `run -o` or `model get` (.json or "
+      "binary protobuf)");
   pred_cmd
       ->add_option(
           "--input", pred.input,
           "CSV with the model's input columns (sequence models: and its output "
           "columns, read for the initial state / NARX history)")
       ->required();
+  pred_cmd->add_flag("--simulate", pred.simulate,
+                     "Free-run simulation (the default for sequence models)");
   pred_cmd->add_flag(
       "--one-step", pred.one_step,
       "NARX models: one-step-ahead prediction instead of simulation");
@@ -413,6 +414,9 @@ int Main(int argc, char** argv) {
   pred_cmd->add_option("-o,--output", pred.out,
                        "Write the predictions to this CSV");
   pred_cmd->add_flag("--json", pred.json, "Print a JSON summary");
+  RemoteCommands remote;
+  remote.predict_connection().AddTo(pred_cmd);
+  remote.AddTo(&app);
 
   try {
     app.parse(argc, argv);
@@ -422,8 +426,9 @@ int Main(int argc, char** argv) {
   }
   if (run_cmd->parsed()) return RunLocal(run);
   if (gen_cmd->parsed()) return Datagen(gen);
-  if (pred_cmd->parsed()) return Predict(pred);
-  return kExitUsage;
+  if (pred_cmd->parsed()) return Predict(pred, &remote);
+  const int code = remote.Run();
+  return code >= 0 ? code : kExitUsage;
 }
 
 }  // namespace

@@ -1,0 +1,92 @@
+#include "client/cli/common.h"
+
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "absl/strings/str_format.h"
+#include "nlohmann/json.hpp"
+
+namespace sparrow::cli {
+
+int Fail(const absl::Status& status) {
+  std::cerr << "sparrow: error: " << status.message() << "\n";
+  switch (status.code()) {
+    case absl::StatusCode::kUnavailable:
+    case absl::StatusCode::kDeadlineExceeded:
+    case absl::StatusCode::kInternal:
+    case absl::StatusCode::kUnknown:
+    case absl::StatusCode::kDataLoss:
+      return kExitServer;
+    default:
+      return kExitUsage;
+  }
+}
+
+absl::StatusOr<std::string> ReadFile(const std::string& path,
+                                     const std::string& what) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    return absl::NotFoundError(
+        absl::StrFormat("cannot read %s '%s': no such file or not readable "
+                        "(paths are relative to the current directory)",
+                        what, path));
+  }
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+int PrintPrediction(int64_t samples, std::optional<double> bfr,
+                    std::optional<double> rmse, const std::string& file,
+                    bool json) {
+  nlohmann::json j = {{"samples", samples}};
+  if (bfr) j["bfr"] = *bfr;
+  if (rmse) j["rmse"] = *rmse;
+  if (!file.empty()) j["file"] = file;
+  if (json) {
+    std::cout << j.dump(2) << "\n";
+    return kExitOk;
+  }
+  std::cout << absl::StrFormat("predicted %d samples", samples);
+  if (bfr) std::cout << absl::StrFormat(": BFR %.2f", *bfr);
+  if (rmse) std::cout << absl::StrFormat(", RMSE %.6g", *rmse);
+  if (!file.empty()) std::cout << " -> " << file;
+  std::cout << "\n";
+  return kExitOk;
+}
+
+void ConnectionFlags::AddTo(CLI::App* command) {
+  command->add_option("--server", server,
+                      "sparrowd address HOST:PORT (default: $SPARROW_ADDR, "
+                      "else 127.0.0.1:50051)");
+  command->add_option("--token", token,
+                      "Bearer token (default: $SPARROW_TOKEN)");
+  command->add_flag("--tls", tls, "Connect with TLS");
+  command->add_option("--tls-ca", tls_ca,
+                      "PEM file of the CA that signed the server's "
+                      "certificate (implies --tls; default: system roots)");
+}
+
+absl::StatusOr<std::unique_ptr<client::Client>> ConnectionFlags::Connect()
+    const {
+  client::ClientOptions options;
+  const char* env_addr = std::getenv("SPARROW_ADDR");
+  const char* env_token = std::getenv("SPARROW_TOKEN");
+  if (!server.empty()) {
+    options.address = server;
+  } else if (env_addr != nullptr && *env_addr != '\0') {
+    options.address = env_addr;
+  }
+  if (!token.empty()) {
+    options.token = token;
+  } else if (env_token != nullptr) {
+    options.token = env_token;
+  }
+  options.tls = tls || !tls_ca.empty();
+  options.tls_ca_file = tls_ca;
+  return client::Client::Connect(options);
+}
+
+}  // namespace sparrow::cli

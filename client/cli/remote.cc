@@ -1,0 +1,483 @@
+#include "client/cli/remote.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <iostream>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/time/clock.h"
+#include "google/protobuf/util/time_util.h"
+#include "nlohmann/json.hpp"
+#include "server/spec/convert.h"
+
+namespace sparrow::cli {
+namespace {
+
+using nlohmann::json;
+
+json ToJsonObject(const google::protobuf::Message& message) {
+  return json::parse(spec::ToJson(message));
+}
+
+std::string Lower(const std::string& s) { return absl::AsciiStrToLower(s); }
+
+std::string StateName(v1::Job::State s) {
+  return Lower(v1::Job::State_Name(s));
+}
+
+bool IsFinal(v1::Job::State s) {
+  return s == v1::Job::SUCCEEDED || s == v1::Job::FAILED ||
+         s == v1::Job::CANCELLED;
+}
+
+int ExitForState(v1::Job::State s) {
+  return s == v1::Job::SUCCEEDED ? kExitOk : kExitFailed;
+}
+
+// Iterations the job will run at most (epochs, or SBDL outer iterations), for
+// the ETA; 0 when unknown.
+int IterationBudget(const v1::JobSpec& spec) {
+  auto config = spec::ToTrainConfig(spec);
+  if (!config.ok()) return 0;
+  return config->optimizer == core::OptimizerKind::kSbdl
+             ? config->sbdl.outer_iterations
+             : config->max_epochs;
+}
+
+std::string FormatSeconds(double s) {
+  if (!std::isfinite(s) || s < 0) return "-";
+  if (s < 60) return absl::StrFormat("%.1fs", s);
+  if (s < 3600) return absl::StrFormat("%dm%02ds", int(s) / 60, int(s) % 60);
+  return absl::StrFormat("%dh%02dm", int(s) / 3600, (int(s) % 3600) / 60);
+}
+
+// One human-readable line of an event.
+std::string EventLine(const v1::ProgressEvent& e, int budget) {
+  if (e.kind() == v1::ProgressEvent::STATE) {
+    return absl::StrCat("[", e.seq(), "] ", StateName(e.state()),
+                        e.reason().empty() ? "" : ": ", e.reason());
+  }
+  std::string line = budget > 0
+                         ? absl::StrFormat("iter %d/%d", e.iteration(), budget)
+                         : absl::StrFormat("iter %d", e.iteration());
+  absl::StrAppendFormat(&line, "  loss %-11.5g", e.loss());
+  if (e.has_validation_metric()) {
+    absl::StrAppendFormat(&line, "  val %-10.5g", e.validation_metric());
+  }
+  if (e.has_sparsity_pct() && e.sparsity_pct() > 0) {
+    absl::StrAppendFormat(&line, "  zeros %5.1f%%", e.sparsity_pct());
+  }
+  absl::StrAppend(&line, "  elapsed ", FormatSeconds(e.elapsed_seconds()));
+  if (budget > 0 && e.iteration() > 0) {
+    const double eta = e.elapsed_seconds() / e.iteration() *
+                       std::max(0, budget - e.iteration());
+    absl::StrAppend(&line, "  ETA ", FormatSeconds(eta));
+  }
+  return line;
+}
+
+void PrintJob(const v1::Job& job) {
+  std::cout << absl::StrFormat("job %s: %s", job.id(), StateName(job.state()));
+  if (!job.reason().empty()) std::cout << " (" << job.reason() << ")";
+  std::cout << "\n";
+  if (!job.spec().name().empty())
+    std::cout << "  name: " << job.spec().name() << "\n";
+  std::cout << "  dataset: " << job.spec().data().dataset_id() << "\n";
+  if (job.iterations() > 0) {
+    std::cout << absl::StrFormat("  iterations: %d  loss: %.6g\n",
+                                 job.iterations(), job.loss());
+  }
+  if (!job.summary().empty())
+    std::cout << "  summary: " << job.summary() << "\n";
+  std::cout << "  attempts: " << job.attempts()
+            << "  events: " << job.last_seq() << "\n";
+  for (const auto& t : job.history()) {
+    std::cout << "  " << google::protobuf::util::TimeUtil::ToString(t.time())
+              << "  " << StateName(t.state()) << ": " << t.reason() << "\n";
+  }
+}
+
+absl::StatusOr<v1::Job::State> ParseState(const std::string& name) {
+  if (name.empty()) return v1::Job::STATE_UNSPECIFIED;
+  v1::Job::State state;
+  if (!v1::Job::State_Parse(absl::AsciiStrToUpper(name), &state) ||
+      state == v1::Job::STATE_UNSPECIFIED) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--state '", name,
+        "' is not a job state; use queued, running, cancelling, succeeded, "
+        "failed or cancelled"));
+  }
+  return state;
+}
+
+}  // namespace
+
+void RemoteCommands::AddTo(CLI::App* app) {
+  upload_ = app->add_subcommand(
+      "upload",
+      "Upload a CSV dataset to sparrowd (skipped when the server already has "
+      "the same bytes); prints its id.\n"
+      "Example: sparrow upload ../shared/data/mr_damper/mrdamper.csv");
+  upload_->add_option("file", file_, "CSV file with a header row")->required();
+  upload_->add_flag("--json", json_, "Print {\"dataset_id\": ...} only");
+  upload_connection_.AddTo(upload_);
+
+  submit_ = app->add_subcommand(
+      "submit",
+      "Submit a job spec to sparrowd. The spec's data.csv_path (or --data) is "
+      "uploaded and replaced by its dataset id.\n"
+      "Example: sparrow submit examples/damper_nailm.json --watch");
+  submit_->add_option("spec", spec_path_, "Job spec (JSON, sparrow.v1.JobSpec)")
+      ->required();
+  submit_->add_option("--data", data_path_,
+                      "CSV to train on (instead of the spec's data.csv_path)");
+  submit_->add_flag("--watch", submit_watch_,
+                    "Then watch the job to its end (exit 1 unless it "
+                    "succeeds)");
+  submit_->add_option("--priority", priority_, "Higher runs first (default 0)");
+  submit_->add_option("--request-id", request_id_,
+                      "Idempotency key: submitting again with it returns the "
+                      "same job");
+  submit_->add_flag("--json", json_,
+                    "Print {\"job_id\": ...} (with --watch: then one JSON "
+                    "object per event)");
+  submit_connection_.AddTo(submit_);
+
+  watch_ = app->add_subcommand(
+      "watch",
+      "Follow a job's progress live until it ends; survives server restarts. "
+      "Exit 0 if it succeeded, 1 if it failed or was cancelled.\n"
+      "Example: sparrow watch job-1a2b3c4d5e6f7a8b");
+  watch_->add_option("job", job_, "Job id")->required();
+  watch_->add_option("--after", after_,
+                     "Show only events after this seq (resume a watch)");
+  watch_->add_flag("--json", json_, "Print one JSON object per event");
+  watch_connection_.AddTo(watch_);
+
+  status_ = app->add_subcommand(
+      "status",
+      "Show a job: state, progress, history.\n"
+      "Example: sparrow status job-1a2b3c4d5e6f7a8b --json");
+  status_->add_option("job", job_, "Job id")->required();
+  status_->add_flag("--json", json_, "Print the job as JSON");
+  status_connection_.AddTo(status_);
+
+  list_ = app->add_subcommand("list",
+                              "List your jobs, oldest first.\n"
+                              "Example: sparrow list --state running");
+  list_->add_option("--state", state_,
+                    "Only jobs in this state (queued, running, cancelling, "
+                    "succeeded, failed, cancelled)");
+  list_->add_option("--page-size", page_size_,
+                    "Jobs per page (default 50, at most 1000)");
+  list_->add_option("--page-token", page_token_,
+                    "Continue a listing (from the previous next_page_token)");
+  list_->add_flag("--json", json_, "Print {\"jobs\": [...], ...} as JSON");
+  list_connection_.AddTo(list_);
+
+  cancel_ = app->add_subcommand("cancel",
+                                "Cancel a queued or running job.\n"
+                                "Example: sparrow cancel job-1a2b3c4d5e6f7a8b");
+  cancel_->add_option("job", job_, "Job id")->required();
+  cancel_->add_flag("--json", json_, "Print the job as JSON");
+  cancel_connection_.AddTo(cancel_);
+
+  model_ = app->add_subcommand("model", "Trained models of finished jobs");
+  model_->require_subcommand(1);
+  model_get_ = model_->add_subcommand(
+      "get",
+      "Download the trained model of a succeeded job (.json: JSON, else "
+      "binary protobuf).\n"
+      "Example: sparrow model get job-1a2b3c4d5e6f7a8b -o model.json");
+  model_get_->add_option("job", job_, "Job id")->required();
+  model_get_->add_option("-o,--output", model_out_, "model.pb or model.json")
+      ->required();
+  model_get_->add_flag("--json", json_, "Print a JSON summary");
+  model_connection_.AddTo(model_get_);
+
+  health_ = app->add_subcommand(
+      "health",
+      "Check that sparrowd is up (grpc.health.v1); exit 3 when it is not.\n"
+      "Example: sparrow health --server 127.0.0.1:50051");
+  health_->add_flag("--json", json_, "Print {\"status\": ...}");
+  health_connection_.AddTo(health_);
+}
+
+int RemoteCommands::Run() {
+  if (upload_->parsed()) return Upload();
+  if (submit_->parsed()) return Submit();
+  if (watch_->parsed()) {
+    auto client = watch_connection_.Connect();
+    if (!client.ok()) return Fail(client.status());
+    return Watch(job_, after_, json_, client->get());
+  }
+  if (status_->parsed()) return Status();
+  if (list_->parsed()) return List();
+  if (cancel_->parsed()) return Cancel();
+  if (model_get_->parsed()) return ModelGet();
+  if (health_->parsed()) return Health();
+  return -1;
+}
+
+int RemoteCommands::Upload() {
+  auto client = upload_connection_.Connect();
+  if (!client.ok()) return Fail(client.status());
+  auto bytes = ReadFile(file_, "the dataset");
+  if (!bytes.ok()) return Fail(bytes.status());
+  const std::string name = file_.substr(file_.find_last_of('/') + 1);
+  bool existed = false;
+  auto dataset = (*client)->Upload(*bytes, name, &existed);
+  if (!dataset.ok()) return Fail(dataset.status());
+  if (json_) {
+    json j = {{"dataset_id", dataset->id()},
+              {"already_existed", existed},
+              {"rows", dataset->rows()},
+              {"size_bytes", dataset->size_bytes()},
+              {"columns", std::vector<std::string>(dataset->columns().begin(),
+                                                   dataset->columns().end())}};
+    std::cout << j.dump(2) << "\n";
+  } else {
+    std::cout << dataset->id() << "\n";
+    std::cerr << absl::StrFormat("%s: %d rows, columns %s%s\n", name,
+                                 dataset->rows(),
+                                 absl::StrJoin(dataset->columns(), ", "),
+                                 existed ? " (already on the server)" : "");
+  }
+  return kExitOk;
+}
+
+int RemoteCommands::Submit() {
+  auto text = ReadFile(spec_path_, "the job spec");
+  if (!text.ok()) return Fail(text.status());
+  auto spec = spec::ParseJobSpecJson(*text);
+  if (!spec.ok()) return Fail(spec.status());
+  auto client = submit_connection_.Connect();
+  if (!client.ok()) return Fail(client.status());
+  std::string csv_path = data_path_;
+  if (csv_path.empty() &&
+      spec->data().source_case() == v1::DataSource::kCsvPath) {
+    csv_path = spec->data().csv_path();
+  }
+  if (!csv_path.empty()) {
+    auto bytes =
+        ReadFile(csv_path, data_path_.empty() ? "data.csv_path" : "--data");
+    if (!bytes.ok()) return Fail(bytes.status());
+    auto dataset = (*client)->Upload(
+        *bytes, csv_path.substr(csv_path.find_last_of('/') + 1));
+    if (!dataset.ok()) return Fail(dataset.status());
+    spec->mutable_data()->set_dataset_id(dataset->id());
+  } else if (spec->data().source_case() != v1::DataSource::kDatasetId) {
+    return Fail(absl::InvalidArgumentError(
+        "the spec has no data: set data.csv_path or data.dataset_id, or pass "
+        "--data FILE.csv"));
+  }
+  auto job = (*client)->Submit(*spec, request_id_, priority_);
+  if (!job.ok()) return Fail(job.status());
+  if (json_) {
+    json j = {{"job_id", job->id()},
+              {"state", v1::Job::State_Name(job->state())},
+              {"dataset_id", job->spec().data().dataset_id()}};
+    std::cout << j.dump(submit_watch_ ? -1 : 2) << "\n" << std::flush;
+  } else {
+    std::cout << job->id() << "\n" << std::flush;
+  }
+  if (!submit_watch_) return kExitOk;
+  return Watch(job->id(), 0, json_, client->get());
+}
+
+int RemoteCommands::Watch(const std::string& job_id, int64_t after,
+                          bool as_json, client::Client* client) {
+  if (after < 0) {
+    return Fail(absl::InvalidArgumentError("--after must be >= 0"));
+  }
+  auto job = client->GetJob(job_id);
+  if (!job.ok()) return Fail(job.status());
+  const int budget = IterationBudget(job->spec());
+  const bool tty = !as_json && isatty(STDOUT_FILENO);
+  absl::Time last_print = absl::InfinitePast();
+  bool line_open = false;       // a \r progress line is on screen
+  v1::ProgressEvent unprinted;  // the last iteration not shown (non-TTY)
+  bool have_unprinted = false;
+  auto on_event = [&](const v1::ProgressEvent& e) {
+    if (as_json) {
+      std::cout << ToJsonObject(e).dump() << "\n" << std::flush;
+      return true;
+    }
+    if (e.kind() == v1::ProgressEvent::STATE) {
+      if (line_open) std::cout << "\n";
+      line_open = false;
+      if (have_unprinted && IsFinal(e.state())) {
+        std::cout << EventLine(unprinted, budget) << "\n";
+      }
+      have_unprinted = false;
+      std::cout << EventLine(e, budget) << "\n" << std::flush;
+      return true;
+    }
+    const absl::Time now = absl::Now();
+    if (tty) {
+      if (now - last_print >= absl::Milliseconds(100)) {
+        std::cout << "\r\033[K" << EventLine(e, budget) << std::flush;
+        line_open = true;
+        last_print = now;
+      }
+    } else if (now - last_print >= absl::Seconds(1)) {
+      std::cout << EventLine(e, budget) << "\n" << std::flush;
+      last_print = now;
+      have_unprinted = false;
+    } else {
+      unprinted = e;
+      have_unprinted = true;
+    }
+    return true;
+  };
+  auto done = client->Watch(job_id, after, on_event);
+  if (line_open) std::cout << "\n";
+  if (!done.ok()) return Fail(done.status());
+  if (!as_json && done->state() == v1::Job::SUCCEEDED &&
+      !done->summary().empty()) {
+    std::cout << done->summary() << "\n";
+  }
+  return ExitForState(done->state());
+}
+
+int RemoteCommands::Status() {
+  auto client = status_connection_.Connect();
+  if (!client.ok()) return Fail(client.status());
+  auto job = (*client)->GetJob(job_);
+  if (!job.ok()) return Fail(job.status());
+  if (json_) {
+    std::cout << spec::ToJson(*job) << "\n";
+  } else {
+    PrintJob(*job);
+  }
+  return kExitOk;
+}
+
+int RemoteCommands::List() {
+  auto state = ParseState(state_);
+  if (!state.ok()) return Fail(state.status());
+  auto client = list_connection_.Connect();
+  if (!client.ok()) return Fail(client.status());
+  auto page = (*client)->ListJobs(*state, page_size_, page_token_);
+  if (!page.ok()) return Fail(page.status());
+  if (json_) {
+    json jobs = json::array();
+    for (const v1::Job& j : page->jobs()) {
+      jobs.push_back({{"job_id", j.id()},
+                      {"name", j.spec().name()},
+                      {"state", v1::Job::State_Name(j.state())},
+                      {"iterations", j.iterations()},
+                      {"loss", j.loss()},
+                      {"reason", j.reason()}});
+    }
+    std::cout << json{{"jobs", jobs},
+                      {"next_page_token", page->next_page_token()}}
+                     .dump(2)
+              << "\n";
+    return kExitOk;
+  }
+  if (page->jobs().empty()) std::cout << "no jobs\n";
+  for (const v1::Job& j : page->jobs()) {
+    std::cout << absl::StrFormat("%-22s %-10s %6d  %-30s %s\n", j.id(),
+                                 StateName(j.state()), j.iterations(),
+                                 j.spec().name(), j.reason());
+  }
+  if (!page->next_page_token().empty()) {
+    std::cout << "more: sparrow list --page-token " << page->next_page_token()
+              << "\n";
+  }
+  return kExitOk;
+}
+
+int RemoteCommands::Cancel() {
+  auto client = cancel_connection_.Connect();
+  if (!client.ok()) return Fail(client.status());
+  auto job = (*client)->CancelJob(job_);
+  if (!job.ok()) return Fail(job.status());
+  if (json_) {
+    std::cout << spec::ToJson(*job) << "\n";
+  } else {
+    std::cout << absl::StrFormat("job %s: %s\n", job->id(),
+                                 StateName(job->state()));
+  }
+  return kExitOk;
+}
+
+int RemoteCommands::ModelGet() {
+  auto client = model_connection_.Connect();
+  if (!client.ok()) return Fail(client.status());
+  const bool as_json = model_out_.size() > 5 &&
+                       model_out_.substr(model_out_.size() - 5) == ".json";
+  auto exported =
+      (*client)->ExportModel(job_, as_json ? v1::ExportModelRequest::JSON
+                                           : v1::ExportModelRequest::PROTO);
+  if (!exported.ok()) return Fail(exported.status());
+  std::ofstream out(model_out_, std::ios::binary);
+  out << exported->data();
+  if (!out) {
+    return Fail(absl::InvalidArgumentError(
+        absl::StrCat("cannot write the model to ", model_out_)));
+  }
+  if (json_) {
+    std::cout << json{{"job_id", job_},
+                      {"file", model_out_},
+                      {"bytes", exported->data().size()},
+                      {"format", as_json ? "json" : "protobuf"}}
+                     .dump(2)
+              << "\n";
+  } else {
+    std::cout << absl::StrFormat("model of %s written to %s (%d bytes)\n", job_,
+                                 model_out_, exported->data().size());
+  }
+  return kExitOk;
+}
+
+int RemoteCommands::Predict(const RemotePredictArgs& a) {
+  auto client = predict_connection_.Connect();
+  if (!client.ok()) return Fail(client.status());
+  auto csv = ReadFile(a.input, "--input");
+  if (!csv.ok()) return Fail(csv.status());
+  v1::PredictRequest request;
+  request.set_job_id(a.job);
+  request.set_csv(*csv);
+  request.set_one_step(a.one_step);
+  request.set_intervals(a.intervals);
+  request.set_x0_samples(a.x0_samples);
+  auto response = (*client)->Predict(request);
+  if (!response.ok()) return Fail(response.status());
+  if (!a.out.empty()) {
+    std::ofstream out(a.out, std::ios::binary);
+    out << response->csv();
+    if (!out) {
+      return Fail(absl::InvalidArgumentError("cannot write " + a.out));
+    }
+  }
+  std::optional<double> bfr, rmse;
+  if (response->has_bfr()) bfr = response->bfr();
+  if (response->has_rmse()) rmse = response->rmse();
+  return PrintPrediction(response->samples(), bfr, rmse, a.out, a.json);
+}
+
+int RemoteCommands::Health() {
+  auto client = health_connection_.Connect();
+  if (!client.ok()) return Fail(client.status());
+  auto status = (*client)->Health();
+  if (!status.ok()) return Fail(status.status());
+  if (json_) {
+    std::cout << json{{"status", *status},
+                      {"server", (*client)->options().address}}
+                     .dump(2)
+              << "\n";
+  } else {
+    std::cout << (*client)->options().address << ": " << Lower(*status) << "\n";
+  }
+  return *status == "SERVING" ? kExitOk : kExitServer;
+}
+
+}  // namespace sparrow::cli
