@@ -15,6 +15,7 @@
 //   build/bin/sparrowd_perf load --jobs 1000 --watchers 100 --clients 1,4
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -147,6 +148,27 @@ ProcStats ReadProcStats(pid_t pid) {
     }
   }
   return p;
+}
+
+// CPU time and run-queue wait summed over a process's live threads
+// (/proc/PID/task/*/schedstat, nanosecond resolution).
+struct SchedStat {
+  double cpu = 0, runqueue = 0;
+};
+
+SchedStat ReadSchedStat(pid_t pid) {
+  SchedStat s;
+  std::error_code ec;
+  for (const auto& task :
+       fs::directory_iterator(absl::StrCat("/proc/", pid, "/task"), ec)) {
+    std::ifstream in(task.path() / "schedstat");
+    double cpu_ns = 0, wait_ns = 0;
+    if (in >> cpu_ns >> wait_ns) {
+      s.cpu += 1e-9 * cpu_ns;
+      s.runqueue += 1e-9 * wait_ns;
+    }
+  }
+  return s;
 }
 
 json ToJson(const ProcStats& p) {
@@ -378,6 +400,56 @@ class Client {
   std::unique_ptr<v1::JobService::Stub> jobs_;
 };
 
+// The column names a spec reads.
+std::vector<std::string> SpecColumns(const v1::JobSpec& spec) {
+  std::vector<std::string> columns;
+  const v1::DataSource& d = spec.data();
+  for (const auto* list :
+       {&d.inputs(), &d.outputs(), &d.test_inputs(), &d.test_outputs()}) {
+    for (const std::string& c : *list) {
+      if (std::find(columns.begin(), columns.end(), c) == columns.end()) {
+        columns.push_back(c);
+      }
+    }
+  }
+  if (!d.trace_column().empty()) columns.push_back(d.trace_column());
+  return columns;
+}
+
+// `csv` cut down to `columns` (by header name; quotes around fields dropped;
+// no quoted commas).
+std::string ProjectCsv(const std::string& csv,
+                       const std::vector<std::string>& columns) {
+  auto fields = [](absl::string_view line) {
+    std::vector<std::string> f = absl::StrSplit(line, ',');
+    for (std::string& x : f) {
+      if (x.size() >= 2 && x.front() == '"' && x.back() == '"') {
+        x = x.substr(1, x.size() - 2);
+      }
+    }
+    return f;
+  };
+  std::vector<absl::string_view> lines =
+      absl::StrSplit(csv, '\n', absl::SkipWhitespace());
+  if (lines.empty()) return csv;
+  const std::vector<std::string> header = fields(lines[0]);
+  std::vector<size_t> keep;
+  for (const std::string& c : columns) {
+    auto it = std::find(header.begin(), header.end(), c);
+    if (it != header.end()) keep.push_back(it - header.begin());
+  }
+  std::string out;
+  for (absl::string_view line : lines) {
+    const std::vector<std::string> f = fields(absl::StripSuffix(line, "\r"));
+    for (size_t k = 0; k < keep.size(); ++k) {
+      if (k > 0) out += ',';
+      if (keep[k] < f.size()) out += f[keep[k]];
+    }
+    out += '\n';
+  }
+  return out;
+}
+
 bool IsFinal(v1::Job::State s) {
   return s == v1::Job::SUCCEEDED || s == v1::Job::FAILED ||
          s == v1::Job::CANCELLED;
@@ -388,6 +460,7 @@ bool IsFinal(v1::Job::State s) {
 
 struct LocalRun {
   double wall = 0, optimizer = 0, final_loss = 0;
+  double cpu = 0;  // user + system CPU seconds of the process
   int epochs = 0;
 };
 
@@ -422,9 +495,12 @@ absl::StatusOr<LocalRun> RunLocal(const std::string& sparrow,
   while ((n = read(out[0], buffer, sizeof buffer)) > 0) text.append(buffer, n);
   close(out[0]);
   int status = 0;
-  waitpid(pid, &status, 0);
+  struct rusage usage {};
+  wait4(pid, &status, 0, &usage);
   LocalRun r;
   r.wall = Seconds(Clock::now() - t0);
+  r.cpu = usage.ru_utime.tv_sec + 1e-6 * usage.ru_utime.tv_usec +
+          usage.ru_stime.tv_sec + 1e-6 * usage.ru_stime.tv_usec;
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
     return absl::InternalError(
         absl::StrCat("sparrow run --local ", spec, " failed: ", text));
@@ -447,12 +523,16 @@ struct ServiceRun {
   double notify = 0;      // end_time -> final event received (client clock)
   double optimizer = 0;   // elapsed_seconds of the last ITERATION event
   double final_loss = 0;  // Job.loss
+  double cpu = 0;         // sparrowd's CPU seconds, all threads, meanwhile
+  double runqueue = 0;    // seconds sparrowd's threads waited for a CPU
   int iterations = 0;
   int events = 0;
 };
 
-absl::StatusOr<ServiceRun> RunService(Client* client, const v1::JobSpec& spec) {
+absl::StatusOr<ServiceRun> RunService(Client* client, pid_t server,
+                                      const v1::JobSpec& spec) {
   ServiceRun r;
+  const SchedStat sched0 = ReadSchedStat(server);
   const auto t0 = Clock::now();
   v1::Job job;
   absl::Status s = FromGrpc(client->Submit(spec, &job), "submit");
@@ -474,6 +554,9 @@ absl::StatusOr<ServiceRun> RunService(Client* client, const v1::JobSpec& spec) {
       r.wall = Seconds(Clock::now() - t0);
       received = UnixNow();
       final_state = e.state();
+      const SchedStat sched1 = ReadSchedStat(server);
+      r.cpu = sched1.cpu - sched0.cpu;
+      r.runqueue = sched1.runqueue - sched0.runqueue;
     }
   }
   s = FromGrpc(reader->Finish(), "watch");
@@ -563,7 +646,17 @@ int Overhead(const std::string& sparrow, const std::string& sparrowd,
       return 1;
     }
     for (ServerConfig& c : configs) {
-      auto id = c.client->Upload(fs::path(csv_path).filename().string(), *csv);
+      const std::string file = fs::path(csv_path).filename().string();
+      auto id = c.client->Upload(file, *csv);
+      if (!id.ok()) {
+        // sparrowd refuses a file with any non-numeric column (the tanks
+        // file's 'Ts' is empty after row 1); upload the spec's columns only.
+        const std::string projected = ProjectCsv(*csv, SpecColumns(s.proto));
+        std::cout << "note: " << id.status().message()
+                  << "\n  -> uploading the spec's columns only ("
+                  << projected.size() << " of " << csv->size() << " bytes)\n";
+        id = c.client->Upload(file, projected);
+      }
       if (!id.ok()) {
         std::cerr << "sparrowd_perf: " << id.status().message() << "\n";
         return 1;
@@ -598,7 +691,7 @@ int Overhead(const std::string& sparrow, const std::string& sparrowd,
           v1::JobSpec spec = s.proto;
           spec.mutable_data()->set_dataset_id(
               c.dataset_ids[s.proto.data().csv_path()]);
-          auto r = RunService(c.client.get(), spec);
+          auto r = RunService(c.client.get(), c.daemon->pid(), spec);
           if (!r.ok()) {
             std::cerr << "sparrowd_perf: " << r.status().message() << "\n";
             return 1;
@@ -625,38 +718,48 @@ int Overhead(const std::string& sparrow, const std::string& sparrowd,
     report["servers"].push_back(
         {{"name", c.name}, {"command", c.daemon->command()}});
   }
-  std::cout << "\nmedians of " << reps
-            << " interleaved repetitions; wall = until the final state event "
-               "(service) or process exit (local); opt = optimizer loop\n";
+  std::cout
+      << "\nmedians of " << reps
+      << " interleaved repetitions. wall: Submit -> final state event "
+         "(service), fork -> exit (local); opt: optimizer loop; cpu: CPU "
+         "seconds of sparrowd (all threads) / of the local process; rq: "
+         "sparrowd's run-queue wait; submit, queued (create -> start), "
+         "run-opt (start -> end minus opt), notify (end -> event received)\n";
   std::cout << absl::StrFormat(
-      "%-16s %-9s %5s %9s %9s %8s %8s %8s %8s %8s %8s\n", "spec", "server",
-      "iters", "wall s", "opt s", "wall/loc", "opt/loc", "submit", "queued",
-      "run-opt", "notify");
+      "%-15s %-8s %5s %7s %7s %7s %8s %7s %7s %6s %7s %7s %7s %7s\n", "spec",
+      "server", "iters", "wall s", "opt s", "cpu s", "wall/loc", "opt/loc",
+      "cpu/loc", "rq s", "submit", "queued", "run-opt", "notify");
   for (const Spec& s : specs) {
-    std::vector<double> lw, lo;
+    std::vector<double> lw, lo, lc;
     for (const LocalRun& r : s.local) {
       lw.push_back(r.wall);
       lo.push_back(r.optimizer);
+      lc.push_back(r.cpu);
     }
-    const double local_wall = Median(lw), local_opt = Median(lo);
+    const double local_wall = Median(lw), local_opt = Median(lo),
+                 local_cpu = Median(lc);
     std::cout << absl::StrFormat(
-        "%-16s %-9s %5d %9.3f %9.3f %8s %8s %8s %8s %8.3f %8s\n", s.name,
-        "local", s.local.front().epochs, local_wall, local_opt, "", "", "", "",
-        local_wall - local_opt, "");
+        "%-15s %-8s %5d %7.3f %7.3f %7.3f %8s %7s %7s %6s %7s %7s %7.3f %7s\n",
+        s.name, "local", s.local.front().epochs, local_wall, local_opt,
+        local_cpu, "", "", "", "", "", "", local_wall - local_opt, "");
     json entry = {{"spec", s.rel_path},
                   {"local",
                    {{"wall_s", lw},
                     {"optimizer_s", lo},
+                    {"cpu_s", lc},
                     {"wall_median_s", local_wall},
                     {"optimizer_median_s", local_opt},
+                    {"cpu_median_s", local_cpu},
                     {"epochs", s.local.front().epochs},
                     {"final_loss", s.local.front().final_loss}}}};
     for (size_t i = 0; i < configs.size(); ++i) {
-      std::vector<double> w, o, sub, q, run, run_opt, note, ratio;
+      std::vector<double> w, o, cpu, rq, sub, q, run, run_opt, note, ratio;
       for (size_t k = 0; k < s.service[i].size(); ++k) {
         const ServiceRun& r = s.service[i][k];
         w.push_back(r.wall);
         o.push_back(r.optimizer);
+        cpu.push_back(r.cpu);
+        rq.push_back(r.runqueue);
         sub.push_back(r.submit);
         q.push_back(r.queued);
         run.push_back(r.running);
@@ -666,21 +769,27 @@ int Overhead(const std::string& sparrow, const std::string& sparrowd,
       }
       const ServiceRun& first = s.service[i].front();
       std::cout << absl::StrFormat(
-          "%-16s %-9s %5d %9.3f %9.3f %8.3f %8.3f %8.4f %8.4f %8.3f %8.4f\n",
+          "%-15s %-8s %5d %7.3f %7.3f %7.3f %8.3f %7.3f %7.3f %6.3f %7.4f "
+          "%7.4f %7.3f %7.4f\n",
           "", configs[i].name, first.iterations, Median(w), Median(o),
-          Median(w) / local_wall, Median(o) / local_opt, Median(sub), Median(q),
+          Median(cpu), Median(w) / local_wall, Median(o) / local_opt,
+          Median(cpu) / local_cpu, Median(rq), Median(sub), Median(q),
           Median(run_opt), Median(note));
       entry["service"][configs[i].name] = {
           {"wall_s", w},
           {"optimizer_s", o},
+          {"cpu_s", cpu},
+          {"runqueue_wait_s", rq},
           {"submit_s", sub},
           {"queued_s", q},
           {"running_s", run},
           {"notify_s", note},
           {"wall_median_s", Median(w)},
           {"optimizer_median_s", Median(o)},
+          {"cpu_median_s", Median(cpu)},
           {"wall_ratio_of_medians", Median(w) / local_wall},
           {"optimizer_ratio_of_medians", Median(o) / local_opt},
+          {"cpu_ratio_of_medians", Median(cpu) / local_cpu},
           {"wall_ratio_median_paired", Median(ratio)},
           {"iterations", first.iterations},
           {"events", first.events},
@@ -998,11 +1107,19 @@ int Load(const std::string& sparrowd, const fs::path& work, int jobs,
   }
   const double watchers_end = Seconds(Clock::now() - t_end);
   int ended_ok = 0, saw_cancelled = 0;
+  std::map<std::string, int> watch_errors;  // "code message" -> watchers
   for (auto& w : ws) {
     if (!w->done) w->context.TryCancel();
     w->thread.join();
     ended_ok += w->status.ok();
     saw_cancelled += w->final_state == v1::Job::CANCELLED;
+    if (!w->status.ok()) {
+      ++watch_errors[absl::StrCat(w->status.error_code(), " ",
+                                  w->status.error_message())];
+    }
+  }
+  for (const auto& [message, count] : watch_errors) {
+    std::cout << "  " << count << " watchers ended with " << message << "\n";
   }
   std::cout << absl::StrFormat(
                    "  cancelled %d queued jobs in %.2f s (p50 %.2f ms, p99 "
@@ -1033,6 +1150,8 @@ int Load(const std::string& sparrowd, const fs::path& work, int jobs,
   std::cout << "  Get latencies (ms) at the phase boundaries:";
   for (double g : get_latency) std::cout << absl::StrFormat(" %.1f", 1e3 * g);
   std::cout << std::endl;
+  std::vector<double> get_ms;
+  for (double g : get_latency) get_ms.push_back(1e3 * g);
   json j = {
       {"clients", clients},
       {"jobs", jobs},
@@ -1069,13 +1188,13 @@ int Load(const std::string& sparrowd, const fs::path& work, int jobs,
         {"p99", 1e3 * Percentile(cancel_latency, 99)},
         {"max", 1e3 * Percentile(cancel_latency, 100)}}},
       {"watchers_ended_ok", ended_ok},
+      {"watcher_errors", watch_errors},
       {"watchers_saw_cancelled", saw_cancelled},
       {"watchers_end_s", watchers_end},
       {"sigterm_exit_code", exit_code},
       {"sigterm_seconds", stop_seconds},
-      {"get_latency_ms", get_latency},
+      {"get_latency_ms", get_ms},
       {"load_average", LoadAverage()}};
-  for (double& g : j["get_latency_ms"]) g = 1e3 * g.get<double>();
   for (const Phase& p : phases) {
     json e = ToJson(p.proc);
     e["phase"] = p.name;
@@ -1117,6 +1236,7 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--output", output, "Write the results as JSON here");
   app.require_subcommand(1);
+  app.fallthrough();  // --output etc. also after the subcommand
 
   auto* overhead = app.add_subcommand(
       "overhead", "A: job through sparrowd vs. sparrow run --local");

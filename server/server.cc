@@ -89,6 +89,9 @@ absl::StatusOr<std::unique_ptr<SparrowServer>> SparrowServer::Start(
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
   builder.AddListeningPort(options.listen, credentials, &server->port_);
+  // A second sparrowd on the same port must fail to start, not split the
+  // clients between two stores (gRPC sets SO_REUSEPORT by default).
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   builder.SetMaxReceiveMessageSize(options.jobs.limits.max_message_bytes);
   builder.SetMaxSendMessageSize(options.jobs.limits.max_message_bytes);
   // Long Watch streams: keepalive pings every 30 s, and clients may ping as

@@ -1,6 +1,7 @@
 #include "client/cli/common.h"
 
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -26,6 +27,12 @@ int Fail(const absl::Status& status) {
 
 absl::StatusOr<std::string> ReadFile(const std::string& path,
                                      const std::string& what) {
+  // An ifstream opens a directory and then reads nothing from it.
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "cannot read %s '%s': it is a directory, not a file", what, path));
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     return absl::NotFoundError(

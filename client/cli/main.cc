@@ -216,6 +216,10 @@ absl::StatusOr<v1::TrainedModel> ReadModel(const std::string& path) {
 // sequence models, its output columns: the NARX history / encoder window / x0
 // estimate read them).
 int Predict(const PredictFlags& f, RemoteCommands* remote) {
+  if (f.one_step && f.simulate) {
+    return Fail(absl::InvalidArgumentError(
+        "--one-step and --simulate exclude each other"));
+  }
   if (!f.local) {
     if (f.job.empty()) {
       return Fail(absl::InvalidArgumentError(
@@ -227,7 +231,7 @@ int Predict(const PredictFlags& f, RemoteCommands* remote) {
     RemotePredictArgs args;
     args.job = f.job;
     args.input = f.input;
-    args.one_step = f.one_step && !f.simulate;
+    args.one_step = f.one_step;
     args.intervals = f.intervals;
     args.x0_samples = f.x0_samples;
     args.out = f.out;
@@ -237,10 +241,6 @@ int Predict(const PredictFlags& f, RemoteCommands* remote) {
   if (f.model_path.empty()) {
     return Fail(absl::InvalidArgumentError(
         "--local needs --model FILE (a model from `run -o` or `model get`)"));
-  }
-  if (f.one_step && f.simulate) {
-    return Fail(absl::InvalidArgumentError(
-        "--one-step and --simulate exclude each other"));
   }
   auto proto = ReadModel(f.model_path);
   if (!proto.ok()) return Fail(proto.status());

@@ -303,6 +303,8 @@ absl::Status JobManager::ValidateSubmission(const std::string& tenant,
     SPARROW_RETURN_IF_ERROR(
         core::data::ValidateRanges(ranges, dataset.rows(), split.name));
   }
+  // Column roles and splits, as the trainer will check them.
+  SPARROW_RETURN_IF_ERROR(spec::ValidateDataSpec(spec, header, dataset.rows()));
   SPARROW_ASSIGN_OR_RETURN(int64_t params,
                            core::CountParameters(config.model, n_in, n_out));
   if (params > options_.limits.max_model_params) {
@@ -379,33 +381,62 @@ absl::StatusOr<v1::Job> JobManager::GetJob(const std::string& tenant,
 absl::StatusOr<v1::Job> JobManager::Cancel(const std::string& tenant,
                                            const std::string& id) {
   SPARROW_ASSIGN_OR_RETURN(v1::Job job, GetJob(tenant, id));
+  // States only move forward: a job that has ended stays ended. (Checked
+  // before running_, which still holds a job for a moment after it ended.)
+  if (IsFinal(job.state())) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("job ", id, " already ", Lower(job.state()),
+                     "; only queued or running jobs can be cancelled"));
+  }
   std::lock_guard<std::mutex> lock(mu_);
   auto queued = queued_by_id_.find(id);
   if (queued != queued_by_id_.end()) {
+    // A job recovered at start-up waits here RUNNING in the store until a
+    // worker resumes it. Leave the queue only once the store has the cancel.
+    const bool resume = queued->second->resume;
+    SPARROW_ASSIGN_OR_RETURN(
+        v1::Job cancelled,
+        Transition(tenant, id,
+                   {v1::Job::CANCELLED,
+                    resume ? "cancelled by the user before it resumed"
+                           : "cancelled by the user before it started",
+                    "",
+                    nullptr,
+                    {v1::Job::QUEUED, v1::Job::RUNNING}}));
     --queued_per_tenant_[queued->second->tenant];
     queue_.erase(queued->second);
     queued_by_id_.erase(queued);
     UpdateGauges();
-    return Transition(tenant, id,
-                      {v1::Job::CANCELLED,
-                       "cancelled by the user before it started",
-                       "",
-                       nullptr,
-                       {v1::Job::QUEUED}});
+    return cancelled;
   }
   auto running = running_.find(id);
   if (running != running_.end()) {
-    if (running->second->cancel.exchange(true)) {
+    if (running->second->cancel.load()) {
       return GetJob(tenant, id);  // already cancelling
     }
-    return Transition(tenant, id,
-                      {v1::Job::CANCELLING,
-                       "cancel requested by the user",
-                       "",
-                       nullptr,
-                       {v1::Job::RUNNING}});
+    // CANCELLING is stored before the worker can see the flag, so that it
+    // always precedes the worker's CANCELLED.
+    auto cancelling = Transition(tenant, id,
+                                 {v1::Job::CANCELLING,
+                                  "cancel requested by the user",
+                                  "",
+                                  nullptr,
+                                  {v1::Job::RUNNING}});
+    if (cancelling.ok()) {
+      running->second->cancel = true;
+      return cancelling;
+    }
+    SPARROW_ASSIGN_OR_RETURN(job, GetJob(tenant, id));
+    if (job.state() == v1::Job::QUEUED) {
+      // A worker has taken the job but not recorded RUNNING yet: it stops at
+      // its first iteration (RUNNING, then CANCELLED).
+      running->second->cancel = true;
+      return job;
+    }
+    if (!IsFinal(job.state())) return cancelling.status();
+  } else {
+    SPARROW_ASSIGN_OR_RETURN(job, GetJob(tenant, id));
   }
-  SPARROW_ASSIGN_OR_RETURN(job, GetJob(tenant, id));
   if (IsFinal(job.state())) {
     return absl::FailedPreconditionError(
         absl::StrCat("job ", id, " already ", Lower(job.state()),
@@ -478,6 +509,18 @@ void JobManager::RunJob(const QueueEntry& entry, RunningJob* running) {
                          "",
                          nullptr,
                          {v1::Job::QUEUED, v1::Job::RUNNING}});
+  if (!job.ok() && running->cancel.load()) {
+    // A recovered job (RUNNING in the store) cancelled while this worker
+    // was taking it: it is CANCELLING, and ends here.
+    auto s = Transition(tenant, id,
+                        {v1::Job::CANCELLED,
+                         "cancelled by the user before it resumed",
+                         "",
+                         nullptr,
+                         {v1::Job::CANCELLING}});
+    if (!s.ok()) spdlog::error("job {}: {}", id, s.status().ToString());
+    return;
+  }
   if (!job.ok()) {
     spdlog::error("job {}: cannot start: {}", id, job.status().ToString());
     return;
@@ -501,6 +544,10 @@ void JobManager::RunJob(const QueueEntry& entry, RunningJob* running) {
         checkpoint.params().data(), checkpoint.params_size());
     int* budget = IterationBudget(&*config);
     *budget = std::max(1, *budget - offset);
+    // The wall-clock budget (stopping.max_seconds) covers every attempt.
+    if (config->max_seconds > 0) {
+      config->max_seconds = std::max(1e-3, config->max_seconds - elapsed);
+    }
   }
   JobCallback callback(store_, hub_, metrics_, id, &running->cancel,
                        &shutting_down_, offset, elapsed, options_);
@@ -544,11 +591,21 @@ void JobManager::RunJob(const QueueEntry& entry, RunningJob* running) {
       break;
   }
   if (!result.ok()) return fail(std::string(result.status().message()));
+  // A resumed attempt trained only the iterations after the checkpoint: the
+  // model and the summary count the whole run.
+  result->summary.iterations += offset;
+  result->summary.seconds += elapsed;
+  result->train_seconds += elapsed;
   if (result->summary.termination == core::Termination::kDiverged) {
-    return fail(absl::StrCat(
-        result->summary.message.empty() ? result->summary.BriefReport()
-                                        : result->summary.message,
-        "; try a smaller learning rate or stronger regularization"));
+    std::string reason = result->summary.message.empty()
+                             ? result->summary.BriefReport()
+                             : result->summary.message;
+    if (reason.find("try ") == std::string::npos) {
+      absl::StrAppend(&reason,
+                      "; try a smaller learning rate or stronger "
+                      "regularization");
+    }
+    return fail(reason);
   }
   v1::TrainedModel model = spec::ToProto(spec, *result);
   model.set_seed(config->seed);

@@ -1,11 +1,13 @@
 #include "server/service/job_service.h"
 
+#include <algorithm>
 #include <deque>
 #include <memory>
 #include <mutex>
 
 #include "absl/strings/str_cat.h"
 #include "core/util/status_macros.h"
+#include "server/spec/convert.h"
 
 namespace sparrow::server {
 namespace {
@@ -89,6 +91,10 @@ class WatchReactor : public grpc::ServerWriteReactor<v1::ProgressEvent> {
       End(grpc::Status::OK);
       return;
     }
+    // The seq to wait past when caught up: normally the last one sent; the
+    // job's last one when the client asked to start beyond it, so that the
+    // job's next event (at the latest its final one) still wakes this watch.
+    int64_t wait_after = last_sent_;
     for (int attempt = 0; batch_.empty() && attempt < 2; ++attempt) {
       auto events = deps_.store->ListEvents(job_id_, last_sent_, 256);
       if (!events.ok()) {
@@ -104,7 +110,10 @@ class WatchReactor : public grpc::ServerWriteReactor<v1::ProgressEvent> {
         End(ToGrpcStatus(job.status()));
         return;
       }
-      if (!IsFinal(job->job.state())) break;
+      if (!IsFinal(job->job.state())) {
+        wait_after = std::min(last_sent_, job->job.last_seq());
+        break;
+      }
       if (attempt == 1) {
         End(grpc::Status::OK);
         return;
@@ -113,7 +122,7 @@ class WatchReactor : public grpc::ServerWriteReactor<v1::ProgressEvent> {
     if (batch_.empty()) {
       parked_ = true;
       std::weak_ptr<Guard> weak = guard_;
-      handle_ = deps_.hub->Wait(job_id_, last_sent_, [weak](bool shutting) {
+      handle_ = deps_.hub->Wait(job_id_, wait_after, [weak](bool shutting) {
         std::shared_ptr<Guard> guard = weak.lock();
         if (guard == nullptr) return;
         std::lock_guard<std::mutex> lock(guard->mu);
@@ -169,6 +178,8 @@ grpc::ServerUnaryReactor* JobService::Submit(
     v1::Job* response) {
   return RunUnary(deps_, context, "JobService.Submit",
                   [&](const std::string& tenant) -> absl::Status {
+                    SPARROW_RETURN_IF_ERROR(
+                        spec::RejectUnknownFields(*request, ""));
                     SPARROW_ASSIGN_OR_RETURN(
                         *response, deps_.jobs->Submit(tenant, *request));
                     return absl::OkStatus();
