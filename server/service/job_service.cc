@@ -176,14 +176,14 @@ class WatchReactor : public grpc::ServerWriteReactor<v1::ProgressEvent> {
 grpc::ServerUnaryReactor* JobService::Submit(
     grpc::CallbackServerContext* context, const v1::SubmitJobRequest* request,
     v1::Job* response) {
-  return RunUnary(deps_, context, "JobService.Submit",
-                  [&](const std::string& tenant) -> absl::Status {
-                    SPARROW_RETURN_IF_ERROR(
-                        spec::RejectUnknownFields(*request, ""));
-                    SPARROW_ASSIGN_OR_RETURN(
-                        *response, deps_.jobs->Submit(tenant, *request));
-                    return absl::OkStatus();
-                  });
+  return RunUnary(
+      deps_, context, "JobService.Submit",
+      [&](const std::string& tenant) -> absl::Status {
+        SPARROW_RETURN_IF_ERROR(spec::RejectUnknownFields(*request, ""));
+        SPARROW_ASSIGN_OR_RETURN(*response,
+                                 deps_.jobs->Submit(tenant, *request));
+        return absl::OkStatus();
+      });
 }
 
 grpc::ServerUnaryReactor* JobService::Get(grpc::CallbackServerContext* context,

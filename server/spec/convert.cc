@@ -8,6 +8,8 @@
 #include "core/data/csv.h"
 #include "core/util/option_error.h"
 #include "core/util/status_macros.h"
+#include "google/protobuf/descriptor.h"
+#include "google/protobuf/unknown_field_set.h"
 #include "google/protobuf/util/json_util.h"
 
 namespace sparrow::spec {
@@ -289,7 +291,139 @@ std::vector<core::data::RowRange> Ranges(
   return out;
 }
 
+// Inputs and outputs are named, and test columns replace them one for one.
+absl::Status CheckColumnRoles(const v1::DataSource& src) {
+  if (src.inputs().empty()) {
+    return absl::InvalidArgumentError(
+        "data.inputs is empty; name the input columns, e.g. \"inputs\": "
+        "[\"u\"]");
+  }
+  if (src.outputs().empty()) {
+    return absl::InvalidArgumentError(
+        "data.outputs is empty; name the output columns, e.g. \"outputs\": "
+        "[\"y\"]");
+  }
+  const bool test_columns =
+      !src.test_inputs().empty() || !src.test_outputs().empty();
+  if (test_columns && (src.test_inputs_size() != src.inputs_size() ||
+                       src.test_outputs_size() != src.outputs_size())) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "data.test_inputs/test_outputs name ", src.test_inputs_size(), " and ",
+        src.test_outputs_size(), " columns; they replace data.inputs (",
+        src.inputs_size(), ") and data.outputs (", src.outputs_size(),
+        ") for the test split, so give the same numbers"));
+  }
+  return absl::OkStatus();
+}
+
+// The file columns the spec reads: inputs, outputs, the trace column (if
+// any), then the test columns (if any).
+std::vector<std::string> Selectors(const v1::DataSource& src) {
+  std::vector<std::string> selectors(src.inputs().begin(), src.inputs().end());
+  selectors.insert(selectors.end(), src.outputs().begin(), src.outputs().end());
+  if (!src.trace_column().empty()) selectors.push_back(src.trace_column());
+  selectors.insert(selectors.end(), src.test_inputs().begin(),
+                   src.test_inputs().end());
+  selectors.insert(selectors.end(), src.test_outputs().begin(),
+                   src.test_outputs().end());
+  return selectors;
+}
+
+// `selected` holds the header names of the selected columns, in selector
+// order. The parser keeps header names unique, so a repeated name means two
+// selectors (e.g. "u" and "0") picked the same file column.
+absl::Status CheckOneRolePerColumn(const std::vector<std::string>& selected) {
+  for (size_t i = 0; i < selected.size(); ++i) {
+    for (size_t j = 0; j < i; ++j) {
+      if (selected[i] == selected[j]) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "column '", selected[i],
+            "' is selected twice in data.inputs/outputs/trace_column/"
+            "test_inputs/test_outputs; a column has one role"));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+struct SplitRows {
+  std::vector<core::data::RowRange> train, validation, test;
+};
+
+// The split's row ranges over a table of `rows` data rows, checked: within
+// the table, train_fraction in range, held-out rows disjoint from training.
+absl::StatusOr<SplitRows> CutSplits(const v1::JobSpec& spec, int64_t rows) {
+  const v1::DataSource& src = spec.data();
+  const bool test_columns =
+      !src.test_inputs().empty() || !src.test_outputs().empty();
+  const v1::Split& split = spec.split();
+  SplitRows out;
+  out.train = Ranges(split.train());
+  if (out.train.empty()) out.train.push_back({1, rows});
+  SPARROW_RETURN_IF_ERROR(
+      core::data::ValidateRanges(out.train, rows, "split.train"));
+  const double fraction = split.train_fraction();
+  if (fraction < 0 || fraction > 1 || !std::isfinite(fraction)) {
+    return core::OptionError("split.train_fraction", fraction,
+                             "in (0, 1] (0 means 1)");
+  }
+  if (fraction > 0 && fraction < 1) out.train = Prefix(out.train, fraction);
+  out.validation = Ranges(split.validation());
+  out.test = Ranges(split.test());
+  if (!out.validation.empty()) {
+    SPARROW_RETURN_IF_ERROR(
+        core::data::ValidateRanges(out.validation, rows, "split.validation"));
+  }
+  if (!out.test.empty()) {
+    SPARROW_RETURN_IF_ERROR(
+        core::data::ValidateRanges(out.test, rows, "split.test"));
+  }
+  // Test rows from other columns may share row numbers with the training rows.
+  if (!test_columns) {
+    SPARROW_RETURN_IF_ERROR(
+        Disjoint(out.train, "split.train", out.test, "split.test"));
+  }
+  SPARROW_RETURN_IF_ERROR(
+      Disjoint(out.train, "split.train", out.validation, "split.validation"));
+  return out;
+}
+
 }  // namespace
+
+absl::Status RejectUnknownFields(const google::protobuf::Message& message,
+                                 const std::string& path) {
+  const google::protobuf::Reflection* reflection = message.GetReflection();
+  const google::protobuf::UnknownFieldSet& unknown =
+      reflection->GetUnknownFields(message);
+  if (!unknown.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        path.empty() ? std::string("the request") : path,
+        " has a field number ", unknown.field(0).number(),
+        " that this server does not know (a client built from a newer "
+        "sparrow/v1 API?); remove it, or upgrade sparrowd"));
+  }
+  std::vector<const google::protobuf::FieldDescriptor*> fields;
+  reflection->ListFields(message, &fields);
+  for (const google::protobuf::FieldDescriptor* field : fields) {
+    if (field->cpp_type() !=
+        google::protobuf::FieldDescriptor::CPPTYPE_MESSAGE) {
+      continue;
+    }
+    const std::string name =
+        path.empty() ? field->name() : absl::StrCat(path, ".", field->name());
+    if (field->is_repeated()) {
+      for (int i = 0; i < reflection->FieldSize(message, field); ++i) {
+        SPARROW_RETURN_IF_ERROR(RejectUnknownFields(
+            reflection->GetRepeatedMessage(message, field, i),
+            absl::StrCat(name, "[", i, "]")));
+      }
+    } else {
+      SPARROW_RETURN_IF_ERROR(
+          RejectUnknownFields(reflection->GetMessage(message, field), name));
+    }
+  }
+  return absl::OkStatus();
+}
 
 absl::StatusOr<v1::JobSpec> ParseJobSpecJson(absl::string_view json) {
   v1::JobSpec spec;
@@ -507,53 +641,18 @@ absl::StatusOr<core::TrainData> LoadTrainData(const v1::JobSpec& spec,
                                               const core::TrainConfig& config,
                                               absl::string_view csv) {
   const v1::DataSource& src = spec.data();
-  if (src.inputs().empty()) {
-    return absl::InvalidArgumentError(
-        "data.inputs is empty; name the input columns, e.g. \"inputs\": "
-        "[\"u\"]");
-  }
-  if (src.outputs().empty()) {
-    return absl::InvalidArgumentError(
-        "data.outputs is empty; name the output columns, e.g. \"outputs\": "
-        "[\"y\"]");
-  }
-  std::vector<std::string> selectors(src.inputs().begin(), src.inputs().end());
-  selectors.insert(selectors.end(), src.outputs().begin(), src.outputs().end());
+  SPARROW_RETURN_IF_ERROR(CheckColumnRoles(src));
   const bool has_trace_column = !src.trace_column().empty();
-  if (has_trace_column) selectors.push_back(src.trace_column());
   const bool test_columns =
       !src.test_inputs().empty() || !src.test_outputs().empty();
-  if (test_columns && (src.test_inputs_size() != src.inputs_size() ||
-                       src.test_outputs_size() != src.outputs_size())) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "data.test_inputs/test_outputs name ", src.test_inputs_size(), " and ",
-        src.test_outputs_size(), " columns; they replace data.inputs (",
-        src.inputs_size(), ") and data.outputs (", src.outputs_size(),
-        ") for the test split, so give the same numbers"));
-  }
-  const int test_first = static_cast<int>(selectors.size());
-  if (test_columns) {
-    selectors.insert(selectors.end(), src.test_inputs().begin(),
-                     src.test_inputs().end());
-    selectors.insert(selectors.end(), src.test_outputs().begin(),
-                     src.test_outputs().end());
-  }
+  const std::vector<std::string> selectors = Selectors(src);
+  const int test_first =
+      src.inputs_size() + src.outputs_size() + (has_trace_column ? 1 : 0);
   SPARROW_ASSIGN_OR_RETURN(
       core::data::CsvTable table,
       core::data::ParseCsv(std::string_view(csv.data(), csv.size()),
                            selectors));
-  // The parser keeps header names unique, so a repeated name here means two
-  // selectors (e.g. "u" and "0") picked the same file column.
-  for (size_t i = 0; i < table.header.size(); ++i) {
-    for (size_t j = 0; j < i; ++j) {
-      if (table.header[i] == table.header[j]) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "column '", table.header[i],
-            "' is selected twice in data.inputs/outputs/trace_column/"
-            "test_inputs/test_outputs; a column has one role"));
-      }
-    }
-  }
+  SPARROW_RETURN_IF_ERROR(CheckOneRolePerColumn(table.header));
   std::vector<int> inputs, outputs;
   for (int i = 0; i < src.inputs_size(); ++i) inputs.push_back(i);
   for (int i = 0; i < src.outputs_size(); ++i)
@@ -569,34 +668,10 @@ absl::StatusOr<core::TrainData> LoadTrainData(const v1::JobSpec& spec,
   const std::vector<int64_t> starts(src.trace_starts().begin(),
                                     src.trace_starts().end());
 
-  const v1::Split& split = spec.split();
-  std::vector<core::data::RowRange> train = Ranges(split.train());
-  if (train.empty()) train.push_back({1, table.num_rows()});
-  SPARROW_RETURN_IF_ERROR(
-      core::data::ValidateRanges(train, table.num_rows(), "split.train"));
-  const double fraction = split.train_fraction();
-  if (fraction < 0 || fraction > 1 || !std::isfinite(fraction)) {
-    return core::OptionError("split.train_fraction", fraction,
-                             "in (0, 1] (0 means 1)");
-  }
-  if (fraction > 0 && fraction < 1) train = Prefix(train, fraction);
-  const std::vector<core::data::RowRange> validation =
-      Ranges(split.validation());
-  const std::vector<core::data::RowRange> test = Ranges(split.test());
-  if (!validation.empty()) {
-    SPARROW_RETURN_IF_ERROR(core::data::ValidateRanges(
-        validation, table.num_rows(), "split.validation"));
-  }
-  if (!test.empty()) {
-    SPARROW_RETURN_IF_ERROR(
-        core::data::ValidateRanges(test, table.num_rows(), "split.test"));
-  }
-  // Test rows from other columns may share row numbers with the training rows.
-  if (!test_columns) {
-    SPARROW_RETURN_IF_ERROR(Disjoint(train, "split.train", test, "split.test"));
-  }
-  SPARROW_RETURN_IF_ERROR(
-      Disjoint(train, "split.train", validation, "split.validation"));
+  SPARROW_ASSIGN_OR_RETURN(SplitRows rows, CutSplits(spec, table.num_rows()));
+  const std::vector<core::data::RowRange>& train = rows.train;
+  const std::vector<core::data::RowRange>& validation = rows.validation;
+  const std::vector<core::data::RowRange>& test = rows.test;
 
   core::TrainData data;
   if (config.model.kind == core::ModelKind::kMlp) {
@@ -645,6 +720,19 @@ absl::StatusOr<core::TrainData> LoadTrainData(const v1::JobSpec& spec,
     }
   }
   return data;
+}
+
+absl::Status ValidateDataSpec(const v1::JobSpec& spec,
+                              const std::vector<std::string>& header,
+                              int64_t rows) {
+  SPARROW_RETURN_IF_ERROR(CheckColumnRoles(spec.data()));
+  SPARROW_ASSIGN_OR_RETURN(
+      std::vector<int> columns,
+      core::data::ResolveColumns(header, Selectors(spec.data())));
+  std::vector<std::string> selected;
+  for (const int c : columns) selected.push_back(header[c]);
+  SPARROW_RETURN_IF_ERROR(CheckOneRolePerColumn(selected));
+  return CutSplits(spec, rows).status();
 }
 
 v1::TrainedModel ToProto(const v1::JobSpec& spec,

@@ -4,7 +4,9 @@
 #ifndef SPARROW_SERVER_SPEC_CONVERT_H_
 #define SPARROW_SERVER_SPEC_CONVERT_H_
 
+#include <cstdint>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
@@ -19,6 +21,13 @@ namespace sparrow::spec {
 absl::StatusOr<v1::JobSpec> ParseJobSpecJson(absl::string_view json);
 std::string ToJson(const google::protobuf::Message& message);
 
+// Refuses fields of `message` (and of the messages in it) that this build
+// does not know: protobuf keeps them and otherwise ignores them, so a spec
+// with an option from a newer client would silently train something else.
+// INVALID_ARGUMENT names the field's path under `path` and its number.
+absl::Status RejectUnknownFields(const google::protobuf::Message& message,
+                                 const std::string& path);
+
 // Translates and validates the model / loss / optimizer / stopping parts.
 // Errors name the field (e.g. "model.state_space_rnn.fx_hidden[0] is -4; layer
 // sizes must be positive").
@@ -28,6 +37,14 @@ absl::StatusOr<core::TrainConfig> ToTrainConfig(const v1::JobSpec& spec);
 absl::StatusOr<core::TrainData> LoadTrainData(const v1::JobSpec& spec,
                                               const core::TrainConfig& config,
                                               absl::string_view csv);
+
+// The checks of LoadTrainData that need only the file's header and number of
+// data rows (column roles, split ranges), for a service to refuse a spec at
+// submission rather than fail the job when it starts. Trace lengths (NARX
+// lags) are still checked by LoadTrainData only.
+absl::Status ValidateDataSpec(const v1::JobSpec& spec,
+                              const std::vector<std::string>& header,
+                              int64_t rows);
 
 v1::TrainedModel ToProto(const v1::JobSpec& spec,
                          const core::TrainResult& result);
