@@ -38,6 +38,22 @@ std::string Lower(v1::Job::State s) {
   return name;
 }
 
+// The job an earlier submission with the same request_id created, or
+// ALREADY_EXISTS when the request differs (AIP-155).
+absl::StatusOr<v1::Job> SameRequest(const v1::Job& earlier,
+                                    const v1::SubmitJobRequest& request) {
+  if (earlier.spec().SerializeAsString() !=
+          request.spec().SerializeAsString() ||
+      earlier.priority() != request.priority()) {
+    return absl::AlreadyExistsError(absl::StrCat(
+        "request_id '", request.request_id(), "' was used for job ",
+        earlier.id(),
+        " with a different spec or priority; use a new request_id for a new "
+        "job"));
+  }
+  return earlier;
+}
+
 // Optimizer iterations the spec asks for (epochs, or SBDL outer iterations).
 int* IterationBudget(core::TrainConfig* config) {
   return config->optimizer == core::OptimizerKind::kSbdl
@@ -322,6 +338,12 @@ absl::StatusOr<v1::Job> JobManager::Submit(
     return absl::UnavailableError(
         "the server is shutting down; retry after it restarts");
   }
+  // A retry of an earlier submission returns that job, even when the queue
+  // has filled up or the dataset is gone since.
+  SPARROW_ASSIGN_OR_RETURN(
+      std::optional<v1::Job> earlier,
+      store_->FindJobByRequestId(tenant, request.request_id()));
+  if (earlier.has_value()) return SameRequest(*earlier, request);
   SPARROW_RETURN_IF_ERROR(ValidateSubmission(tenant, request.spec()));
   std::lock_guard<std::mutex> lock(mu_);
   if (draining_) {
@@ -349,18 +371,7 @@ absl::StatusOr<v1::Job> JobManager::Submit(
   bool existed = false;
   SPARROW_ASSIGN_OR_RETURN(v1::Job stored,
                            store_->CreateJob(tenant, job, &existed));
-  if (existed) {
-    if (stored.spec().SerializeAsString() !=
-            request.spec().SerializeAsString() ||
-        stored.priority() != request.priority()) {
-      return absl::AlreadyExistsError(absl::StrCat(
-          "request_id '", request.request_id(), "' was used for job ",
-          stored.id(),
-          " with a different spec or priority; use a new request_id for a new "
-          "job"));
-    }
-    return stored;
-  }
+  if (existed) return SameRequest(stored, request);
   hub_->Publish(stored.id(), stored.last_seq());
   spdlog::info("job {} tenant {}: QUEUED (priority {})", stored.id(), tenant,
                stored.priority());

@@ -346,6 +346,8 @@ class SqliteStore final : public Store {
                                     const v1::Job& job,
                                     bool* already_existed) override;
   absl::StatusOr<JobRecord> GetJob(const std::string& id) override;
+  absl::StatusOr<std::optional<v1::Job>> FindJobByRequestId(
+      const std::string& tenant, const std::string& request_id) override;
   absl::StatusOr<Page<v1::Job>> ListJobs(
       const std::string& tenant, v1::Job::State state, int page_size,
       const std::string& page_token) override;
@@ -371,6 +373,8 @@ class SqliteStore final : public Store {
   absl::StatusOr<std::optional<v1::Dataset>> FindDataset(
       const std::string& tenant, const std::string& id);
   absl::StatusOr<JobRecord> LoadJob(const std::string& id);
+  absl::StatusOr<std::optional<v1::Job>> FindByRequestId(
+      const std::string& tenant, const std::string& request_id);
   absl::Status InsertJob(const std::string& tenant, const v1::Job& job);
   absl::Status UpdateJob(const v1::Job& job);
   absl::Status InsertEvent(Statement& insert, const v1::ProgressEvent& event);
@@ -600,20 +604,11 @@ absl::StatusOr<v1::Job> SqliteStore::CreateJob(const std::string& tenant,
   Transaction txn(&connection_);
   SPARROW_RETURN_IF_ERROR(txn.Begin(Transaction::kWrite));
   if (!job.request_id().empty()) {
-    SPARROW_ASSIGN_OR_RETURN(
-        Statement select,
-        connection_.Prepare("SELECT id, job FROM jobs "
-                            "WHERE tenant = ?1 AND request_id = ?2"));
-    select.BindText(1, tenant);
-    select.BindText(2, job.request_id());
-    SPARROW_ASSIGN_OR_RETURN(bool found, select.Step());
-    if (found) {
-      SPARROW_ASSIGN_OR_RETURN(
-          v1::Job existing,
-          Parse<v1::Job>(select.ColumnBytes(1),
-                         absl::StrCat("job ", select.ColumnBytes(0))));
+    SPARROW_ASSIGN_OR_RETURN(std::optional<v1::Job> existing,
+                             FindByRequestId(tenant, job.request_id()));
+    if (existing.has_value()) {
       if (already_existed != nullptr) *already_existed = true;
-      return existing;
+      return *std::move(existing);
     }
   }
   {
@@ -666,6 +661,30 @@ absl::StatusOr<v1::Job> SqliteStore::CreateJob(const std::string& tenant,
 absl::StatusOr<JobRecord> SqliteStore::GetJob(const std::string& id) {
   std::lock_guard<std::mutex> lock(mu_);
   return LoadJob(id);
+}
+
+absl::StatusOr<std::optional<v1::Job>> SqliteStore::FindJobByRequestId(
+    const std::string& tenant, const std::string& request_id) {
+  if (request_id.empty()) return std::optional<v1::Job>();
+  std::lock_guard<std::mutex> lock(mu_);
+  return FindByRequestId(tenant, request_id);
+}
+
+absl::StatusOr<std::optional<v1::Job>> SqliteStore::FindByRequestId(
+    const std::string& tenant, const std::string& request_id) {
+  SPARROW_ASSIGN_OR_RETURN(
+      Statement select,
+      connection_.Prepare("SELECT id, job FROM jobs "
+                          "WHERE tenant = ?1 AND request_id = ?2"));
+  select.BindText(1, tenant);
+  select.BindText(2, request_id);
+  SPARROW_ASSIGN_OR_RETURN(bool found, select.Step());
+  if (!found) return std::optional<v1::Job>();
+  SPARROW_ASSIGN_OR_RETURN(
+      v1::Job existing,
+      Parse<v1::Job>(select.ColumnBytes(1),
+                     absl::StrCat("job ", select.ColumnBytes(0))));
+  return std::optional<v1::Job>(std::move(existing));
 }
 
 absl::StatusOr<Page<v1::Job>> SqliteStore::ListJobs(

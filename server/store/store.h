@@ -90,6 +90,9 @@ class Store {
                                             bool* already_existed) = 0;
   // NOT_FOUND names the id.
   virtual absl::StatusOr<JobRecord> GetJob(const std::string& id) = 0;
+  // The tenant's job submitted with this (non-empty) request_id, if any.
+  virtual absl::StatusOr<std::optional<v1::Job>> FindJobByRequestId(
+      const std::string& tenant, const std::string& request_id) = 0;
   // The tenant's jobs in submission order, filtered by state when state is
   // not STATE_UNSPECIFIED (the filter applies before the page is cut).
   virtual absl::StatusOr<Page<v1::Job>> ListJobs(

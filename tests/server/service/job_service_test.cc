@@ -494,6 +494,23 @@ TEST_F(JobLimitsTest, QueueAboveMaxQueuedJobsIsResourceExhausted) {
   CancelAndWait(running.id());
 }
 
+TEST_F(JobLimitsTest, RetryOfAQueuedSubmissionSucceedsWhenTheQueueIsFull) {
+  const std::string dataset = UploadOrDie(TanksCsv());
+  const v1::Job running = StartLongJob(dataset);
+  v1::Job q1;
+  ASSERT_TRUE(Submit(SmallSpec(dataset, 2), &q1, "retry-me").ok());
+  const v1::Job q2 = SubmitOrDie(SmallSpec(dataset, 2));
+  v1::Job again;
+  grpc::Status s = Submit(SmallSpec(dataset, 2), &again, "retry-me");
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_EQ(again.id(), q1.id());
+  // A different spec under the same request_id is still refused.
+  s = Submit(SmallSpec(dataset, 3), &again, "retry-me");
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::ALREADY_EXISTS)
+      << s.error_message();
+  CancelAndWait(running.id());
+}
+
 class JobDeadlineTest : public ServiceFixture {
  protected:
   void Configure(ServerOptions* options) override {

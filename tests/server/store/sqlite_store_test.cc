@@ -403,6 +403,20 @@ TEST_F(SqliteStoreTest, CreateJobDeduplicatesRequestIdsPerTenant) {
             3u);
 }
 
+TEST_F(SqliteStoreTest, FindJobByRequestIdIsPerTenant) {
+  CreateJob("alice", "job-1", "ds", "req-1");
+  auto found = store_->FindJobByRequestId("alice", "req-1");
+  ASSERT_TRUE(found.ok()) << found.status();
+  ASSERT_TRUE(found->has_value());
+  EXPECT_EQ((*found)->id(), "job-1");
+  found = store_->FindJobByRequestId("bob", "req-1");
+  ASSERT_TRUE(found.ok()) << found.status();
+  EXPECT_FALSE(found->has_value());
+  found = store_->FindJobByRequestId("alice", "");
+  ASSERT_TRUE(found.ok()) << found.status();
+  EXPECT_FALSE(found->has_value());
+}
+
 TEST_F(SqliteStoreTest, CreateJobRefusesATakenIdAndAnEmptyId) {
   CreateJob("acme", "job-1");
   v1::Job job;
