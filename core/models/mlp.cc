@@ -55,9 +55,9 @@ Mlp::Mlp(const MlpSpec& spec) : spec_(spec) {
     l.in = in;
     l.out = last ? spec.outputs : spec.hidden[i];
     l.weight_offset = num_params_;
-    l.bias_offset = num_params_ + l.in * l.out;
+    l.bias_offset = spec.bias ? num_params_ + l.in * l.out : -1;
     l.activation = last ? spec.output_activation : spec.hidden_activation;
-    num_params_ += l.out * (l.in + 1);
+    num_params_ += l.num_params();
     layers_.push_back(l);
     in = l.out;
   }
@@ -90,7 +90,9 @@ void Mlp::Initialize(double sigma0, Rng* rng, double* theta) const {
     const double std = sigma0 * std::sqrt(2.0 / (l.in + l.out));
     for (int k = 0; k < l.in * l.out; ++k)
       theta[l.weight_offset + k] = std * rng->Normal();
-    for (int k = 0; k < l.out; ++k) theta[l.bias_offset + k] = 0.0;
+    if (l.bias_offset >= 0) {
+      for (int k = 0; k < l.out; ++k) theta[l.bias_offset + k] = 0.0;
+    }
   }
 }
 
@@ -98,11 +100,39 @@ void Mlp::Forward(const double* theta, const Eigen::Ref<const MatrixXd>& in,
                   Cache* c) const {
   c->Resize(*this, static_cast<int>(in.cols()));
   c->z[0] = in;
-  for (size_t i = 0; i < layers_.size(); ++i) {
+  ForwardFrom(theta, 0, c);
+}
+
+void Mlp::ForwardFrom(const double* theta, int layer, Cache* c) const {
+  for (size_t i = layer; i < layers_.size(); ++i) {
     const Layer& l = layers_[i];
     c->v[i + 1].noalias() = Weights(theta, l) * c->z[i];
-    c->v[i + 1].colwise() += Bias(theta, l);
+    if (l.bias_offset >= 0) c->v[i + 1].colwise() += Bias(theta, l);
     ApplyActivation(l.activation, c->v[i + 1], c->z[i + 1]);
+  }
+}
+
+void Mlp::BackwardToLayer(const double* theta,
+                          const Eigen::Ref<const MatrixXd>& d_out, int layer,
+                          Cache* c, double* grad) const {
+  const int n = static_cast<int>(layers_.size());
+  for (int i = n; i >= layer + 1; --i) {
+    const Layer& l = layers_[i - 1];
+    ActivationDerivative(l.activation, c->v[i], c->z[i], c->deriv[i]);
+    if (i == n) {
+      c->delta[i] = d_out.cwiseProduct(c->deriv[i]);
+    } else {
+      c->delta[i].noalias() =
+          Weights(theta, layers_[i]).transpose() * c->delta[i + 1];
+      c->delta[i].array() *= c->deriv[i].array();
+    }
+  }
+  const Layer& l = layers_[layer];
+  Map<MatrixXd>(grad + l.weight_offset, l.out, l.in).noalias() +=
+      c->delta[layer + 1] * c->z[layer].transpose();
+  if (l.bias_offset >= 0) {
+    Map<VectorXd>(grad + l.bias_offset, l.out) +=
+        c->delta[layer + 1].rowwise().sum();
   }
 }
 
@@ -116,9 +146,9 @@ void Mlp::ForwardColumn(const double* theta, int col, Cache* c) const {
     const double* z = c->z[i].col(col).data();
     double* v = c->v[i + 1].col(col).data();
     const double* a = theta + l.weight_offset;
-    const double* b = theta + l.bias_offset;
+    const double* b = l.bias_offset >= 0 ? theta + l.bias_offset : nullptr;
     for (int r = 0; r < l.out; ++r) {
-      double acc = b[r];
+      double acc = b != nullptr ? b[r] : 0.0;
       for (int k = 0; k < l.in; ++k) acc += a[k * l.out + r] * z[k];
       v[r] = acc;
     }
@@ -173,8 +203,10 @@ void Mlp::AccumulateGradient(const Cache& c, double* grad) const {
     const Layer& l = layers_[i];
     Map<MatrixXd>(grad + l.weight_offset, l.out, l.in).noalias() +=
         c.delta[i + 1] * c.z[i].transpose();
-    Map<VectorXd>(grad + l.bias_offset, l.out) +=
-        c.delta[i + 1].rowwise().sum();
+    if (l.bias_offset >= 0) {
+      Map<VectorXd>(grad + l.bias_offset, l.out) +=
+          c.delta[i + 1].rowwise().sum();
+    }
   }
 }
 
@@ -226,8 +258,10 @@ void Mlp::Jacobian(const double* theta, int col, Cache* c,
           double* dk = dst + l.weight_offset + k * l.out;
           for (int q = 0; q < l.out; ++q) dk[q] = zk * sr[q];
         }
-        double* db = dst + l.bias_offset;
-        for (int q = 0; q < l.out; ++q) db[q] = sr[q];
+        if (l.bias_offset >= 0) {
+          double* db = dst + l.bias_offset;
+          for (int q = 0; q < l.out; ++q) db[q] = sr[q];
+        }
       }
     }
   }
@@ -295,7 +329,10 @@ void Mlp::AccumulateDiagGgn(const double* theta,
       const Layer& l = layers_[i - 1];
       Map<MatrixXd>(diag + l.weight_offset, l.out, l.in).noalias() +=
           c->delta[i] * c->z_squared[i - 1].transpose();
-      Map<VectorXd>(diag + l.bias_offset, l.out) += c->delta[i].rowwise().sum();
+      if (l.bias_offset >= 0) {
+        Map<VectorXd>(diag + l.bias_offset, l.out) +=
+            c->delta[i].rowwise().sum();
+      }
     }
   }
 }
@@ -309,10 +346,10 @@ void Mlp::OutputVariance(const double* theta, const double* var, Cache* c,
     for (size_t i = 1; i <= layers_.size(); ++i) {
       const Layer& l = layers_[i - 1];
       const Map<const MatrixXd> wvar(var + l.weight_offset, l.out, l.in);
-      const Map<const VectorXd> bvar(var + l.bias_offset, l.out);
-      const MatrixXd per_unit =
-          ((wvar * c->z_squared[i - 1]).array().colwise() + bvar.array())
-              .matrix();
+      MatrixXd per_unit = wvar * c->z_squared[i - 1];
+      if (l.bias_offset >= 0) {
+        per_unit.colwise() += Map<const VectorXd>(var + l.bias_offset, l.out);
+      }
       out->row(o) +=
           (c->delta[i].array() * per_unit.array()).colwise().sum().matrix();
     }

@@ -34,6 +34,9 @@ struct MlpSpec {
   int outputs = 0;
   Activation hidden_activation = Activation::kTanh;
   Activation output_activation = Activation::kLinear;
+  // False: no bias terms (the bias-free networks of Palagi & Seccia's BLD);
+  // every layer then has only its weight matrix.
+  bool bias = true;
 };
 
 // Checks sizes; `name` prefixes the message (e.g. "model.mlp").
@@ -45,7 +48,9 @@ class Mlp {
     int in = 0;
     int out = 0;
     int weight_offset = 0;  // A_i(r, c) is at weight_offset + c * out + r
-    int bias_offset = 0;
+    int bias_offset = 0;    // -1 without biases (MlpSpec::bias false)
+    // Parameters of the layer: its weights, then its biases, contiguous.
+    int num_params() const { return out * (in + (bias_offset >= 0 ? 1 : 0)); }
     Activation activation = Activation::kLinear;
   };
 
@@ -82,6 +87,17 @@ class Mlp {
   // cache->output().
   void Forward(const double* theta, const Eigen::Ref<const Eigen::MatrixXd>& in,
                Cache* cache) const;
+  // Partial forward pass for block methods: recomputes layers `layer` (0-based)
+  // and above from the cached input of that layer, cache->z[layer], which
+  // must be current (e.g. from a previous Forward with the same lower layers).
+  void ForwardFrom(const double* theta, int layer, Cache* cache) const;
+  // Partial backward pass: the deltas of the top layers down to `layer`
+  // (0-based) only, and grad += dL/dtheta of that layer's parameters (its
+  // weights and biases, at their offsets in a full-length grad). After a
+  // forward pass on the same cache.
+  void BackwardToLayer(const double* theta,
+                       const Eigen::Ref<const Eigen::MatrixXd>& d_out,
+                       int layer, Cache* cache, double* grad) const;
   // Forward pass of column `col` only; its input must already be in
   // cache->z[0].col(col).
   void ForwardColumn(const double* theta, int col, Cache* cache) const;

@@ -132,6 +132,9 @@ CompactNetwork CompactMlp(const Mlp& mlp, const double* theta) {
   if (kept[0].empty()) kept[0].push_back(0);
   CompactNetwork out;
   out.spec = mlp.spec();
+  // Constant neurons fold into the next layer's biases, so the compact
+  // network has biases even when the original had none.
+  out.spec.bias = true;
   out.spec.inputs = static_cast<int>(kept[0].size());
   for (int l = 1; l < n; ++l)
     out.spec.hidden[l - 1] = static_cast<int>(kept[l].size());
@@ -143,8 +146,12 @@ CompactNetwork CompactMlp(const Mlp& mlp, const double* theta) {
   std::vector<std::vector<double>> bias(n + 1);
   for (int l = 1; l <= n; ++l) {
     const Mlp::Layer& layer = layers[l - 1];
-    bias[l].assign(theta + layer.bias_offset,
-                   theta + layer.bias_offset + layer.out);
+    if (layer.bias_offset >= 0) {
+      bias[l].assign(theta + layer.bias_offset,
+                     theta + layer.bias_offset + layer.out);
+    } else {
+      bias[l].assign(layer.out, 0.0);
+    }
     if (l > 1) {
       const Activation f = layers[l - 2].activation;
       for (int j = 0; j < layer.in; ++j) {

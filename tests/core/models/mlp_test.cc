@@ -191,3 +191,94 @@ TEST(MlpTest, ValidationNamesTheBadLayer) {
 
 }  // namespace
 }  // namespace sparrow::core
+
+namespace sparrow::core {
+namespace {
+
+// Bias-free networks (Palagi & Seccia's BLD): parameter count, gradient and
+// the partial forward / backward passes of the block methods.
+class BiasFreeMlpTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    MlpSpec spec{4, {6, 5, 3}, 2, Activation::kSigmoid, Activation::kLinear};
+    spec.bias = false;
+    mlp_ = Mlp(spec);
+    Rng rng(11);
+    theta_.resize(mlp_.num_params());
+    mlp_.Initialize(1.0, &rng, theta_.data());
+    x_ = testing::RandomMatrix(4, 7, 3);
+    target_ = testing::RandomMatrix(2, 7, 4);
+  }
+  double Loss(const Eigen::VectorXd& theta) const {
+    Mlp::Cache c;
+    mlp_.Forward(theta.data(), x_, &c);
+    return (c.output() - target_).array().square().sum();
+  }
+
+  Mlp mlp_;
+  Eigen::VectorXd theta_;
+  Eigen::MatrixXd x_, target_;
+};
+
+TEST_F(BiasFreeMlpTest, HasOnlyWeights) {
+  // Palagi & Seccia Table 1: Mv [1x50] has 13 * 50 + 50 = 700 weights.
+  MlpSpec mv{13, {50}, 1, Activation::kSigmoid, Activation::kLinear};
+  mv.bias = false;
+  EXPECT_EQ(Mlp(mv).num_params(), 700);
+  EXPECT_EQ(mlp_.num_params(), 4 * 6 + 6 * 5 + 5 * 3 + 3 * 2);
+  for (const auto& l : mlp_.layers()) {
+    EXPECT_EQ(l.bias_offset, -1);
+    EXPECT_EQ(l.num_params(), l.in * l.out);
+  }
+}
+
+TEST_F(BiasFreeMlpTest, BackwardMatchesFiniteDifferences) {
+  Mlp::Cache c;
+  mlp_.Forward(theta_.data(), x_, &c);
+  const Eigen::MatrixXd d_out = 2.0 * (c.output() - target_);
+  Eigen::VectorXd grad = Eigen::VectorXd::Zero(mlp_.num_params());
+  mlp_.Backward(theta_.data(), d_out, &c, grad.data(), nullptr);
+  const Eigen::VectorXd fd = testing::NumericGradient(
+      [&](const Eigen::VectorXd& th) { return Loss(th); }, theta_);
+  EXPECT_LT(testing::RelativeError(grad, fd), 1e-6);
+}
+
+TEST_F(BiasFreeMlpTest, PartialPassesEqualFullPasses) {
+  Mlp::Cache full;
+  mlp_.Forward(theta_.data(), x_, &full);
+  const Eigen::MatrixXd d_out = 2.0 * (full.output() - target_);
+  Eigen::VectorXd grad = Eigen::VectorXd::Zero(mlp_.num_params());
+  mlp_.Backward(theta_.data(), d_out, &full, grad.data(), nullptr);
+  for (int layer = 0; layer < static_cast<int>(mlp_.layers().size()); ++layer) {
+    const Mlp::Layer& l = mlp_.layers()[layer];
+    // Change this layer's weights; the layers below keep their cache.
+    Eigen::VectorXd moved = theta_;
+    moved.segment(l.weight_offset, l.num_params()).array() += 0.05;
+    Mlp::Cache partial;
+    mlp_.Forward(theta_.data(), x_, &partial);
+    mlp_.ForwardFrom(moved.data(), layer, &partial);
+    Mlp::Cache reference;
+    mlp_.Forward(moved.data(), x_, &reference);
+    EXPECT_LT((partial.output() - reference.output()).cwiseAbs().maxCoeff(),
+              1e-14)
+        << "layer " << layer;
+
+    Eigen::VectorXd block = Eigen::VectorXd::Zero(mlp_.num_params());
+    mlp_.BackwardToLayer(theta_.data(), d_out, layer, &full, block.data());
+    EXPECT_LT((block.segment(l.weight_offset, l.num_params()) -
+               grad.segment(l.weight_offset, l.num_params()))
+                  .cwiseAbs()
+                  .maxCoeff(),
+              1e-12)
+        << "layer " << layer;
+    // Nothing outside the block is touched.
+    EXPECT_EQ(block.head(l.weight_offset).cwiseAbs().sum(), 0.0);
+    EXPECT_EQ(block.tail(mlp_.num_params() - l.weight_offset - l.num_params())
+                  .cwiseAbs()
+                  .sum(),
+              0.0);
+  }
+}
+
+}  // namespace
+}  // namespace sparrow::core
