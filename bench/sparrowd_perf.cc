@@ -45,6 +45,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "core/data/synthetic.h"
 #include "grpcpp/grpcpp.h"
 #include "nlohmann/json.hpp"
@@ -185,8 +186,7 @@ std::vector<char*> Argv(std::vector<std::string>& args) {
   return argv;
 }
 
-// ---- sparrowd as a subprocess
-// -------------------------------------------------
+// ---- sparrowd as a subprocess -----------------------------------------------
 
 class Daemon {
  public:
@@ -291,8 +291,7 @@ class Daemon {
   std::string command_;
 };
 
-// ---- a client of one sparrowd
-// -------------------------------------------------
+// ---- a client of one sparrowd -----------------------------------------------
 
 // A channel with its own TCP connection (no subchannel sharing between
 // channels), as a separate client process would have.
@@ -455,8 +454,7 @@ bool IsFinal(v1::Job::State s) {
          s == v1::Job::CANCELLED;
 }
 
-// ---- A: the overhead of a job through sparrowd
-// --------------------------------
+// ---- A: the overhead of a job through sparrowd ------------------------------
 
 struct LocalRun {
   double wall = 0, optimizer = 0, final_loss = 0;
@@ -607,8 +605,9 @@ int Overhead(const std::string& sparrow, const std::string& sparrowd,
   }
   for (size_t i = 0; i < configs.size(); ++i) {
     ServerConfig& c = configs[i];
-    auto d =
-        Daemon::Start(sparrowd, work / absl::StrCat("overhead-", i), c.args);
+    const fs::path dir = work / absl::StrCat("overhead-", i);
+    fs::remove_all(dir);
+    auto d = Daemon::Start(sparrowd, dir, c.args);
     if (!d.ok()) {
       std::cerr << "sparrowd_perf: " << d.status().message() << "\n";
       return 1;
@@ -652,9 +651,11 @@ int Overhead(const std::string& sparrow, const std::string& sparrowd,
         // sparrowd refuses a file with any non-numeric column (the tanks
         // file's 'Ts' is empty after row 1); upload the spec's columns only.
         const std::string projected = ProjectCsv(*csv, SpecColumns(s.proto));
-        std::cout << "note: " << id.status().message()
-                  << "\n  -> uploading the spec's columns only ("
-                  << projected.size() << " of " << csv->size() << " bytes)\n";
+        if (&c == &configs.front()) {
+          std::cout << "note: " << id.status().message()
+                    << "\n  -> uploading the spec's columns only ("
+                    << projected.size() << " of " << csv->size() << " bytes)\n";
+        }
         id = c.client->Upload(file, projected);
       }
       if (!id.ok()) {
@@ -817,8 +818,7 @@ int Overhead(const std::string& sparrow, const std::string& sparrowd,
   return 0;
 }
 
-// ---- B: queue and watchers under load
-// -----------------------------------------
+// ---- B: queue and watchers under load ---------------------------------------
 
 // A cascaded-tanks record (u, y) from the project's simulator.
 std::string TanksCsv(int samples) {
@@ -1075,6 +1075,7 @@ int Load(const std::string& sparrowd, const fs::path& work, int jobs,
     max_seq = std::max<int64_t>(max_seq, w->last_seq.load());
     min_events = std::min<int64_t>(min_events, w->events.load());
   }
+  if (ws.empty()) min_seq = min_events = 0;
   const int64_t job_seq = job_now.ok() ? job_now->last_seq() : -1;
   std::cout << absl::StrFormat(
                    "  queued: %d; job seq %d; watchers at seq %d..%d (lag "
@@ -1231,8 +1232,8 @@ int main(int argc, char** argv) {
   app.add_option("--bin-dir", bin_dir, "Where sparrow and sparrowd are")
       ->capture_default_str();
   app.add_option("--work-dir", work,
-                 "Scratch directory for the servers' data and logs (removed "
-                 "at the start)")
+                 "Scratch directory for the servers' data and logs (its "
+                 "overhead-N and load-cN subdirectories are replaced)")
       ->capture_default_str();
   app.add_option("--output", output, "Write the results as JSON here");
   app.require_subcommand(1);
@@ -1295,7 +1296,6 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  fs::remove_all(work);
   fs::create_directories(work);
   std::cout << "cores: " << std::thread::hardware_concurrency()
             << ", load average: " << LoadAverage() << ", work dir: " << work
