@@ -39,6 +39,12 @@ void EventHub::Cancel(const std::string& job_id, uint64_t handle) {
   }
 }
 
+void EventHub::Post(std::function<void()> task) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ready_.emplace_back([task = std::move(task)](bool) { task(); }, false);
+  cv_.notify_one();
+}
+
 void EventHub::Publish(const std::string& job_id, int64_t last_seq) {
   std::lock_guard<std::mutex> lock(mu_);
   JobEntry& entry = jobs_[job_id];

@@ -35,6 +35,9 @@ class EventHub {
   uint64_t Wait(const std::string& job_id, int64_t after_seq, Waiter waiter);
   // Drops a waiter that has not fired yet (no-op otherwise).
   void Cancel(const std::string& job_id, uint64_t handle);
+  // Runs `task` on the hub thread (watchers do their store reads there, not
+  // on gRPC's few callback threads).
+  void Post(std::function<void()> task);
   // The job's events up to last_seq are in the store.
   void Publish(const std::string& job_id, int64_t last_seq);
   // Fires every waiter with shutting_down = true; later Waits fire at once.

@@ -86,7 +86,19 @@ class JobCallback : public core::IterationCallback {
         checkpoint_iteration_(iteration_offset) {}
 
   core::CallbackResult OnIteration(core::IterationRecord* r) override {
-    v1::ProgressEvent& e = pending_.emplace_back();
+    const absl::Time now = absl::Now();
+    // Thinning: an event within min_event_interval of the last stored one is
+    // held back, replaced by the next, and stored at the end of the run.
+    const bool keep = now - last_event_ >= options_.min_event_interval;
+    if (keep) {
+      last_event_ = now;
+      has_held_ = false;
+    }
+    v1::ProgressEvent& e = keep ? pending_.emplace_back() : held_;
+    if (!keep) {
+      e.Clear();
+      has_held_ = true;
+    }
     e.set_kind(v1::ProgressEvent::ITERATION);
     last_iteration_ = iteration_offset_ + r->iteration;
     e.set_iteration(last_iteration_);
@@ -103,12 +115,13 @@ class JobCallback : public core::IterationCallback {
     if (r->params != nullptr) {
       last_params_ = *r->params;  // same size after the first: no allocation
     }
-    const absl::Time now = absl::Now();
     // Progress may be reported every few iterations (stopping.report_every):
-    // checkpoint at the first report at least checkpoint_every past the last.
+    // checkpoint at the first report at least checkpoint_every past the last
+    // (and at least checkpoint_min_interval after it).
     const bool checkpoint =
         options_.checkpoint_every > 0 &&
-        last_iteration_ - checkpoint_iteration_ >= options_.checkpoint_every;
+        last_iteration_ - checkpoint_iteration_ >= options_.checkpoint_every &&
+        now - last_checkpoint_ >= options_.checkpoint_min_interval;
     if (checkpoint || now - last_flush_ >= options_.event_flush_interval) {
       if (!Flush().ok()) return core::CallbackResult::kAbort;
       if (checkpoint && !Checkpoint().ok()) return core::CallbackResult::kAbort;
@@ -124,6 +137,15 @@ class JobCallback : public core::IterationCallback {
     }
     return stop_ == Stop::kNone ? core::CallbackResult::kContinue
                                 : core::CallbackResult::kAbort;
+  }
+
+  // At the end of the run: the held-back last iteration is stored too.
+  absl::Status FlushFinal() {
+    if (has_held_) {
+      pending_.push_back(held_);
+      has_held_ = false;
+    }
+    return Flush();
   }
 
   // Stores the pending events in one transaction, then publishes them.
@@ -145,6 +167,7 @@ class JobCallback : public core::IterationCallback {
   absl::Status Checkpoint() {
     if (last_params_.size() == 0) return absl::OkStatus();
     checkpoint_iteration_ = last_iteration_;
+    last_checkpoint_ = absl::Now();
     v1::JobCheckpoint c;
     c.set_iteration(last_iteration_);
     c.set_elapsed_seconds(last_elapsed_);
@@ -171,6 +194,10 @@ class JobCallback : public core::IterationCallback {
   const JobManagerOptions& options_;
   const absl::Time start_;
   absl::Time last_flush_;
+  absl::Time last_checkpoint_ = absl::InfinitePast();
+  absl::Time last_event_ = absl::InfinitePast();
+  v1::ProgressEvent held_;  // the newest thinned-out event
+  bool has_held_ = false;
   std::vector<v1::ProgressEvent> pending_;
   Eigen::VectorXd last_params_;
   int last_iteration_ = 0;
@@ -563,7 +590,7 @@ void JobManager::RunJob(const QueueEntry& entry, RunningJob* running) {
   JobCallback callback(store_, hub_, metrics_, id, &running->cancel,
                        &shutting_down_, offset, elapsed, options_);
   auto result = core::Train(*config, *data, &callback);
-  const absl::Status flushed = callback.Flush();
+  const absl::Status flushed = callback.FlushFinal();
   if (!flushed.ok()) {
     // The store failed under us: leave the job RUNNING so that the next
     // start resumes it, rather than claim an outcome we could not record.

@@ -41,6 +41,13 @@ struct JobManagerOptions {
   // Iterations between checkpoints of a running job (and at shutdown); 0 =
   // only at shutdown.
   int checkpoint_every = 50;
+  // ... but at most this often: a job with millisecond iterations would
+  // otherwise spend its time in fsync. 0 = every checkpoint_every iterations.
+  absl::Duration checkpoint_min_interval = absl::Seconds(1);
+  // Iteration events closer together than this are thinned out (the last
+  // one before a stored event, and the last of the run, are kept), so that a
+  // fast optimizer cannot flood the store and the watchers. 0 = keep all.
+  absl::Duration min_event_interval = absl::ZeroDuration();
   // Progress events are stored (and then published) in batches at most this
   // far apart, so that a fast optimizer does not pay one fsync per epoch.
   absl::Duration event_flush_interval = absl::Milliseconds(100);

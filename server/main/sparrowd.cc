@@ -19,6 +19,8 @@ int main(int argc, char** argv) {
       std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
   sparrow::server::Limits& l = o.jobs.limits;
   double flush_ms = absl::ToDoubleMilliseconds(o.jobs.event_flush_interval);
+  double checkpoint_min_seconds = 1.0;
+  double min_event_ms = 2.0;
   std::string log_level = "info";
 
   CLI::App app{
@@ -43,6 +45,16 @@ int main(int argc, char** argv) {
                  "Iterations between checkpoints of a running job (0 = only "
                  "at shutdown)")
       ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  app.add_option("--checkpoint-min-seconds", checkpoint_min_seconds,
+                 "... but at most once per this many seconds (0 = every "
+                 "--checkpoint-every iterations)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  app.add_option("--min-event-interval-ms", min_event_ms,
+                 "Iteration events closer together than this are thinned out "
+                 "(the last of a run is always kept); 0 = keep every one")
+      ->check(CLI::Range(0.0, 60000.0))
       ->capture_default_str();
   app.add_option("--event-flush-ms", flush_ms,
                  "Progress events are stored and published in batches at "
@@ -88,6 +100,8 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
   o.jobs.event_flush_interval = absl::Milliseconds(flush_ms);
+  o.jobs.checkpoint_min_interval = absl::Seconds(checkpoint_min_seconds);
+  o.jobs.min_event_interval = absl::Milliseconds(min_event_ms);
   spdlog::set_level(spdlog::level::from_str(log_level));
 
   // Block the stop signals in every thread; the main thread waits for them.

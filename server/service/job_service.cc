@@ -57,7 +57,20 @@ class WatchReactor : public grpc::ServerWriteReactor<v1::ProgressEvent> {
       End(grpc::Status(grpc::StatusCode::CANCELLED, "the client went away"));
       return;
     }
-    Pump();
+    if (!batch_.empty() || final_sent_) {
+      Pump();  // no store access: the next event is in memory
+      return;
+    }
+    // Refill from the store on the hub thread, keeping gRPC's callback
+    // threads free for other calls.
+    parked_ = true;
+    std::weak_ptr<Guard> weak = guard_;
+    deps_.hub->Post([weak] {
+      std::shared_ptr<Guard> guard = weak.lock();
+      if (guard == nullptr) return;
+      std::lock_guard<std::mutex> lock(guard->mu);
+      if (guard->reactor != nullptr) guard->reactor->Wake(false);
+    });
   }
 
   void OnCancel() override {

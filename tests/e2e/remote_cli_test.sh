@@ -160,7 +160,8 @@ start_sparrowd() {
   local log=$1 listen=$2 i
   shift 2
   : > "$log"
-  "$sparrowd" --listen "$listen" "$@" > "$log" 2>&1 &
+  # Every iteration an event: the restart checks count them.
+  "$sparrowd" --listen "$listen" --min-event-interval-ms 0 "$@" > "$log" 2>&1 &
   server_pid=$!
   pids+=("$server_pid")
   server_addr=""

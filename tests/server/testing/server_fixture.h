@@ -74,6 +74,7 @@ class ServerFixture : public ::testing::Test {
     options_.data_dir = dir_.string();
     options_.jobs.workers = 1;
     options_.jobs.checkpoint_every = 10;
+    options_.jobs.checkpoint_min_interval = absl::ZeroDuration();
     Configure(&options_);
     StartServer();
   }
