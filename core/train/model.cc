@@ -84,7 +84,9 @@ NarxMlp Narx(const Model& m) {
 }  // namespace
 
 MlpSpec NetworkSpec(const ModelConfig& c, int n_in, int n_out) {
-  return MlpSpec{n_in, c.hidden, n_out, c.activation, c.output_activation};
+  MlpSpec spec{n_in, c.hidden, n_out, c.activation, c.output_activation};
+  spec.bias = c.bias;
+  return spec;
 }
 
 absl::StatusOr<int64_t> CountParameters(const ModelConfig& config, int n_inputs,
@@ -105,13 +107,14 @@ absl::StatusOr<int64_t> CountParameters(const ModelConfig& config, int n_inputs,
   SPARROW_RETURN_IF_ERROR(ValidateMlpSpec(
       spec,
       config.kind == ModelKind::kNarxMlp ? "model.narx_mlp" : "model.mlp"));
+  const int64_t bias = spec.bias ? 1 : 0;
   int64_t count = 0;
   int64_t fan_in = spec.inputs;
   for (int width : spec.hidden) {
-    count += (fan_in + 1) * width;
+    count += (fan_in + bias) * width;
     fan_in = width;
   }
-  return count + (fan_in + 1) * spec.outputs;
+  return count + (fan_in + bias) * spec.outputs;
 }
 
 Eigen::VectorXd EstimateInitialState(const StateSpaceRnn& rnn,

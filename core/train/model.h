@@ -24,6 +24,7 @@ struct ModelConfig {
   std::vector<int> hidden;
   Activation activation = Activation::kTanh;
   Activation output_activation = Activation::kLinear;
+  bool bias = true;     // kMlp: false = bias-free layers
   data::NarxLags lags;  // kNarxMlp
   // kNarxMlp: train on the free-run simulation error instead of one step
   // ahead.

@@ -284,6 +284,23 @@ absl::Status TrainConfig::Validate() const {
           absl::StrCat("optimizer.sbdl.", s.message()));
     }
   }
+  const bool bld =
+      optimizer == OptimizerKind::kB2ld || optimizer == OptimizerKind::kBling;
+  if (bld) {
+    const char* name = optimizer == OptimizerKind::kB2ld ? "optimizer.b2ld"
+                                                         : "optimizer.bling";
+    if (model.kind != ModelKind::kMlp || loss.kind != LossKind::kMse) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          name,
+          " trains mlp models with loss LOSS_MSE (Palagi & Seccia's "
+          "least-squares networks)"));
+    }
+    const absl::Status s =
+        optimizer == OptimizerKind::kB2ld ? b2ld.Validate() : bling.Validate();
+    if (!s.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(name, ".", s.message()));
+    }
+  }
   if (gauss_newton_method && model.kind != ModelKind::kStateSpaceRnn) {
     return absl::InvalidArgumentError(
         "optimizer.nails/nailm train state_space_rnn models; use lbfgs or adam "
@@ -298,13 +315,13 @@ absl::Status TrainConfig::Validate() const {
     SPARROW_RETURN_IF_ERROR(NonNegative("regularization.*.tau", penalty.tau));
     SPARROW_RETURN_IF_ERROR(admm.Validate());
   }
-  static constexpr const char* kNames[] = {"sgd",   "adam",  "lbfgs",
-                                           "nails", "nailm", "sbdl"};
+  static constexpr const char* kNames[] = {"sgd",   "adam", "lbfgs", "nails",
+                                           "nailm", "sbdl", "b2ld",  "bling"};
   const absl::Status options =
-      optimizer == OptimizerKind::kSbdl    ? absl::OkStatus()
-      : optimizer == OptimizerKind::kLbfgs ? lbfgs.Validate()
-      : gauss_newton_method                ? gauss_newton.Validate()
-                                           : first_order.Validate();
+      optimizer == OptimizerKind::kSbdl || bld ? absl::OkStatus()
+      : optimizer == OptimizerKind::kLbfgs     ? lbfgs.Validate()
+      : gauss_newton_method                    ? gauss_newton.Validate()
+                                               : first_order.Validate();
   if (!options.ok()) {
     return absl::InvalidArgumentError(
         absl::StrCat("optimizer.", kNames[static_cast<int>(optimizer)], ".",
@@ -582,6 +599,29 @@ absl::StatusOr<TrainResult> Train(const TrainConfig& config,
     model.mask = r.mask;
     model.variance = r.variance;
     model.noise_variance = r.noise_variance;
+  } else if (config.optimizer == OptimizerKind::kB2ld ||
+             config.optimizer == OptimizerKind::kBling) {
+    const double rho = config.bld_rho == 0.0 ? 1e-3 / mlp.num_params()
+                                             : std::max(0.0, config.bld_rho);
+    auto layered = std::make_unique<LayeredObjective>(&mlp, &train_table.x,
+                                                      &train_table.y, rho);
+    LayeredObjective* f = layered.get();
+    objective = std::move(layered);  // the reported objective is f
+    if (config.optimizer == OptimizerKind::kB2ld) {
+      B2ldOptions o = config.b2ld;
+      o.max_sweeps = config.max_epochs;
+      o.max_seconds = config.max_seconds;
+      o.report_every = config.report_every;
+      o.seed = config.seed;
+      result.summary = MinimizeB2ld(o, *f, &w, &monitor);
+    } else {
+      BlingOptions o = config.bling;
+      o.max_epochs = config.max_epochs;
+      o.max_seconds = config.max_seconds;
+      o.report_every = config.report_every;
+      o.seed = config.seed;
+      result.summary = MinimizeBling(o, *f, &w, &monitor);
+    }
   } else if (config.optimizer == OptimizerKind::kLbfgs) {
     LbfgsOptions o = config.lbfgs;
     o.max_iterations = config.max_epochs;

@@ -11,6 +11,7 @@
 #include "core/data/dataset.h"
 #include "core/models/pruning.h"
 #include "core/optim/admm/admm.h"
+#include "core/optim/bld/bld.h"
 #include "core/optim/first_order/first_order.h"
 #include "core/optim/gauss_newton/gauss_newton.h"
 #include "core/optim/lbfgs/lbfgs.h"
@@ -20,7 +21,16 @@
 
 namespace sparrow::core {
 
-enum class OptimizerKind { kSgd, kAdam, kLbfgs, kNails, kNailm, kSbdl };
+enum class OptimizerKind {
+  kSgd,
+  kAdam,
+  kLbfgs,
+  kNails,
+  kNailm,
+  kSbdl,
+  kB2ld,
+  kBling
+};
 
 struct TrainConfig {
   ModelConfig model;
@@ -35,6 +45,12 @@ struct TrainConfig {
       gauss_newton;  // kNails / kNailm (method set from the kind)
   // kSbdl: mlp / narx_mlp with the MSE loss (its batch size is batch_size).
   SbdlOptions sbdl;
+  // kB2ld / kBling: mlp models with the MSE loss. They minimize (1/P) sum
+  // ||yhat - y||^2 + bld_rho ||w||^2; bld_rho = 0 means 1e-3 / n (Palagi &
+  // Seccia), < 0 none. B2LD's sweep budget is max_epochs; BLInG's passes too.
+  B2ldOptions b2ld;
+  BlingOptions bling;
+  double bld_rho = 0.0;
   int threads = 1;  // Gauss-Newton row building across traces
   // Non-smooth regularization g, handled by ADMM around NAILS/NAILM (Bemporad
   // §4). tau is in the sum units of the least-squares objective (sum of losses

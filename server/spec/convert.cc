@@ -82,6 +82,7 @@ absl::StatusOr<core::ModelConfig> ToModelConfig(const v1::ModelSpec& m,
     case v1::ModelSpec::kMlp: {
       c.kind = core::ModelKind::kMlp;
       c.hidden = Sizes(m.mlp().hidden());
+      c.bias = !m.mlp().no_bias();
       SPARROW_ASSIGN_OR_RETURN(
           c.activation, ToActivation(m.mlp().activation(), Activation::kTanh,
                                      "model.mlp.activation"));
@@ -599,16 +600,75 @@ absl::StatusOr<core::TrainConfig> ToTrainConfig(const v1::JobSpec& spec) {
       FillBatch(o.batch(), &c);
       break;
     }
+    case v1::OptimizerSpec::kB2Ld: {
+      const v1::B2ldOptions& o = opt.b2ld();
+      c.optimizer = core::OptimizerKind::kB2ld;
+      core::B2ldOptions& b = c.b2ld;
+      if (o.epsilon() != 0) b.epsilon0 = o.epsilon();
+      if (o.delta() != 0) b.epsilon_decay = o.delta();
+      if (o.memory() != 0) b.memory = o.memory();
+      if (o.block_iterations() != 0) b.block_iterations = o.block_iterations();
+      if (o.gradient_tolerance() != 0) {
+        b.gradient_tolerance = o.gradient_tolerance();
+      }
+      if (o.relative_decrease() != 0) {
+        b.relative_decrease = o.relative_decrease();
+      }
+      if (o.armijo_gamma() != 0) b.armijo_gamma = o.armijo_gamma();
+      if (o.armijo_delta() != 0) b.armijo_delta = o.armijo_delta();
+      if (o.sigma() != 0) b.sigma = o.sigma();
+      if (o.last_layer() == "exact") {
+        b.exact_last_layer = true;
+      } else if (!o.last_layer().empty() && o.last_layer() != "lbfgs") {
+        return absl::InvalidArgumentError(
+            absl::StrCat("optimizer.b2ld.last_layer is '", o.last_layer(),
+                         "'; use lbfgs or exact"));
+      }
+      if (o.order() == "forward") {
+        b.order = core::LayerOrder::kForward;
+      } else if (o.order() == "reshuffled") {
+        b.order = core::LayerOrder::kReshuffled;
+      } else if (!o.order().empty() && o.order() != "backward") {
+        return absl::InvalidArgumentError(
+            absl::StrCat("optimizer.b2ld.order is '", o.order(),
+                         "'; use backward, forward or reshuffled"));
+      }
+      c.bld_rho = o.rho();
+      break;
+    }
+    case v1::OptimizerSpec::kBling: {
+      const v1::BlingOptions& o = opt.bling();
+      c.optimizer = core::OptimizerKind::kBling;
+      core::BlingOptions& b = c.bling;
+      b.alpha0 = o.alpha();
+      if (o.beta() != 0) b.beta = o.beta();
+      if (o.gamma() != 0) b.gamma = o.gamma();
+      if (o.epsilon() != 0) b.decay = o.epsilon();
+      if (o.batch_size() != 0) b.batch_size = o.batch_size();
+      b.order = o.forward_order() ? core::LayerOrder::kForward
+                                  : core::LayerOrder::kBackward;
+      if (o.minibatch() == "stochastic") {
+        b.minibatch = core::MinibatchOrder::kStochastic;
+      } else if (o.minibatch() == "reshuffled") {
+        b.minibatch = core::MinibatchOrder::kReshuffled;
+      } else if (!o.minibatch().empty() && o.minibatch() != "incremental") {
+        return absl::InvalidArgumentError(
+            absl::StrCat("optimizer.bling.minibatch is '", o.minibatch(),
+                         "'; use incremental, stochastic or reshuffled"));
+      }
+      b.simultaneous = o.simultaneous();
+      c.bld_rho = o.rho();
+      break;
+    }
     case v1::OptimizerSpec::kRls:
-    case v1::OptimizerSpec::kB2Ld:
-    case v1::OptimizerSpec::kBling:
       return absl::UnimplementedError(
-          "this optimizer is specified in the API but not available in this "
-          "build yet; use "
-          "sgd, adam, lbfgs, nails, nailm or sbdl");
+          "optimizer.rls is specified in the API but not available in this "
+          "build yet; use sgd, adam, lbfgs, nails, nailm, sbdl, b2ld or "
+          "bling");
     case v1::OptimizerSpec::METHOD_NOT_SET:
       return absl::InvalidArgumentError(
-          "optimizer: set one of sgd, adam, lbfgs, nails, nailm, sbdl (e.g. "
+          "optimizer: set one of sgd, adam, lbfgs, nails, nailm, sbdl, b2ld, "
+          "bling (e.g. "
           "\"optimizer\": "
           "{\"adam\": "
           "{\"learning_rate\": 0.01}})");
