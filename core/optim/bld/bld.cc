@@ -242,11 +242,17 @@ Summary MinimizeB2ld(const B2ldOptions& options, LayeredObjective& objective,
     epsilon *= options.epsilon_decay;
     f = objective.Evaluate(*w, &grad);
     const double grad_norm = grad.norm();
-    auto stop = monitor.EndIteration(sweep, f_start, f, epsilon, *w,
-                                     {{"grad_norm", grad_norm},
-                                      {"lbfgs_blocks", lbfgs},
-                                      {"armijo_blocks", armijo},
-                                      {"skipped_blocks", skipped}});
+    std::vector<std::pair<std::string, double>> extras = {
+        {"grad_norm", grad_norm},
+        {"lbfgs_blocks", lbfgs},
+        {"armijo_blocks", armijo},
+        {"skipped_blocks", skipped}};
+    // Cumulative block updates per layer (the paper's Table 5).
+    for (int l = 0; l < layers; ++l) {
+      extras.emplace_back(absl::StrCat("updates_layer_", l), st.updates[l]);
+    }
+    auto stop =
+        monitor.EndIteration(sweep, f_start, f, epsilon, *w, std::move(extras));
     if (out_of_time && !stop) stop = Termination::kDeadline;
     if (!stop && grad_norm <= options.gradient_tolerance) {
       summary.message = absl::StrCat("gradient norm ", grad_norm,

@@ -1,0 +1,88 @@
+// B2LD and BLInG through the trainer: bias-free sigmoid networks on held-out
+// data, the reported objective, and the option checks.
+#include <cmath>
+
+#include "core/train/trainer.h"
+#include "gtest/gtest.h"
+
+namespace sparrow::core {
+namespace {
+
+TrainData SineData() {
+  Rng rng(4);
+  TrainData d;
+  auto make = [&](int n, data::TableData* t) {
+    t->x.resize(2, n);
+    t->y.resize(1, n);
+    for (int j = 0; j < n; ++j) {
+      const double a = 4 * rng.Uniform() - 2, b = 4 * rng.Uniform() - 2;
+      t->x.col(j) << a, b;
+      t->y(0, j) = 10 + 5 * std::sin(a) + b;
+    }
+    t->input_names = {"a", "b"};
+    t->output_names = {"y"};
+  };
+  make(500, &d.train_table);
+  make(200, &d.test_table);
+  return d;
+}
+
+TrainConfig BldConfig(OptimizerKind kind) {
+  TrainConfig c;
+  c.model.kind = ModelKind::kMlp;
+  c.model.hidden = {10, 10, 10};
+  c.model.activation = Activation::kSigmoid;
+  c.model.bias = false;
+  c.optimizer = kind;
+  c.max_epochs = kind == OptimizerKind::kB2ld ? 40 : 200;
+  c.bling.batch_size = 50;
+  c.seed = 3;
+  return c;
+}
+
+TEST(BldTrainerTest, B2ldAndBlingFitHeldOutData) {
+  const TrainData data = SineData();
+  for (OptimizerKind kind : {OptimizerKind::kB2ld, OptimizerKind::kBling}) {
+    auto r = Train(BldConfig(kind), data, nullptr);
+    ASSERT_TRUE(r.ok()) << r.status();
+    // The target's standard deviation is about 3.9 in data units.
+    EXPECT_LT(r->metrics.test_rmse, 1.0)
+        << (kind == OptimizerKind::kB2ld ? "b2ld" : "bling");
+    EXPECT_LT(r->summary.final_loss, r->summary.initial_loss);
+    // 2*10 + 10*10 + 10*10 + 10*1 weights, no biases.
+    EXPECT_EQ(r->model.params.size(), 230);
+  }
+}
+
+TEST(BldTrainerTest, B2ldReportsPerLayerUpdates) {
+  auto r = Train(BldConfig(OptimizerKind::kB2ld), SineData(), nullptr);
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_FALSE(r->summary.history.empty());
+  int found = 0;
+  for (const auto& [name, value] : r->summary.history.back().extras) {
+    if (name.rfind("updates_layer_", 0) == 0) {
+      ++found;
+      EXPECT_GE(value, 0);
+    }
+  }
+  EXPECT_EQ(found, 4);
+}
+
+TEST(BldTrainerTest, OnlyLeastSquaresMlps) {
+  TrainConfig c = BldConfig(OptimizerKind::kB2ld);
+  c.loss.kind = LossKind::kSoftmaxCrossEntropy;
+  EXPECT_FALSE(c.Validate().ok());
+  c = BldConfig(OptimizerKind::kBling);
+  c.model.kind = ModelKind::kNarxMlp;
+  c.model.lags.input_lags = c.model.lags.output_lags = 1;
+  const absl::Status s = c.Validate();
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("optimizer.bling"), std::string::npos);
+  c = BldConfig(OptimizerKind::kB2ld);
+  c.b2ld.epsilon_decay = 2.0;
+  EXPECT_NE(c.Validate().message().find("optimizer.b2ld.delta"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace sparrow::core
