@@ -61,6 +61,10 @@ struct IterationRecord {
   double sparsity_pct = std::numeric_limits<double>::quiet_NaN();
   const Eigen::VectorXd* params =
       nullptr;  // the current iterate, valid during the call only
+  // The method's internal state needed to resume exactly where it is (Adam's
+  // moments and step count), valid during the call only; null when the
+  // iterate and step_size are all there is to it.
+  const Eigen::VectorXd* optimizer_state = nullptr;
   // Method-specific quantities, e.g. ADMM's primal and dual residuals.
   std::vector<std::pair<std::string, double>> extras;
 };

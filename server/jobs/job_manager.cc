@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <random>
 #include <utility>
 
@@ -61,6 +62,36 @@ int* IterationBudget(core::TrainConfig* config) {
              : &config->max_epochs;
 }
 
+// What a checkpoint restores beyond the iterate: Adam's / SGD's moments and
+// update count, NAILM's damping, B2LD's tolerance, BLInG's step. L-BFGS's
+// memory, NAILS's line search, ADMM's duals and SBDL's hyperparameters start
+// afresh (docs/service.md).
+void ResumeOptimizer(const v1::JobCheckpoint& c, core::TrainConfig* config) {
+  const double step = c.step_size();
+  const bool positive = std::isfinite(step) && step > 0;
+  switch (config->optimizer) {
+    case core::OptimizerKind::kSgd:
+    case core::OptimizerKind::kAdam:
+      config->first_order.initial_state = Eigen::Map<const Eigen::VectorXd>(
+          c.optimizer_state().data(), c.optimizer_state_size());
+      break;
+    case core::OptimizerKind::kNailm:
+      if (positive &&
+          config->penalty.kind == core::TrainConfig::Penalty::Kind::kNone) {
+        config->gauss_newton.lambda0 = step;
+      }
+      break;
+    case core::OptimizerKind::kB2ld:
+      if (positive) config->b2ld.epsilon0 = step;
+      break;
+    case core::OptimizerKind::kBling:
+      if (positive) config->bling.alpha0 = step;
+      break;
+    default:
+      break;
+  }
+}
+
 // Turns optimizer iterations into progress events (stored in batches, then
 // published), takes checkpoints, and stops the run on cancel, shutdown or the
 // deadline.
@@ -115,6 +146,8 @@ class JobCallback : public core::IterationCallback {
     if (r->params != nullptr) {
       last_params_ = *r->params;  // same size after the first: no allocation
     }
+    if (r->optimizer_state != nullptr) last_state_ = *r->optimizer_state;
+    last_step_ = r->step_size;
     // Progress may be reported every few iterations (stopping.report_every):
     // checkpoint at the first report at least checkpoint_every past the last
     // (and at least checkpoint_min_interval after it).
@@ -173,6 +206,9 @@ class JobCallback : public core::IterationCallback {
     c.set_elapsed_seconds(last_elapsed_);
     c.mutable_params()->Add(last_params_.data(),
                             last_params_.data() + last_params_.size());
+    c.mutable_optimizer_state()->Add(last_state_.data(),
+                                     last_state_.data() + last_state_.size());
+    if (std::isfinite(last_step_)) c.set_step_size(last_step_);
     absl::Status s = store_->PutCheckpoint(job_id_, c.SerializeAsString());
     if (!s.ok()) store_error_ = s;
     return s;
@@ -200,6 +236,8 @@ class JobCallback : public core::IterationCallback {
   bool has_held_ = false;
   std::vector<v1::ProgressEvent> pending_;
   Eigen::VectorXd last_params_;
+  Eigen::VectorXd last_state_;
+  double last_step_ = std::numeric_limits<double>::quiet_NaN();
   int last_iteration_ = 0;
   int checkpoint_iteration_;  // of the last checkpoint
   double last_elapsed_ = 0.0;
@@ -346,8 +384,12 @@ absl::Status JobManager::ValidateSubmission(const std::string& tenant,
     SPARROW_RETURN_IF_ERROR(
         core::data::ValidateRanges(ranges, dataset.rows(), split.name));
   }
-  // Column roles and splits, as the trainer will check them.
+  // Column roles, categorical columns and splits, as the trainer will check
+  // them.
   SPARROW_RETURN_IF_ERROR(spec::ValidateDataSpec(spec, header, dataset.rows()));
+  // A categorical column counts as one input or output here: its levels are
+  // in the content, not the dataset's metadata. RunJob checks the limit again
+  // with the one-hot widths.
   SPARROW_ASSIGN_OR_RETURN(int64_t params,
                            core::CountParameters(config.model, n_in, n_out));
   if (params > options_.limits.max_model_params) {
@@ -568,10 +610,29 @@ void JobManager::RunJob(const QueueEntry& entry, RunningJob* running) {
   if (!config.ok()) return fail(std::string(config.status().message()));
   auto csv = store_->GetDatasetContent(tenant, spec.data().dataset_id());
   if (!csv.ok()) return fail(std::string(csv.status().message()));
-  auto data = spec::LoadTrainData(spec, *config, *csv);
+  spec::DataSummary summary;
+  auto data = spec::LoadTrainData(spec, *config, *csv, &summary);
   if (!data.ok()) return fail(std::string(data.status().message()));
   csv->clear();
   csv->shrink_to_fit();
+  if (summary.dropped_rows > 0) {
+    spdlog::info("job {} tenant {}: dropped {} of {} rows with missing values",
+                 id, tenant, summary.dropped_rows, summary.file_rows);
+  }
+  // Submission counted each categorical column as one input or output; only
+  // the data knows how many levels they one-hot encode into.
+  if (!spec.data().categorical().empty()) {
+    auto params =
+        core::CountParameters(config->model, summary.inputs, summary.outputs);
+    if (params.ok() && *params > options_.limits.max_model_params) {
+      return fail(absl::StrFormat(
+          "with its categorical columns one-hot encoded (%d inputs, %d "
+          "outputs) the model has %d parameters; this server allows at most "
+          "%d (sparrowd --max-model-params)",
+          summary.inputs, summary.outputs, *params,
+          options_.limits.max_model_params));
+    }
+  }
 
   int offset = 0;
   double elapsed = 0.0;
@@ -582,6 +643,7 @@ void JobManager::RunJob(const QueueEntry& entry, RunningJob* running) {
         checkpoint.params().data(), checkpoint.params_size());
     int* budget = IterationBudget(&*config);
     *budget = std::max(1, *budget - offset);
+    ResumeOptimizer(checkpoint, &*config);
     // The wall-clock budget (stopping.max_seconds) covers every attempt.
     if (config->max_seconds > 0) {
       config->max_seconds = std::max(1e-3, config->max_seconds - elapsed);

@@ -39,6 +39,27 @@ void FirstOrderOptimizer::Initialize(int n) {
   step_.resize(n);
 }
 
+void FirstOrderOptimizer::PackState(Eigen::VectorXd* out) const {
+  const Eigen::Index n = state_.m.size();
+  const Eigen::Index k = options_.amsgrad ? 3 : 2;
+  out->resize(1 + k * n);
+  (*out)(0) = static_cast<double>(state_.t);
+  out->segment(1, n) = state_.m;
+  out->segment(1 + n, n) = state_.v;
+  if (options_.amsgrad) out->segment(1 + 2 * n, n) = state_.v_max;
+}
+
+bool FirstOrderOptimizer::UnpackState(const Eigen::VectorXd& in) {
+  const Eigen::Index n = state_.m.size();
+  const Eigen::Index k = options_.amsgrad ? 3 : 2;
+  if (in.size() != 1 + k * n || !in.allFinite() || in(0) < 0) return false;
+  state_.t = static_cast<long long>(in(0));
+  state_.m = in.segment(1, n);
+  state_.v = in.segment(1 + n, n);
+  if (options_.amsgrad) state_.v_max = in.segment(1 + 2 * n, n);
+  return true;
+}
+
 void FirstOrderOptimizer::Update(Eigen::VectorXd* w) {
   ++state_.t;
   const double lr = options_.learning_rate;
@@ -107,11 +128,17 @@ Summary MinimizeFirstOrder(const FirstOrderOptions& options,
                                callback, &summary);
   FirstOrderOptimizer optimizer(options);
   optimizer.Initialize(objective.num_params());
+  if (options.initial_state.size() > 0) {
+    optimizer.UnpackState(options.initial_state);
+  }
+  Eigen::VectorXd state;  // reported with each record, for checkpoints
+  if (callback != nullptr) monitor.set_state(&state);
   Eigen::VectorXd last_good = *w;
   double previous = std::numeric_limits<double>::infinity();
   for (int epoch = 1;; ++epoch) {
     const double loss = optimizer.Step(objective, w);
     if (epoch == 1) summary.initial_loss = loss;
+    if (callback != nullptr) optimizer.PackState(&state);
     const auto stop =
         monitor.EndIteration(epoch, previous, loss, options.learning_rate, *w);
     if (stop == Termination::kDiverged) *w = last_good;

@@ -33,6 +33,9 @@ struct FirstOrderOptions {
   double tolerance = 0.0;
   int report_every = 1;
   uint64_t seed = 0;  // minibatch order
+  // Resume: a state reported in IterationRecord::optimizer_state (update
+  // count and moments); ignored when its size does not fit the problem.
+  Eigen::VectorXd initial_state;
 
   absl::Status Validate() const;
 };
@@ -62,6 +65,10 @@ class FirstOrderOptimizer {
 
   explicit FirstOrderOptimizer(const FirstOrderOptions& options);
   void Initialize(int num_params);
+  // [t, m, v, v_max (AMSGrad)] as one vector, and back (false when the size
+  // does not fit).
+  void PackState(Eigen::VectorXd* out) const;
+  bool UnpackState(const Eigen::VectorXd& in);
   // One epoch over all minibatches; returns the mean batch loss (the full-batch
   // loss before the update when there is one batch).
   double Step(Objective& objective, Eigen::VectorXd* w);

@@ -74,10 +74,12 @@ class RunMonitor {
       r.loss = loss;
       r.step_size = step;
       r.params = &params;
+      r.optimizer_state = state_;
       r.extras = std::move(extras);
       CallbackResult answer = CallbackResult::kContinue;
       if (callback_ != nullptr) answer = callback_->OnIteration(&r);
       r.params = nullptr;
+      r.optimizer_state = nullptr;
       summary_->history.push_back(r);
       if (answer == CallbackResult::kAbort) return Termination::kUserAbort;
       if (answer == CallbackResult::kFinish && !stop)
@@ -85,6 +87,10 @@ class RunMonitor {
     }
     return stop;
   }
+
+  // What later records expose as IterationRecord::optimizer_state (must stay
+  // valid; updated in place by the caller before each EndIteration).
+  void set_state(const Eigen::VectorXd* state) { state_ = state; }
 
   void Finish(Termination t) {
     summary_->termination = t;
@@ -96,6 +102,7 @@ class RunMonitor {
   IterationCallback* callback_;
   Summary* summary_;
   std::chrono::steady_clock::time_point start_;
+  const Eigen::VectorXd* state_ = nullptr;
 };
 
 }  // namespace sparrow::core::internal
