@@ -375,6 +375,10 @@ class SqliteStore final : public Store {
   absl::StatusOr<JobRecord> LoadJob(const std::string& id);
   absl::StatusOr<std::optional<v1::Job>> FindByRequestId(
       const std::string& tenant, const std::string& request_id);
+  // The one-row blob `select_sql` (with ?1 = job_id) reads for a job that
+  // exists (NOT_FOUND otherwise); empty when there is no row. Takes the lock.
+  absl::StatusOr<std::optional<std::string>> JobBlob(const std::string& job_id,
+                                                     const char* select_sql);
   absl::Status InsertJob(const std::string& tenant, const v1::Job& job);
   absl::Status UpdateJob(const v1::Job& job);
   absl::Status InsertEvent(Statement& insert, const v1::ProgressEvent& event);
@@ -910,41 +914,37 @@ absl::Status SqliteStore::PutCheckpoint(const std::string& job_id,
   return txn.Commit();
 }
 
-absl::StatusOr<std::optional<std::string>> SqliteStore::GetCheckpoint(
-    const std::string& job_id) {
+absl::StatusOr<std::optional<std::string>> SqliteStore::JobBlob(
+    const std::string& job_id, const char* select_sql) {
   std::lock_guard<std::mutex> lock(mu_);
   Transaction txn(&connection_);
   SPARROW_RETURN_IF_ERROR(txn.Begin(Transaction::kRead));
   SPARROW_RETURN_IF_ERROR(LoadJob(job_id).status());
-  SPARROW_ASSIGN_OR_RETURN(
-      Statement select,
-      connection_.Prepare("SELECT bytes FROM checkpoints WHERE job_id = ?1"));
+  SPARROW_ASSIGN_OR_RETURN(Statement select, connection_.Prepare(select_sql));
   select.BindText(1, job_id);
   SPARROW_ASSIGN_OR_RETURN(bool found, select.Step());
   if (!found) return std::optional<std::string>();
   return std::optional<std::string>(select.ColumnString(0));
 }
 
+absl::StatusOr<std::optional<std::string>> SqliteStore::GetCheckpoint(
+    const std::string& job_id) {
+  return JobBlob(job_id, "SELECT bytes FROM checkpoints WHERE job_id = ?1");
+}
+
 absl::StatusOr<v1::TrainedModel> SqliteStore::GetModel(
     const std::string& job_id) {
-  std::lock_guard<std::mutex> lock(mu_);
-  Transaction txn(&connection_);
-  SPARROW_RETURN_IF_ERROR(txn.Begin(Transaction::kRead));
-  SPARROW_RETURN_IF_ERROR(LoadJob(job_id).status());
   SPARROW_ASSIGN_OR_RETURN(
-      Statement select,
-      connection_.Prepare("SELECT model FROM models WHERE job_id = ?1"));
-  select.BindText(1, job_id);
-  SPARROW_ASSIGN_OR_RETURN(bool found, select.Step());
-  if (!found) {
+      std::optional<std::string> blob,
+      JobBlob(job_id, "SELECT model FROM models WHERE job_id = ?1"));
+  if (!blob.has_value()) {
     return absl::NotFoundError(absl::StrCat("job ", job_id, " has no model"));
   }
-  return Parse<v1::TrainedModel>(select.ColumnBytes(0),
+  return Parse<v1::TrainedModel>(*blob,
                                  absl::StrCat("the model of job ", job_id));
 }
 
-// ---- opening
-// ----------------------------------------------------------------------
+// ---- opening ----
 
 // Switches to WAL; this is the first statement that reads the file.
 absl::Status UseWal(Connection& connection) {
