@@ -71,6 +71,33 @@ class ProgressPrinter : public core::IterationCallback {
   int max_epochs_;
 };
 
+// "sparrow: data: 41757 of 43824 rows (2067 dropped for missing values);
+// 33406 train / 8351 test; 48 inputs, 1 output".
+std::string DataLine(const spec::DataSummary& d, bool drop_missing) {
+  std::string line = absl::StrFormat("sparrow: data: %d rows", d.file_rows);
+  if (drop_missing) {
+    line = absl::StrFormat(
+        "sparrow: data: %d of %d rows (%d dropped for missing values)",
+        d.file_rows - d.dropped_rows, d.file_rows, d.dropped_rows);
+  }
+  absl::StrAppendFormat(&line, "; %d train", d.train_rows);
+  if (d.validation_rows > 0) {
+    absl::StrAppendFormat(&line, " / %d validation", d.validation_rows);
+  }
+  if (d.test_rows > 0) absl::StrAppendFormat(&line, " / %d test", d.test_rows);
+  absl::StrAppendFormat(&line, "; %d input%s, %d output%s\n", d.inputs,
+                        d.inputs == 1 ? "" : "s", d.outputs,
+                        d.outputs == 1 ? "" : "s");
+  return line;
+}
+
+nlohmann::json DataJson(const spec::DataSummary& d) {
+  return {{"file_rows", d.file_rows},   {"dropped_rows", d.dropped_rows},
+          {"train_rows", d.train_rows}, {"validation_rows", d.validation_rows},
+          {"test_rows", d.test_rows},   {"inputs", d.inputs},
+          {"outputs", d.outputs}};
+}
+
 struct RunFlags {
   bool local = false;
   std::string spec_path;
@@ -104,7 +131,8 @@ int RunLocal(const RunFlags& f) {
   }
   auto csv = ReadFile(spec->data().csv_path(), "data.csv_path");
   if (!csv.ok()) return Fail(csv.status());
-  auto data = spec::LoadTrainData(*spec, *config, *csv);
+  spec::DataSummary data_summary;
+  auto data = spec::LoadTrainData(*spec, *config, *csv, &data_summary);
   if (!data.ok()) return Fail(data.status());
 
   std::signal(SIGINT, OnSignal);
@@ -119,6 +147,7 @@ int RunLocal(const RunFlags& f) {
         "sparrow: training %s (%d seed%s on %d thread%s)\n",
         spec->name().empty() ? f.spec_path : spec->name(), f.seeds,
         f.seeds > 1 ? "s" : "", threads, threads > 1 ? "s" : "");
+    std::cerr << DataLine(data_summary, spec->data().drop_missing());
   }
   // Multi-start (jax-sysid's parallel_fit): seeds spec.seed, spec.seed + 1, ...
   // in parallel.
@@ -163,7 +192,9 @@ int RunLocal(const RunFlags& f) {
     }
   }
   if (f.json) {
-    std::cout << ReportJson(reports, best).dump(2) << "\n";
+    nlohmann::json report = ReportJson(reports, best);
+    report["data"] = DataJson(data_summary);
+    std::cout << report.dump(2) << "\n";
   } else {
     std::cout << ReportTable(reports, best);
     if (!f.model_out.empty())

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <string>
 #include <string_view>
 #include <system_error>
@@ -196,16 +197,25 @@ bool IsUnderflow(std::string_view text) {
   return integer_part.find_first_of("123456789") == std::string_view::npos;
 }
 
-// Converts one field to a finite double or explains why it is not one.
+absl::Status MissingValueError(int64_t line_number, std::string_view column,
+                               std::string_view text) {
+  return absl::InvalidArgumentError(absl::StrFormat(
+      "line %d, column '%s': missing value %s; Sparrow does not impute "
+      "missing values: drop or fill those rows, or leave the column out",
+      line_number, column,
+      text.empty() ? std::string("(empty field)") : Quote(text)));
+}
+
+// Converts one field to a finite double or explains why it is not one. With
+// `keep_missing`, a missing value becomes NaN.
 absl::Status ParseValue(const Field& field, int64_t line_number,
-                        std::string_view column, double* value) {
+                        std::string_view column, bool keep_missing,
+                        double* value) {
   std::string_view text = field.quoted ? Trim(field.text) : field.text;
-  if (text.empty()) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "line %d, column '%s': missing value (empty field); Sparrow does not "
-        "impute missing values: drop or fill those rows, or leave the column "
-        "out",
-        line_number, column));
+  if (text.empty() || (keep_missing && IsMissingToken(text))) {
+    if (!keep_missing) return MissingValueError(line_number, column, text);
+    *value = std::numeric_limits<double>::quiet_NaN();
+    return absl::OkStatus();
   }
   std::string_view digits = text;
   // std::from_chars rejects a leading '+'.
@@ -229,10 +239,11 @@ absl::Status ParseValue(const Field& field, int64_t line_number,
   }
   if ((ptr == end && ec == std::errc() && std::isnan(*value)) ||
       IsMissingToken(text)) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "line %d, column '%s': missing value %s; Sparrow does not impute "
-        "missing values: drop or fill those rows, or leave the column out",
-        line_number, column, Quote(text)));
+    if (keep_missing) {
+      *value = std::numeric_limits<double>::quiet_NaN();
+      return absl::OkStatus();
+    }
+    return MissingValueError(line_number, column, text);
   }
   if (ptr == end && ec == std::errc()) {
     return absl::InvalidArgumentError(absl::StrFormat(
@@ -243,6 +254,68 @@ absl::Status ParseValue(const Field& field, int64_t line_number,
       "line %d, column '%s': %s is not a number; only numeric columns can be "
       "used: leave the column out or encode it as numbers",
       line_number, column, Quote(text)));
+}
+
+// The distinct values of one categorical file column, and each row's.
+struct Categories {
+  std::unordered_map<std::string, int> ids;  // value -> id, first seen first
+  std::vector<std::string> names;            // id -> value
+  std::vector<int> codes;                    // row -> id, -1 = missing
+};
+
+// Records the category of one field (or a missing value, with
+// `keep_missing`). Quoted values are kept as written, quotes resolved.
+absl::Status ParseCategory(const Field& field, int64_t line_number,
+                           std::string_view column, bool keep_missing,
+                           Categories* categories) {
+  const std::string_view trimmed = Trim(field.text);
+  if (trimmed.empty() || IsMissingToken(trimmed)) {
+    if (!keep_missing) return MissingValueError(line_number, column, trimmed);
+    categories->codes.push_back(-1);
+    return absl::OkStatus();
+  }
+  std::string value = Unescape(field);
+  const auto [it, inserted] = categories->ids.emplace(
+      std::move(value), static_cast<int>(categories->names.size()));
+  if (inserted) categories->names.push_back(it->first);
+  categories->codes.push_back(it->second);
+  return absl::OkStatus();
+}
+
+// A finite decimal number, as ParseValue reads it.
+bool IsNumber(std::string_view text, double* value) {
+  if (text.size() > 1 && text[0] == '+' && text[1] != '+' && text[1] != '-') {
+    text.remove_prefix(1);
+  }
+  const char* end = text.data() + text.size();
+  const auto [ptr, ec] = std::from_chars(text.data(), end, *value);
+  return ptr == end && ec == std::errc() && std::isfinite(*value);
+}
+
+// rank[id] = the position of category `id` among the sorted levels, which
+// are stored in `levels`: numerically when every level is a number (ties
+// bytewise, so "1" and "1.0" stay distinct), otherwise bytewise.
+std::vector<int> SortLevels(const Categories& categories,
+                            std::vector<std::string>* levels) {
+  const std::vector<std::string>& names = categories.names;
+  std::vector<double> numbers(names.size());
+  bool numeric = true;
+  for (size_t i = 0; i < names.size() && numeric; ++i) {
+    numeric = IsNumber(Trim(names[i]), &numbers[i]);
+  }
+  std::vector<int> order(names.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int>(i);
+  std::sort(order.begin(), order.end(), [&](int a, int b) {
+    if (numeric && numbers[a] != numbers[b]) return numbers[a] < numbers[b];
+    return names[a] < names[b];
+  });
+  std::vector<int> rank(names.size());
+  levels->clear();
+  for (size_t k = 0; k < order.size(); ++k) {
+    rank[order[k]] = static_cast<int>(k);
+    levels->push_back(names[order[k]]);
+  }
+  return rank;
 }
 
 // "'a', 'b', 'c'", shortened for very wide tables.
@@ -292,17 +365,17 @@ absl::StatusOr<std::vector<std::string>> ParseHeader(
   return header;
 }
 
-}  // namespace
-
-absl::StatusOr<CsvTable> ParseCsv(std::string_view buffer) {
-  return ParseCsv(buffer, {});
-}
-
-absl::StatusOr<CsvTable> ParseCsv(std::string_view buffer,
-                                  const std::vector<std::string>& columns) {
+std::string_view StripBom(std::string_view buffer) {
   if (buffer.substr(0, kUtf8Bom.size()) == kUtf8Bom) {
     buffer.remove_prefix(kUtf8Bom.size());
   }
+  return buffer;
+}
+
+// Reads and checks the header, the first line of `lines` (which reads
+// `buffer`, its byte-order mark removed).
+absl::StatusOr<std::vector<std::string>> ReadHeader(
+    std::string_view buffer, LineReader* lines, std::vector<Field>* fields) {
   if (std::all_of(buffer.begin(), buffer.end(), [](char c) {
         return IsSpace(c) || c == '\r' || c == '\n';
       })) {
@@ -310,35 +383,86 @@ absl::StatusOr<CsvTable> ParseCsv(std::string_view buffer,
         "the CSV buffer is empty; expected a header line followed by data "
         "lines");
   }
-  LineReader lines(buffer);
   std::string_view line;
-  lines.Next(&line);
+  lines->Next(&line);
   if (IsBlank(line)) {
     return absl::InvalidArgumentError(
         "line 1 is blank; the first line must be the header with the column "
         "names");
   }
+  return ParseHeader(line, fields);
+}
+
+}  // namespace
+
+absl::StatusOr<CsvTable> ParseCsv(std::string_view buffer) {
+  return ParseCsv(buffer, CsvOptions{});
+}
+
+absl::StatusOr<CsvTable> ParseCsv(std::string_view buffer,
+                                  const std::vector<std::string>& columns) {
+  CsvOptions options;
+  options.columns = columns;
+  return ParseCsv(buffer, options);
+}
+
+absl::StatusOr<std::vector<std::string>> ParseCsvHeader(
+    std::string_view buffer) {
+  buffer = StripBom(buffer);
+  LineReader lines(buffer);
+  std::vector<Field> fields;
+  return ReadHeader(buffer, &lines, &fields);
+}
+
+absl::StatusOr<CsvTable> ParseCsv(std::string_view buffer,
+                                  const CsvOptions& options) {
+  buffer = StripBom(buffer);
+  LineReader lines(buffer);
   std::vector<Field> fields;
   SPARROW_ASSIGN_OR_RETURN(std::vector<std::string> header,
-                           ParseHeader(line, &fields));
+                           ReadHeader(buffer, &lines, &fields));
 
   std::vector<int> selected;
-  if (columns.empty()) {
+  if (options.columns.empty()) {
     selected.resize(header.size());
     for (size_t c = 0; c < header.size(); ++c)
       selected[c] = static_cast<int>(c);
   } else {
-    SPARROW_ASSIGN_OR_RETURN(selected, ResolveColumns(header, columns));
+    SPARROW_ASSIGN_OR_RETURN(selected, ResolveColumns(header, options.columns));
+  }
+  // slot[c] >= 0: file column c is categorical, its categories are
+  // categories[slot[c]].
+  std::vector<int> slot(header.size(), -1);
+  std::vector<int> categorical_columns;
+  SPARROW_ASSIGN_OR_RETURN(std::vector<int> categorical,
+                           ResolveColumns(header, options.categorical));
+  for (const int c : categorical) {
+    if (std::find(selected.begin(), selected.end(), c) == selected.end()) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "categorical column '%s' is not among the selected columns; select "
+          "it as well",
+          header[c]));
+    }
+    if (slot[c] < 0) {
+      slot[c] = static_cast<int>(categorical_columns.size());
+      categorical_columns.push_back(c);
+    }
+  }
+  std::vector<Categories> categories(categorical_columns.size());
+  std::vector<int> numeric;  // The selected numeric columns, in order.
+  for (const int c : selected) {
+    if (slot[c] < 0) numeric.push_back(c);
   }
 
   const size_t num_fields = header.size();
   std::vector<double> values;
   // One data row per line at most: reserving avoids regrowth on big files.
   values.reserve(
-      selected.size() *
+      numeric.size() *
       static_cast<size_t>(std::count(buffer.begin(), buffer.end(), '\n') + 1));
   int64_t num_rows = 0;
   int64_t first_blank_line = 0;
+  std::string_view line;
   while (lines.Next(&line)) {
     if (IsBlank(line)) {
       if (first_blank_line == 0) first_blank_line = lines.number();
@@ -362,11 +486,17 @@ absl::StatusOr<CsvTable> ParseCsv(std::string_view buffer,
                     : absl::StrCat("extra fields after the last column '",
                                    header.back(), "'")));
     }
-    for (const int c : selected) {
+    for (const int c : numeric) {
       double value = 0.0;
-      SPARROW_RETURN_IF_ERROR(
-          ParseValue(fields[c], lines.number(), header[c], &value));
+      SPARROW_RETURN_IF_ERROR(ParseValue(fields[c], lines.number(), header[c],
+                                         options.keep_missing, &value));
       values.push_back(value);
+    }
+    for (size_t k = 0; k < categorical_columns.size(); ++k) {
+      const int c = categorical_columns[k];
+      SPARROW_RETURN_IF_ERROR(ParseCategory(fields[c], lines.number(),
+                                            header[c], options.keep_missing,
+                                            &categories[k]));
     }
     ++num_rows;
   }
@@ -375,13 +505,64 @@ absl::StatusOr<CsvTable> ParseCsv(std::string_view buffer,
         "the CSV buffer has a header (line 1) but no data rows");
   }
 
-  CsvTable table;
-  table.header.reserve(selected.size());
-  for (const int c : selected) table.header.push_back(header[c]);
   // `values` holds the rows one after another: a column-major matrix with one
   // data row per column.
-  table.values = Eigen::Map<const Eigen::MatrixXd>(
-      values.data(), static_cast<Eigen::Index>(selected.size()), num_rows);
+  const Eigen::Map<const Eigen::MatrixXd> parsed(
+      values.data(), static_cast<Eigen::Index>(numeric.size()), num_rows);
+  CsvTable table;
+  if (categorical_columns.empty()) {
+    table.values = parsed;
+    for (const int c : selected) {
+      CsvColumn column;
+      column.name = header[c];
+      column.first = static_cast<int>(table.columns.size());
+      table.columns.push_back(std::move(column));
+      table.header.push_back(header[c]);
+    }
+    return table;
+  }
+  std::vector<std::vector<std::string>> levels(categorical_columns.size());
+  std::vector<std::vector<int>> ranks(categorical_columns.size());
+  for (size_t k = 0; k < categorical_columns.size(); ++k) {
+    ranks[k] = SortLevels(categories[k], &levels[k]);
+  }
+  int width = 0;
+  for (const int c : selected) {
+    CsvColumn column;
+    column.name = header[c];
+    column.first = width;
+    if (slot[c] >= 0) {
+      column.categorical = true;
+      column.levels = levels[slot[c]];
+      for (const std::string& level : column.levels) {
+        table.header.push_back(absl::StrCat(column.name, "=", level));
+      }
+    } else {
+      table.header.push_back(column.name);
+    }
+    width += column.width();
+    table.columns.push_back(std::move(column));
+  }
+  table.values.setZero(width, num_rows);
+  int next_numeric = 0;
+  for (size_t i = 0; i < selected.size(); ++i) {
+    const CsvColumn& column = table.columns[i];
+    const int k = slot[selected[i]];
+    if (k < 0) {
+      table.values.row(column.first) = parsed.row(next_numeric++);
+      continue;
+    }
+    for (int64_t r = 0; r < num_rows; ++r) {
+      const int code = categories[k].codes[r];
+      if (code < 0) {
+        table.values.col(r)
+            .segment(column.first, column.width())
+            .setConstant(std::numeric_limits<double>::quiet_NaN());
+      } else {
+        table.values(column.first + ranks[k][code], r) = 1.0;
+      }
+    }
+  }
   return table;
 }
 

@@ -11,8 +11,11 @@
 //     end every line, the header included, with one): a single empty last
 //     field is dropped;
 //   - spaces or tabs around fields.
-// Every selected value must be a finite decimal number. Missing values
-// (empty field, NA, NaN, Inf, null, ...) are errors: Sparrow does not impute.
+// Every selected value must be a finite decimal number, except in columns read
+// as categories (CsvOptions::categorical), which hold any text. Missing values
+// (an empty field, NA, N/A, #N/A, NaN, null, none, nil, ?; case-insensitive)
+// are errors unless CsvOptions::keep_missing turns them into NaN: Sparrow does
+// not impute. Inf is never missing; it is an error.
 //
 // Numbers are converted with std::from_chars, so shortest round-trip decimals
 // come back bit-exact. The parser is hand-written rather than taken from a CSV
@@ -31,16 +34,52 @@
 
 namespace sparrow::core::data {
 
-// A parsed numeric table. Each data row is one contiguous column of `values`.
+// One selected column of the file and the rows of CsvTable::values that hold
+// it: a numeric column is one row, a categorical column one 0/1 indicator row
+// per level.
+struct CsvColumn {
+  std::string name;  // The file's (unquoted) header name.
+  int first = 0;     // Its first row in CsvTable::values.
+  bool categorical = false;
+  // Categorical columns: the distinct non-missing values of the column over
+  // every data row of the buffer, sorted (numerically when every level is a
+  // number, so "2" < "10"; otherwise bytewise). Row first + k of
+  // CsvTable::values is 1 where the value is levels[k], else 0.
+  std::vector<std::string> levels;
+
+  int width() const {
+    return categorical ? static_cast<int>(levels.size()) : 1;
+  }
+};
+
+// A parsed table. Each data row is one contiguous column of `values`.
 struct CsvTable {
-  // Unquoted column names, in file order (or selector order, see ParseCsv).
+  // Unquoted column names, one per row of `values`, in file order (or
+  // selector order, see ParseCsv). The indicator rows of a categorical
+  // column are named "<column>=<level>".
   std::vector<std::string> header;
   // columns × rows: values(c, r) is data row r (0-based, header excluded) of
-  // column c.
+  // column c. NaN marks a missing value (only with CsvOptions::keep_missing;
+  // a missing category is NaN in all its indicator rows).
   Eigen::MatrixXd values;
+  // One entry per selector (per file column without selectors), in order.
+  std::vector<CsvColumn> columns;
 
   int num_rows() const { return static_cast<int>(values.cols()); }
   int num_columns() const { return static_cast<int>(values.rows()); }
+};
+
+// What ParseCsv reads and how.
+struct CsvOptions {
+  // Column selectors as in ResolveColumns; empty = every column, in file
+  // order.
+  std::vector<std::string> columns;
+  // Selectors of columns read as text and one-hot encoded (see CsvColumn).
+  // Each must name a column that `columns` selects. Default: none.
+  std::vector<std::string> categorical;
+  // Missing values become NaN (see CsvTable::values) instead of errors, so
+  // that the caller can drop those rows. Default false.
+  bool keep_missing = false;
 };
 
 // Parses a CSV buffer with a header row and converts every column to double.
@@ -63,6 +102,19 @@ absl::StatusOr<CsvTable> ParseCsv(std::string_view buffer);
 // the file's indices.
 absl::StatusOr<CsvTable> ParseCsv(std::string_view buffer,
                                   const std::vector<std::string>& columns);
+
+// As above, with categorical columns and missing values as `options` says.
+// The levels of a categorical column come from the whole buffer, so every
+// split cut from the table encodes a category the same way. Additional
+// errors: a categorical selector that is unknown or not selected.
+absl::StatusOr<CsvTable> ParseCsv(std::string_view buffer,
+                                  const CsvOptions& options);
+
+// The column names of the header line alone (same checks as ParseCsv: empty
+// buffer, blank first line, empty or duplicate names). Linear in the header's
+// length.
+absl::StatusOr<std::vector<std::string>> ParseCsvHeader(
+    std::string_view buffer);
 
 // Resolves column selectors against a header. A selector equal to a header
 // name selects that column; otherwise a string of decimal digits is a 0-based

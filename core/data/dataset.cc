@@ -1,6 +1,7 @@
 #include "core/data/dataset.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <limits>
 #include <string>
@@ -9,6 +10,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_format.h"
+#include "core/util/random.h"
 #include "core/util/status_macros.h"
 
 namespace sparrow::core::data {
@@ -214,6 +216,97 @@ absl::StatusOr<TableData> MakeTable(const CsvTable& table,
         Block(table, output_cols, range.first, range.last);
     offset += length;
   }
+  return data;
+}
+
+std::vector<int64_t> RowsOf(const std::vector<RowRange>& ranges) {
+  std::vector<int64_t> rows;
+  for (const RowRange& range : ranges) {
+    for (int64_t row = range.first; row <= range.last; ++row) {
+      rows.push_back(row);
+    }
+  }
+  return rows;
+}
+
+std::vector<int64_t> CompleteRows(const CsvTable& table) {
+  std::vector<int64_t> rows;
+  rows.reserve(table.num_rows());
+  for (Eigen::Index r = 0; r < table.values.cols(); ++r) {
+    // NaN is the only value that fails x == x.
+    if ((table.values.col(r).array() == table.values.col(r).array()).all()) {
+      rows.push_back(r + 1);
+    }
+  }
+  return rows;
+}
+
+absl::StatusOr<RowSplit> RandomSplit(std::vector<int64_t> rows,
+                                     double validation_fraction,
+                                     double test_fraction, uint64_t seed,
+                                     std::string_view what) {
+  const int64_t n = static_cast<int64_t>(rows.size());
+  int64_t count[2] = {0, 0};  // validation, test
+  const double fractions[2] = {validation_fraction, test_fraction};
+  const char* names[2] = {"validation_fraction", "test_fraction"};
+  for (int k = 0; k < 2; ++k) {
+    const double f = fractions[k];
+    if (!(f >= 0.0 && f < 1.0)) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "%s.%s is %g; it must be in [0, 1)", what, names[k], f));
+    }
+    count[k] = std::llround(f * static_cast<double>(n));
+    if (f > 0.0 && count[k] == 0) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "%s.%s is %g, which of %d rows is no row; use a larger fraction",
+          what, names[k], f, n));
+    }
+  }
+  if (count[0] + count[1] >= n) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "%s.validation_fraction %g and %s.test_fraction %g hold out %d of %d "
+        "rows, leaving none for training",
+        what, validation_fraction, what, test_fraction, count[0] + count[1],
+        n));
+  }
+  Rng(seed).Shuffle(&rows);
+  RowSplit split;
+  const auto begin = rows.begin();
+  const int64_t train_end = n - count[0] - count[1];
+  split.train.assign(begin, begin + train_end);
+  split.validation.assign(begin + train_end, begin + train_end + count[0]);
+  split.test.assign(begin + train_end + count[0], rows.end());
+  return split;
+}
+
+absl::StatusOr<TableData> MakeTableFromRows(const CsvTable& table,
+                                            const std::vector<int>& input_cols,
+                                            const std::vector<int>& output_cols,
+                                            const std::vector<int64_t>& rows) {
+  SPARROW_RETURN_IF_ERROR(ValidateColumns(table, input_cols, output_cols));
+  if (rows.empty()) {
+    return absl::InvalidArgumentError("no rows given; a table needs a row");
+  }
+  if (rows.size() > static_cast<size_t>(std::numeric_limits<int>::max())) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("%d rows requested, more than the supported %d",
+                        rows.size(), std::numeric_limits<int>::max()));
+  }
+  std::vector<Eigen::Index> columns;
+  columns.reserve(rows.size());
+  for (const int64_t row : rows) {
+    if (row < 1 || row > table.num_rows()) {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("row %d is outside the table's data rows 1 to %d",
+                          row, table.num_rows()));
+    }
+    columns.push_back(static_cast<Eigen::Index>(row - 1));
+  }
+  TableData data;
+  data.input_names = ColumnNames(table, input_cols);
+  data.output_names = ColumnNames(table, output_cols);
+  data.x = table.values(input_cols, columns);
+  data.y = table.values(output_cols, columns);
   return data;
 }
 

@@ -86,6 +86,38 @@ absl::StatusOr<TableData> MakeTable(const CsvTable& table,
                                     const std::vector<int>& output_cols,
                                     const std::vector<RowRange>& ranges);
 
+// The 1-based rows of all ranges, in range order (no checks).
+std::vector<int64_t> RowsOf(const std::vector<RowRange>& ranges);
+
+// The 1-based rows of `table` without a missing value (NaN, see
+// CsvOptions::keep_missing) in any column, ascending.
+std::vector<int64_t> CompleteRows(const CsvTable& table);
+
+// Rows of a table dealt into splits; 1-based row numbers.
+struct RowSplit {
+  std::vector<int64_t> train, validation, test;
+};
+
+// A random split of `rows`: they are permuted by core::Rng(seed) (the same
+// permutation on every platform), the last round(test_fraction * n) go to
+// `test`, the round(validation_fraction * n) before them to `validation`, and
+// the rest to `train`; each split keeps the permuted order. The fractions are
+// in [0, 1). Errors (InvalidArgument, the fields named `what`.test_fraction
+// and `what`.validation_fraction): a fraction out of range, a nonzero
+// fraction that rounds to no row, or no row left for training.
+absl::StatusOr<RowSplit> RandomSplit(std::vector<int64_t> rows,
+                                     double validation_fraction,
+                                     double test_fraction, uint64_t seed,
+                                     std::string_view what);
+
+// Builds a table from the given 1-based rows, in the order given (a row may
+// repeat). Same column errors as MakeTable; no rows, or a row outside the
+// table, is InvalidArgument.
+absl::StatusOr<TableData> MakeTableFromRows(const CsvTable& table,
+                                            const std::vector<int>& input_cols,
+                                            const std::vector<int>& output_cols,
+                                            const std::vector<int64_t>& rows);
+
 }  // namespace sparrow::core::data
 
 #endif  // SPARROW_CORE_DATA_DATASET_H_

@@ -626,9 +626,9 @@ void JobManager::RunJob(const QueueEntry& entry, RunningJob* running) {
         core::CountParameters(config->model, summary.inputs, summary.outputs);
     if (params.ok() && *params > options_.limits.max_model_params) {
       return fail(absl::StrFormat(
-          "with its categorical columns one-hot encoded (%d inputs, %d "
-          "outputs) the model has %d parameters; this server allows at most "
-          "%d (sparrowd --max-model-params)",
+          "with its categorical columns one-hot encoded into %d input and %d "
+          "output columns the model has %d parameters; this server allows at "
+          "most %d (sparrowd --max-model-params)",
           summary.inputs, summary.outputs, *params,
           options_.limits.max_model_params));
     }

@@ -1,6 +1,8 @@
 #include "server/spec/convert.h"
 
+#include <algorithm>
 #include <cmath>
+#include <numeric>
 #include <string_view>
 
 #include "absl/strings/str_cat.h"
@@ -389,6 +391,138 @@ absl::StatusOr<SplitRows> CutSplits(const v1::JobSpec& spec, int64_t rows) {
   return out;
 }
 
+bool IsRandomSplit(const v1::Split& split) {
+  return split.test_fraction() != 0 || split.validation_fraction() != 0;
+}
+
+// data.categorical names columns of the file that are inputs, outputs or test
+// columns, each once; data.drop_missing and a random split are for mlp
+// models, and a random split replaces the row ranges.
+absl::Status CheckDataOptions(const v1::JobSpec& spec,
+                              const std::vector<std::string>& header) {
+  const v1::DataSource& src = spec.data();
+  const bool mlp = spec.model().kind_case() == v1::ModelSpec::kMlp;
+  std::vector<std::string> roles(src.inputs().begin(), src.inputs().end());
+  roles.insert(roles.end(), src.outputs().begin(), src.outputs().end());
+  roles.insert(roles.end(), src.test_inputs().begin(), src.test_inputs().end());
+  roles.insert(roles.end(), src.test_outputs().begin(),
+               src.test_outputs().end());
+  SPARROW_ASSIGN_OR_RETURN(const std::vector<int> role_columns,
+                           core::data::ResolveColumns(header, roles));
+  std::vector<int> categorical;
+  for (int i = 0; i < src.categorical_size(); ++i) {
+    const std::string& selector = src.categorical(i);
+    const auto column = core::data::ResolveColumns(header, {selector});
+    if (!column.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "data.categorical[", i, "] '", selector,
+          "' is not a column of the CSV: ", column.status().message()));
+    }
+    const int c = column->front();
+    if (std::find(role_columns.begin(), role_columns.end(), c) ==
+        role_columns.end()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "data.categorical[", i, "] '", selector,
+          "' is not among data.inputs/outputs/test_inputs/test_outputs; only "
+          "those columns can be categorical"));
+    }
+    const auto seen = std::find(categorical.begin(), categorical.end(), c);
+    if (seen != categorical.end()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("data.categorical[", i, "] '", selector,
+                       "' repeats data.categorical[",
+                       seen - categorical.begin(), "]; list each column once"));
+    }
+    categorical.push_back(c);
+  }
+  if (src.drop_missing() && !mlp) {
+    return absl::InvalidArgumentError(
+        "data.drop_missing is for mlp models only: dropping rows from a "
+        "sequence would join the samples on either side of the gap into one "
+        "trace; fill the missing values or cut the traces around them");
+  }
+
+  const v1::Split& split = spec.split();
+  const struct {
+    const char* name;
+    double value;
+  } fractions[] = {{"split.test_fraction", split.test_fraction()},
+                   {"split.validation_fraction", split.validation_fraction()}};
+  for (const auto& f : fractions) {
+    if (!(f.value >= 0 && f.value < 1)) {
+      return core::OptionError(f.name, f.value,
+                               "in [0, 1) (0 = no random split)");
+    }
+  }
+  if (!IsRandomSplit(split)) {
+    if (split.shuffle_seed() != 0) {
+      return absl::InvalidArgumentError(
+          "split.shuffle_seed is set but split.test_fraction and "
+          "split.validation_fraction are 0; the seed only permutes the rows "
+          "of a random split");
+    }
+    return absl::OkStatus();
+  }
+  const char* field = split.test_fraction() != 0 ? "split.test_fraction"
+                                                 : "split.validation_fraction";
+  if (!mlp) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        field,
+        " (a random split) is for mlp models only: it would tear the "
+        "sequences of a narx_mlp or state_space_rnn model apart; use "
+        "split.train/validation/test row ranges"));
+  }
+  if (!split.train().empty() || !split.validation().empty() ||
+      !split.test().empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        field,
+        " (a random split) cannot be combined with split.train/validation/"
+        "test row ranges; give either the fractions or the ranges"));
+  }
+  return absl::OkStatus();
+}
+
+// The rows of table.values that hold selector i: all its indicator rows,
+// except that a categorical output with two levels is the indicator of the
+// second level alone.
+void AppendRows(const core::data::CsvColumn& column, bool output,
+                std::vector<int>* rows) {
+  if (output && column.categorical && column.levels.size() == 2) {
+    rows->push_back(column.first + 1);
+    return;
+  }
+  for (int k = 0; k < column.width(); ++k) rows->push_back(column.first + k);
+}
+
+// A test column replaces a training column, so it must encode alike.
+absl::Status CheckSameEncoding(const core::data::CsvColumn& train,
+                               absl::string_view train_field,
+                               const core::data::CsvColumn& test,
+                               absl::string_view test_field) {
+  if (train.categorical == test.categorical && train.levels == test.levels) {
+    return absl::OkStatus();
+  }
+  auto describe = [](const core::data::CsvColumn& c) {
+    return c.categorical ? absl::StrCat("categorical with levels ",
+                                        absl::StrJoin(c.levels, ", "))
+                         : std::string("numeric");
+  };
+  return absl::InvalidArgumentError(absl::StrCat(
+      test_field, " '", test.name, "' replaces ", train_field, " '", train.name,
+      "' for the test split, so it must be encoded alike, but '", test.name,
+      "' is ", describe(test), " and '", train.name, "' is ", describe(train)));
+}
+
+// Keeps the rows that `complete` marks (all rows when it is empty).
+std::vector<int64_t> KeepComplete(std::vector<int64_t> rows,
+                                  const std::vector<bool>& complete) {
+  if (complete.empty()) return rows;
+  rows.erase(std::remove_if(rows.begin(), rows.end(),
+                            [&](int64_t r) { return !complete[r]; }),
+             rows.end());
+  return rows;
+}
+
 }  // namespace
 
 absl::Status RejectUnknownFields(const google::protobuf::Message& message,
@@ -699,51 +833,130 @@ absl::StatusOr<core::TrainConfig> ToTrainConfig(const v1::JobSpec& spec) {
 
 absl::StatusOr<core::TrainData> LoadTrainData(const v1::JobSpec& spec,
                                               const core::TrainConfig& config,
-                                              absl::string_view csv) {
+                                              absl::string_view csv,
+                                              DataSummary* summary) {
   const v1::DataSource& src = spec.data();
-  SPARROW_RETURN_IF_ERROR(CheckColumnRoles(src));
+  const std::string_view buffer(csv.data(), csv.size());
+  SPARROW_ASSIGN_OR_RETURN(const std::vector<std::string> header,
+                           core::data::ParseCsvHeader(buffer));
+  SPARROW_RETURN_IF_ERROR(ValidateDataSpec(spec, header, 0));
   const bool has_trace_column = !src.trace_column().empty();
   const bool test_columns =
       !src.test_inputs().empty() || !src.test_outputs().empty();
-  const std::vector<std::string> selectors = Selectors(src);
-  const int test_first =
-      src.inputs_size() + src.outputs_size() + (has_trace_column ? 1 : 0);
-  SPARROW_ASSIGN_OR_RETURN(
-      core::data::CsvTable table,
-      core::data::ParseCsv(std::string_view(csv.data(), csv.size()),
-                           selectors));
-  SPARROW_RETURN_IF_ERROR(CheckOneRolePerColumn(table.header));
-  std::vector<int> inputs, outputs;
-  for (int i = 0; i < src.inputs_size(); ++i) inputs.push_back(i);
-  for (int i = 0; i < src.outputs_size(); ++i)
-    outputs.push_back(src.inputs_size() + i);
-  const int trace_col =
-      has_trace_column ? src.inputs_size() + src.outputs_size() : -1;
-  std::vector<int> test_inputs = inputs, test_outputs = outputs;
-  if (test_columns) {
-    for (int i = 0; i < src.inputs_size(); ++i) test_inputs[i] = test_first + i;
-    for (int i = 0; i < src.outputs_size(); ++i)
-      test_outputs[i] = test_first + src.inputs_size() + i;
+  core::data::CsvOptions options;
+  options.columns = Selectors(src);
+  options.categorical.assign(src.categorical().begin(),
+                             src.categorical().end());
+  options.keep_missing = src.drop_missing();
+  SPARROW_ASSIGN_OR_RETURN(core::data::CsvTable table,
+                           core::data::ParseCsv(buffer, options));
+  // Selector i of Selectors(src) is table.columns[i].
+  const int n_in = src.inputs_size();
+  const int n_out = src.outputs_size();
+  const int test_first = n_in + n_out + (has_trace_column ? 1 : 0);
+  std::vector<int> inputs, outputs, test_inputs, test_outputs;
+  for (int i = 0; i < n_in; ++i) AppendRows(table.columns[i], false, &inputs);
+  for (int i = 0; i < n_out; ++i) {
+    AppendRows(table.columns[n_in + i], true, &outputs);
   }
+  if (test_columns) {
+    for (int i = 0; i < n_in; ++i) {
+      const core::data::CsvColumn& test = table.columns[test_first + i];
+      SPARROW_RETURN_IF_ERROR(CheckSameEncoding(
+          table.columns[i], absl::StrCat("data.inputs[", i, "]"), test,
+          absl::StrCat("data.test_inputs[", i, "]")));
+      AppendRows(test, false, &test_inputs);
+    }
+    for (int i = 0; i < n_out; ++i) {
+      const core::data::CsvColumn& test = table.columns[test_first + n_in + i];
+      SPARROW_RETURN_IF_ERROR(CheckSameEncoding(
+          table.columns[n_in + i], absl::StrCat("data.outputs[", i, "]"), test,
+          absl::StrCat("data.test_outputs[", i, "]")));
+      AppendRows(test, true, &test_outputs);
+    }
+  } else {
+    test_inputs = inputs;
+    test_outputs = outputs;
+  }
+  const int trace_col =
+      has_trace_column ? table.columns[n_in + n_out].first : -1;
   const std::vector<int64_t> starts(src.trace_starts().begin(),
                                     src.trace_starts().end());
 
-  SPARROW_ASSIGN_OR_RETURN(SplitRows rows, CutSplits(spec, table.num_rows()));
-  const std::vector<core::data::RowRange>& train = rows.train;
-  const std::vector<core::data::RowRange>& validation = rows.validation;
-  const std::vector<core::data::RowRange>& test = rows.test;
+  const int64_t file_rows = table.num_rows();
+  // complete[r]: 1-based row r has no missing value (data.drop_missing).
+  std::vector<bool> complete;
+  std::vector<int64_t> kept;
+  if (src.drop_missing()) {
+    kept = core::data::CompleteRows(table);
+    if (kept.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "data.drop_missing: each of the ", file_rows,
+          " rows has a missing value in a selected column, so no row is "
+          "left"));
+    }
+    complete.assign(file_rows + 1, false);
+    for (const int64_t r : kept) complete[r] = true;
+  } else {
+    kept.resize(file_rows);
+    std::iota(kept.begin(), kept.end(), int64_t{1});
+  }
+  SPARROW_ASSIGN_OR_RETURN(SplitRows ranges, CutSplits(spec, file_rows));
 
   core::TrainData data;
   if (config.model.kind == core::ModelKind::kMlp) {
-    SPARROW_ASSIGN_OR_RETURN(data.train_table,
-                             MakeTable(table, inputs, outputs, train));
-    if (!validation.empty()) {
-      SPARROW_ASSIGN_OR_RETURN(data.validation_table,
-                               MakeTable(table, inputs, outputs, validation));
-    }
-    if (!test.empty()) {
+    const v1::Split& split = spec.split();
+    core::data::RowSplit rows;
+    if (IsRandomSplit(split)) {
       SPARROW_ASSIGN_OR_RETURN(
-          data.test_table, MakeTable(table, test_inputs, test_outputs, test));
+          rows, core::data::RandomSplit(kept, split.validation_fraction(),
+                                        split.test_fraction(),
+                                        split.shuffle_seed(), "split"));
+      const double fraction = split.train_fraction();
+      if (fraction > 0 && fraction < 1) {
+        rows.train.resize(std::max<size_t>(
+            1, static_cast<size_t>(std::llround(
+                   fraction * static_cast<double>(rows.train.size())))));
+      }
+    } else {
+      rows.train = KeepComplete(core::data::RowsOf(ranges.train), complete);
+      rows.validation =
+          KeepComplete(core::data::RowsOf(ranges.validation), complete);
+      rows.test = KeepComplete(core::data::RowsOf(ranges.test), complete);
+      const struct {
+        const char* name;
+        bool given;
+        const std::vector<int64_t>* rows;
+      } parts[] = {
+          {"split.train", true, &rows.train},
+          {"split.validation", !ranges.validation.empty(), &rows.validation},
+          {"split.test", !ranges.test.empty(), &rows.test}};
+      for (const auto& part : parts) {
+        if (part.given && part.rows->empty()) {
+          return absl::InvalidArgumentError(
+              absl::StrCat(part.name,
+                           ": every row of its ranges has a missing value, so "
+                           "data.drop_missing left none"));
+        }
+      }
+    }
+    SPARROW_ASSIGN_OR_RETURN(
+        data.train_table,
+        core::data::MakeTableFromRows(table, inputs, outputs, rows.train));
+    if (!rows.validation.empty()) {
+      SPARROW_ASSIGN_OR_RETURN(data.validation_table,
+                               core::data::MakeTableFromRows(
+                                   table, inputs, outputs, rows.validation));
+    }
+    if (!rows.test.empty()) {
+      SPARROW_ASSIGN_OR_RETURN(
+          data.test_table, core::data::MakeTableFromRows(
+                               table, test_inputs, test_outputs, rows.test));
+    }
+    if (summary != nullptr) {
+      summary->train_rows = data.train_table.num_samples();
+      summary->validation_rows = data.validation_table.num_samples();
+      summary->test_rows = data.test_table.num_samples();
     }
   } else {
     auto make = [&](const std::vector<core::data::RowRange>& r) {
@@ -754,12 +967,12 @@ absl::StatusOr<core::TrainData> LoadTrainData(const v1::JobSpec& spec,
       return core::data::MakeSequences(table, test_inputs, test_outputs, r,
                                        trace_col, starts);
     };
-    SPARROW_ASSIGN_OR_RETURN(data.train_seq, make(train));
-    if (!validation.empty()) {
-      SPARROW_ASSIGN_OR_RETURN(data.validation_seq, make(validation));
+    SPARROW_ASSIGN_OR_RETURN(data.train_seq, make(ranges.train));
+    if (!ranges.validation.empty()) {
+      SPARROW_ASSIGN_OR_RETURN(data.validation_seq, make(ranges.validation));
     }
-    if (!test.empty()) {
-      SPARROW_ASSIGN_OR_RETURN(data.test_seq, make_test(test));
+    if (!ranges.test.empty()) {
+      SPARROW_ASSIGN_OR_RETURN(data.test_seq, make_test(ranges.test));
     }
     if (config.model.kind == core::ModelKind::kNarxMlp) {
       const int lag = config.model.lags.max_lag();
@@ -778,6 +991,17 @@ absl::StatusOr<core::TrainData> LoadTrainData(const v1::JobSpec& spec,
         }
       }
     }
+    if (summary != nullptr) {
+      summary->train_rows = data.train_seq.total_samples();
+      summary->validation_rows = data.validation_seq.total_samples();
+      summary->test_rows = data.test_seq.total_samples();
+    }
+  }
+  if (summary != nullptr) {
+    summary->file_rows = file_rows;
+    summary->dropped_rows = file_rows - static_cast<int64_t>(kept.size());
+    summary->inputs = static_cast<int>(inputs.size());
+    summary->outputs = static_cast<int>(outputs.size());
   }
   return data;
 }
@@ -792,6 +1016,8 @@ absl::Status ValidateDataSpec(const v1::JobSpec& spec,
   std::vector<std::string> selected;
   for (const int c : columns) selected.push_back(header[c]);
   SPARROW_RETURN_IF_ERROR(CheckOneRolePerColumn(selected));
+  SPARROW_RETURN_IF_ERROR(CheckDataOptions(spec, header));
+  if (rows <= 0) return absl::OkStatus();
   return CutSplits(spec, rows).status();
 }
 

@@ -33,15 +33,31 @@ absl::Status RejectUnknownFields(const google::protobuf::Message& message,
 // sizes must be positive").
 absl::StatusOr<core::TrainConfig> ToTrainConfig(const v1::JobSpec& spec);
 
-// Parses the CSV bytes of the spec's data source and cuts the splits.
+// What LoadTrainData made of the file, for the caller to report.
+struct DataSummary {
+  int64_t file_rows = 0;     // data rows of the CSV
+  int64_t dropped_rows = 0;  // rows with a missing value (data.drop_missing)
+  // Samples per split (mlp: rows; sequence models: samples of all traces).
+  int64_t train_rows = 0, validation_rows = 0, test_rows = 0;
+  // Model inputs and outputs, after one-hot encoding data.categorical.
+  int inputs = 0, outputs = 0;
+};
+
+// Parses the CSV bytes of the spec's data source, one-hot encodes the
+// categorical columns, drops the rows with missing values (data.drop_missing)
+// and cuts the splits (row ranges or a random split). Fills `summary` when
+// given.
 absl::StatusOr<core::TrainData> LoadTrainData(const v1::JobSpec& spec,
                                               const core::TrainConfig& config,
-                                              absl::string_view csv);
+                                              absl::string_view csv,
+                                              DataSummary* summary = nullptr);
 
 // The checks of LoadTrainData that need only the file's header and number of
-// data rows (column roles, split ranges), for a service to refuse a spec at
-// submission rather than fail the job when it starts. Trace lengths (NARX
-// lags) are still checked by LoadTrainData only.
+// data rows (column roles, categorical columns, split ranges and fractions),
+// for a service to refuse a spec at submission rather than fail the job when
+// it starts. rows <= 0 skips the row ranges. Trace lengths (NARX lags), the
+// levels of categorical columns, missing values and the sizes of a random
+// split are still checked by LoadTrainData only.
 absl::Status ValidateDataSpec(const v1::JobSpec& spec,
                               const std::vector<std::string>& header,
                               int64_t rows);

@@ -1,10 +1,14 @@
 #include "server/spec/predict.h"
 
+#include <algorithm>
 #include <cmath>
+#include <optional>
 #include <string_view>
 #include <utility>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "core/data/csv.h"
 #include "core/metrics/metrics.h"
 #include "core/train/model.h"
@@ -23,6 +27,92 @@ void EndLine(std::string* text) {
   } else {
     text->push_back('\n');
   }
+}
+
+// Reads the model's channels from `csv`, one row of the result per name. A
+// name that is a header column is read as a number. Otherwise a name
+// "<column>=<level>" for a header column is the 0/1 indicator of that level
+// of the text column <column>: how LoadTrainData one-hot encodes
+// data.categorical. A level the CSV lacks is all 0; a level the model lacks is
+// an error, unless the model names a single level of the column (a two-level
+// output is the indicator of its second level, so any other value is 0).
+absl::StatusOr<Eigen::MatrixXd> ReadChannels(
+    std::string_view csv, const std::vector<std::string>& names) {
+  SPARROW_ASSIGN_OR_RETURN(const std::vector<std::string> header,
+                           core::data::ParseCsvHeader(csv));
+  auto in_header = [&](std::string_view name) {
+    return std::find(header.begin(), header.end(), name) != header.end();
+  };
+  core::data::CsvOptions options;
+  // selector[i]: the selector of names[i]; level[i]: its level, if any.
+  std::vector<int> selector(names.size());
+  std::vector<std::optional<std::string>> level(names.size());
+  for (size_t i = 0; i < names.size(); ++i) {
+    const std::string& name = names[i];
+    std::string column = name;
+    if (!in_header(name)) {
+      for (size_t eq = name.find('='); eq != std::string::npos;
+           eq = name.find('=', eq + 1)) {
+        if (in_header(name.substr(0, eq))) {
+          column = name.substr(0, eq);
+          level[i] = name.substr(eq + 1);
+          break;
+        }
+      }
+    }
+    // An unknown name stays a selector, for ParseCsv's error listing the
+    // columns.
+    auto& selectors = options.columns;
+    const auto at = std::find(selectors.begin(), selectors.end(), column);
+    const bool categorical = level[i].has_value();
+    if (!categorical || at == selectors.end()) {
+      selector[i] = static_cast<int>(selectors.size());
+      selectors.push_back(column);
+      if (categorical) options.categorical.push_back(column);
+    } else {
+      selector[i] = static_cast<int>(at - selectors.begin());
+    }
+  }
+  // ParseCsv rejects NaN, Inf and missing values, naming the line and column.
+  SPARROW_ASSIGN_OR_RETURN(const core::data::CsvTable table,
+                           core::data::ParseCsv(csv, options));
+  Eigen::MatrixXd values = Eigen::MatrixXd::Zero(
+      static_cast<Eigen::Index>(names.size()), table.num_rows());
+  for (size_t i = 0; i < names.size(); ++i) {
+    const core::data::CsvColumn& column = table.columns[selector[i]];
+    if (!level[i].has_value()) {
+      values.row(i) = table.values.row(column.first);
+      continue;
+    }
+    const auto k =
+        std::find(column.levels.begin(), column.levels.end(), *level[i]);
+    if (k != column.levels.end()) {
+      values.row(i) =
+          table.values.row(column.first + (k - column.levels.begin()));
+    }
+  }
+  for (const std::string& name : options.categorical) {
+    std::vector<std::string> known;
+    for (size_t i = 0; i < names.size(); ++i) {
+      if (level[i].has_value() && options.columns[selector[i]] == name) {
+        known.push_back(*level[i]);
+      }
+    }
+    if (known.size() < 2) continue;
+    const auto& column = *std::find_if(
+        table.columns.begin(), table.columns.end(),
+        [&](const core::data::CsvColumn& c) { return c.name == name; });
+    for (const std::string& l : column.levels) {
+      if (std::find(known.begin(), known.end(), l) == known.end()) {
+        return absl::InvalidArgumentError(absl::StrFormat(
+            "column '%s' has the value '%s', which the model was not trained "
+            "on; it knows %s=%s",
+            name, l, name,
+            absl::StrJoin(known, absl::StrCat(", ", name, "="))));
+      }
+    }
+  }
+  return values;
 }
 
 }  // namespace
@@ -66,12 +156,11 @@ absl::StatusOr<PredictOutput> Predict(const v1::TrainedModel& model,
   if (sequence) {
     columns.insert(columns.end(), m.output_names.begin(), m.output_names.end());
   }
-  // ParseCsv rejects NaN, Inf and missing values, naming the line and column.
   SPARROW_ASSIGN_OR_RETURN(
-      core::data::CsvTable table,
-      core::data::ParseCsv(std::string_view(csv.data(), csv.size()), columns));
+      const Eigen::MatrixXd channels,
+      ReadChannels(std::string_view(csv.data(), csv.size()), columns));
   const auto nu = static_cast<Eigen::Index>(m.input_names.size());
-  const Eigen::MatrixXd u = table.values.topRows(nu);
+  const Eigen::MatrixXd u = channels.topRows(nu);
 
   PredictOutput out;
   out.output_names = m.output_names;
@@ -79,7 +168,7 @@ absl::StatusOr<PredictOutput> Predict(const v1::TrainedModel& model,
     SPARROW_ASSIGN_OR_RETURN(out.y, core::PredictTable(m, u));
     return out;
   }
-  const Eigen::MatrixXd y = table.values.bottomRows(table.values.rows() - nu);
+  const Eigen::MatrixXd y = channels.bottomRows(channels.rows() - nu);
   if (options.intervals && !options.one_step) {
     return absl::InvalidArgumentError(
         "intervals are one-step prediction intervals; ask for one-step "

@@ -369,6 +369,147 @@ TEST(ParseCsvTest, NeverCrashesOnRandomInput) {
   EXPECT_GT(parsed, 0);
 }
 
+// --- Categorical columns and missing values (CsvOptions). ---
+
+absl::StatusOr<CsvTable> ParseWith(const std::string& buffer,
+                                   std::vector<std::string> columns,
+                                   std::vector<std::string> categorical,
+                                   bool keep_missing = false) {
+  CsvOptions options;
+  options.columns = std::move(columns);
+  options.categorical = std::move(categorical);
+  options.keep_missing = keep_missing;
+  return ParseCsv(buffer, options);
+}
+
+TEST(CategoricalTest, OneHotEncodesSortedLevelsNamedColumnEqualsLevel) {
+  absl::StatusOr<CsvTable> table = ParseWith(
+      "a,color,y\n1,red,5\n2,green,6\n3,blue,7\n4,red,8\n", {}, {"color"});
+  ASSERT_TRUE(table.ok()) << table.status();
+  EXPECT_THAT(table->header,
+              ElementsAre("a", "color=blue", "color=green", "color=red", "y"));
+  ASSERT_EQ(table->columns.size(), 3u);
+  EXPECT_EQ(table->columns[0].name, "a");
+  EXPECT_FALSE(table->columns[0].categorical);
+  EXPECT_EQ(table->columns[0].first, 0);
+  EXPECT_EQ(table->columns[0].width(), 1);
+  EXPECT_TRUE(table->columns[1].categorical);
+  EXPECT_EQ(table->columns[1].first, 1);
+  EXPECT_THAT(table->columns[1].levels, ElementsAre("blue", "green", "red"));
+  EXPECT_EQ(table->columns[1].width(), 3);
+  EXPECT_EQ(table->columns[2].first, 4);
+  Eigen::MatrixXd expected(5, 4);
+  expected << 1, 2, 3, 4,  //
+      0, 0, 1, 0,          // blue
+      0, 1, 0, 0,          // green
+      1, 0, 0, 1,          // red
+      5, 6, 7, 8;
+  EXPECT_EQ(table->values, expected);
+}
+
+TEST(CategoricalTest, NumericLevelsSortNumerically) {
+  absl::StatusOr<CsvTable> table =
+      ParseWith("hr\n10\n2\n0\n23\n2\n", {}, {"hr"});
+  ASSERT_TRUE(table.ok()) << table.status();
+  EXPECT_THAT(table->columns[0].levels, ElementsAre("0", "2", "10", "23"));
+  EXPECT_THAT(table->header, ElementsAre("hr=0", "hr=2", "hr=10", "hr=23"));
+  EXPECT_EQ(table->values.colwise().sum(), Eigen::RowVectorXd::Ones(5));
+  EXPECT_EQ(table->values(2, 0), 1.0);  // row 1 is "10"
+}
+
+TEST(CategoricalTest, MixedLevelsSortBytewise) {
+  absl::StatusOr<CsvTable> table = ParseWith("c\nb\n10\nB\n2\n", {}, {"c"});
+  ASSERT_TRUE(table.ok()) << table.status();
+  EXPECT_THAT(table->columns[0].levels, ElementsAre("10", "2", "B", "b"));
+}
+
+// The levels are those of every row of the buffer: a split that lacks a level
+// still has its (all-zero) indicator, so every split encodes alike.
+TEST(CategoricalTest, LevelsComeFromTheWholeBuffer) {
+  absl::StatusOr<CsvTable> table =
+      ParseWith("u,c\n1,x\n2,x\n3,x\n4,z\n", {"c", "u"}, {"c"});
+  ASSERT_TRUE(table.ok()) << table.status();
+  EXPECT_THAT(table->header, ElementsAre("c=x", "c=z", "u"));
+  EXPECT_EQ(table->values.block(0, 0, 2, 3),
+            (Eigen::MatrixXd(2, 3) << 1, 1, 1, 0, 0, 0).finished());
+}
+
+TEST(CategoricalTest, QuotedAndSpacedValuesAreOneLevel) {
+  absl::StatusOr<CsvTable> table =
+      ParseWith("c,d\n\"a,b\",1\n a,b ,2\n", {}, {"c"});
+  // The second row has three fields: "a", "b " and "2".
+  EXPECT_FALSE(table.ok());
+  table = ParseWith("c,d\n\"a b\",1\n a b ,2\n\"x\"\"y\",3\n", {}, {"c"});
+  ASSERT_TRUE(table.ok()) << table.status();
+  EXPECT_THAT(table->columns[0].levels, ElementsAre("a b", "x\"y"));
+}
+
+TEST(CategoricalTest, ColumnSelectedTwiceIsEncodedTwice) {
+  absl::StatusOr<CsvTable> table =
+      ParseWith("u,c\n1,p\n2,q\n", {"c", "u", "1"}, {"c"});
+  ASSERT_TRUE(table.ok()) << table.status();
+  EXPECT_THAT(table->header, ElementsAre("c=p", "c=q", "u", "c=p", "c=q"));
+  EXPECT_EQ(table->columns[2].first, 3);
+}
+
+TEST(CategoricalTest, MissingCategoryIsAnErrorUnlessKept) {
+  EXPECT_THAT(Message(ParseWith("u,c\n1,p\n2,NA\n", {}, {"c"}).status()),
+              AllOf(HasSubstr("line 3"), HasSubstr("column 'c'"),
+                    HasSubstr("missing value 'NA'")));
+  EXPECT_THAT(Message(ParseWith("u,c\n1,p\n2,\n", {}, {"c"}).status()),
+              HasSubstr("missing value (empty field)"));
+  absl::StatusOr<CsvTable> table =
+      ParseWith("u,c\n1,p\n2,NA\n3,q\n", {}, {"c"}, true);
+  ASSERT_TRUE(table.ok()) << table.status();
+  EXPECT_THAT(table->columns[1].levels, ElementsAre("p", "q"));
+  EXPECT_TRUE(std::isnan(table->values(1, 1)));
+  EXPECT_TRUE(std::isnan(table->values(2, 1)));
+  EXPECT_EQ(table->values(0, 1), 2.0);
+  EXPECT_EQ(table->values(2, 2), 1.0);
+}
+
+TEST(CategoricalTest, RejectsUnknownAndUnselectedCategoricalColumns) {
+  EXPECT_THAT(Message(ParseWith("u,c\n1,p\n", {}, {"d"}).status()),
+              HasSubstr("unknown column 'd'"));
+  EXPECT_THAT(Message(ParseWith("u,c\n1,p\n", {"u"}, {"c"}).status()),
+              HasSubstr("categorical column 'c' is not among the selected"));
+}
+
+TEST(CategoricalTest, WithoutCategoriesTheLayoutIsUnchanged) {
+  absl::StatusOr<CsvTable> table = ParseWith("a,b\n1,2\n3,4\n", {"b", "a"}, {});
+  ASSERT_TRUE(table.ok()) << table.status();
+  ASSERT_EQ(table->columns.size(), 2u);
+  EXPECT_EQ(table->columns[0].name, "b");
+  EXPECT_EQ(table->columns[1].first, 1);
+  EXPECT_EQ(table->values, (Eigen::MatrixXd(2, 2) << 2, 4, 1, 3).finished());
+}
+
+TEST(KeepMissingTest, MissingNumbersBecomeNanButInfStaysAnError) {
+  absl::StatusOr<CsvTable> table =
+      ParseWith("a,b\n1,2\n,NA\nnan,? \n5,6\n", {}, {}, true);
+  ASSERT_TRUE(table.ok()) << table.status();
+  EXPECT_EQ(table->num_rows(), 4);
+  for (int r : {1, 2}) {
+    EXPECT_TRUE(std::isnan(table->values(0, r)));
+    EXPECT_TRUE(std::isnan(table->values(1, r)));
+  }
+  EXPECT_EQ(table->values(1, 3), 6.0);
+  EXPECT_THAT(Message(ParseWith("a\n1\ninf\n", {}, {}, true).status()),
+              HasSubstr("non-finite value 'inf'"));
+  EXPECT_THAT(Message(ParseWith("a\n1\nred\n", {}, {}, true).status()),
+              HasSubstr("'red' is not a number"));
+}
+
+TEST(ParseCsvHeaderTest, ReadsOnlyTheHeader) {
+  absl::StatusOr<std::vector<std::string>> header =
+      ParseCsvHeader("\xEF\xBB\xBF\"a\", b,c\r\nnot,even,numbers,here\n");
+  ASSERT_TRUE(header.ok()) << header.status();
+  EXPECT_THAT(*header, ElementsAre("a", "b", "c"));
+  EXPECT_THAT(Message(ParseCsvHeader("").status()), HasSubstr("empty"));
+  EXPECT_THAT(Message(ParseCsvHeader("a,a\n1,2\n").status()),
+              HasSubstr("duplicate"));
+}
+
 // --- The real benchmark files, when ../shared/data is beside the checkout. ---
 
 std::filesystem::path SharedData() {
@@ -451,6 +592,35 @@ TEST(RealDataTest, WienerHammersteinLargestFile) {
   EXPECT_EQ(table->num_rows(), 188000);
   EXPECT_EQ(table->values(0, 0), -0.11604953411733732);
   EXPECT_TRUE(table->values.allFinite());
+}
+
+TEST(RealDataTest, MvCategoricalColumns) {
+  SKIP_WITHOUT_SHARED_DATA();
+  absl::StatusOr<CsvTable> table = ParseWith(
+      ReadFile(SharedData() / "mv" / "mv.csv"), {}, {"x3", "x7", "x8"});
+  ASSERT_TRUE(table.ok()) << table.status();
+  EXPECT_EQ(table->num_rows(), 40768);
+  EXPECT_EQ(table->num_columns(), 15);  // 8 numbers (class too), 3 + 2 + 2
+  EXPECT_THAT(table->columns[2].levels, ElementsAre("brown", "green", "red"));
+  EXPECT_THAT(table->columns[6].levels, ElementsAre("no", "yes"));
+  EXPECT_THAT(table->columns[7].levels, ElementsAre("large", "normal"));
+  EXPECT_EQ(table->values(table->columns[2].first, 0), 1.0);  // brown
+  EXPECT_TRUE(table->values.allFinite());
+}
+
+TEST(RealDataTest, BeijingPm25KeepsMissingValuesForDropping) {
+  SKIP_WITHOUT_SHARED_DATA();
+  absl::StatusOr<CsvTable> table =
+      ParseWith(ReadFile(SharedData() / "beijing_pm25" /
+                         "PRSA_data_2010.1.1-2014.12.31.csv"),
+                {"pm2.5", "cbwd", "DEWP"}, {"cbwd"}, true);
+  ASSERT_TRUE(table.ok()) << table.status();
+  EXPECT_THAT(table->columns[1].levels, ElementsAre("NE", "NW", "SE", "cv"));
+  int missing = 0;
+  for (int r = 0; r < table->num_rows(); ++r) {
+    missing += std::isnan(table->values(0, r)) ? 1 : 0;
+  }
+  EXPECT_EQ(missing, 2067);
 }
 
 }  // namespace

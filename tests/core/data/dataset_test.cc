@@ -1,9 +1,12 @@
 #include "core/data/dataset.h"
 
+#include <algorithm>
+#include <cstdint>
 #include <string>
 #include <vector>
 
 #include "core/data/csv.h"
+#include "core/util/random.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -196,6 +199,95 @@ TEST(MakeSequencesTest, RejectsBadColumnsAndRanges) {
   EXPECT_THAT(
       Message(MakeSequences(table, {1}, {2}, {{5, 4}}, -1, {}).status()),
       AllOf(HasSubstr("ranges[0] = rows 5..4"), HasSubstr("no data")));
+}
+
+TEST(RowsOfTest, ListsTheRowsOfAllRangesInOrder) {
+  EXPECT_THAT(RowsOf({{5, 6}, {1, 2}}), ElementsAre(5, 6, 1, 2));
+  EXPECT_TRUE(RowsOf({}).empty());
+}
+
+TEST(CompleteRowsTest, LeavesOutRowsWithANan) {
+  CsvOptions options;
+  options.keep_missing = true;
+  options.categorical = {"c"};
+  absl::StatusOr<CsvTable> table =
+      ParseCsv("a,c\n1,x\nNA,x\n3,\n4,y\n", options);
+  ASSERT_TRUE(table.ok()) << table.status();
+  EXPECT_THAT(CompleteRows(*table), ElementsAre(1, 4));
+}
+
+std::vector<int64_t> Iota(int64_t n) {
+  std::vector<int64_t> rows(n);
+  for (int64_t i = 0; i < n; ++i) rows[i] = i + 1;
+  return rows;
+}
+
+std::vector<int64_t> Sorted(std::vector<int64_t> v) {
+  std::sort(v.begin(), v.end());
+  return v;
+}
+
+TEST(RandomSplitTest, SizesAreRoundedFractionsAndTheSplitsPartitionTheRows) {
+  absl::StatusOr<RowSplit> split = RandomSplit(Iota(9568), 0.1, 0.2, 2024, "s");
+  ASSERT_TRUE(split.ok()) << split.status();
+  EXPECT_EQ(split->test.size(), 1914u);  // round(1913.6)
+  EXPECT_EQ(split->validation.size(), 957u);
+  EXPECT_EQ(split->train.size(), 9568u - 1914u - 957u);
+  std::vector<int64_t> all = split->train;
+  all.insert(all.end(), split->validation.begin(), split->validation.end());
+  all.insert(all.end(), split->test.begin(), split->test.end());
+  EXPECT_EQ(Sorted(all), Iota(9568));
+  // A permutation, not the file order.
+  EXPECT_NE(split->train, Sorted(split->train));
+}
+
+TEST(RandomSplitTest, IsDeterministicInTheSeed) {
+  const auto a = RandomSplit(Iota(1000), 0.0, 0.2, 7, "s");
+  const auto b = RandomSplit(Iota(1000), 0.0, 0.2, 7, "s");
+  const auto c = RandomSplit(Iota(1000), 0.0, 0.2, 8, "s");
+  ASSERT_TRUE(a.ok() && b.ok() && c.ok());
+  EXPECT_EQ(a->train, b->train);
+  EXPECT_EQ(a->test, b->test);
+  EXPECT_NE(Sorted(a->test), Sorted(c->test));
+  EXPECT_TRUE(a->validation.empty());
+}
+
+// The permutation is core::Rng's Fisher-Yates, fixed for every platform.
+TEST(RandomSplitTest, PermutationIsPinned) {
+  const auto split = RandomSplit(Iota(10), 0.0, 0.3, 2024, "s");
+  ASSERT_TRUE(split.ok());
+  std::vector<int64_t> rows = Iota(10);
+  Rng(2024).Shuffle(&rows);
+  EXPECT_EQ(split->test, std::vector<int64_t>(rows.begin() + 7, rows.end()));
+  EXPECT_EQ(split->train, std::vector<int64_t>(rows.begin(), rows.begin() + 7));
+}
+
+TEST(RandomSplitTest, RejectsBadFractionsNamingTheField) {
+  EXPECT_THAT(Message(RandomSplit(Iota(10), 0.0, 1.0, 1, "split").status()),
+              HasSubstr("split.test_fraction is 1; it must be in [0, 1)"));
+  EXPECT_THAT(Message(RandomSplit(Iota(10), -0.1, 0.2, 1, "split").status()),
+              HasSubstr("split.validation_fraction is -0.1"));
+  EXPECT_THAT(Message(RandomSplit(Iota(10), 0.0, 0.01, 1, "split").status()),
+              HasSubstr("split.test_fraction is 0.01, which of 10 rows is no "
+                        "row"));
+  EXPECT_THAT(Message(RandomSplit(Iota(4), 0.5, 0.45, 1, "split").status()),
+              HasSubstr("leaving none for training"));
+}
+
+TEST(MakeTableFromRowsTest, GathersRowsInTheOrderGiven) {
+  const CsvTable table = SmallTable();
+  absl::StatusOr<TableData> data =
+      MakeTableFromRows(table, {1}, {2}, {8, 2, 5});
+  ASSERT_TRUE(data.ok()) << data.status();
+  EXPECT_EQ(data->x, (Eigen::MatrixXd(1, 3) << 8, 2, 5).finished());
+  EXPECT_EQ(data->y, (Eigen::MatrixXd(1, 3) << 80, 20, 50).finished());
+  EXPECT_THAT(data->input_names, ElementsAre("u"));
+  EXPECT_THAT(Message(MakeTableFromRows(table, {1}, {2}, {}).status()),
+              HasSubstr("no rows"));
+  EXPECT_THAT(Message(MakeTableFromRows(table, {1}, {2}, {9}).status()),
+              HasSubstr("row 9 is outside the table's data rows 1 to 8"));
+  EXPECT_THAT(Message(MakeTableFromRows(table, {1}, {1}, {1}).status()),
+              HasSubstr("both an input and an output"));
 }
 
 }  // namespace

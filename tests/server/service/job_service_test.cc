@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -509,6 +510,64 @@ TEST_F(JobLimitsTest, RetryOfAQueuedSubmissionSucceedsWhenTheQueueIsFull) {
   EXPECT_EQ(s.error_code(), grpc::StatusCode::ALREADY_EXISTS)
       << s.error_message();
   CancelAndWait(running.id());
+}
+
+// ---- data.categorical, data.drop_missing, random split ----
+
+// u, a category k in 0..levels-1 (stored as a number, as uploads must be),
+// and y.
+std::string CategoricalCsv(int levels) {
+  std::string csv = "u,k,y\n";
+  for (int i = 0; i < 120; ++i) {
+    absl::StrAppendFormat(&csv, "%.17g,%d,%.17g\n", std::sin(0.1 * i),
+                          i % levels, std::cos(0.1 * i) + i % levels);
+  }
+  return csv;
+}
+
+v1::JobSpec CategoricalSpec(const std::string& dataset_id) {
+  v1::JobSpec spec;
+  spec.mutable_data()->set_dataset_id(dataset_id);
+  spec.mutable_data()->add_inputs("u");
+  spec.mutable_data()->add_inputs("k");
+  spec.mutable_data()->add_outputs("y");
+  spec.mutable_data()->add_categorical("k");
+  spec.mutable_split()->set_test_fraction(0.25);
+  spec.mutable_split()->set_shuffle_seed(2024);
+  spec.mutable_model()->mutable_mlp()->add_hidden(4);
+  spec.mutable_optimizer()->mutable_lbfgs();
+  spec.mutable_stopping()->set_max_epochs(5);
+  spec.set_seed(1);
+  return spec;
+}
+
+TEST_F(JobServiceTest, CategoricalJobWithARandomSplitRunsToSuccess) {
+  const std::string dataset = UploadOrDie(CategoricalCsv(4));
+  const v1::Job job = SubmitOrDie(CategoricalSpec(dataset));
+  WaitForState(job.id(), v1::Job::SUCCEEDED);
+  v1::JobSpec bad = CategoricalSpec(dataset);
+  bad.mutable_data()->add_categorical("w");
+  v1::Job refused;
+  const grpc::Status s = Submit(bad, &refused);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(s.error_message().find("data.categorical[1] 'w'"),
+            std::string::npos)
+      << s.error_message();
+}
+
+// Submission counts a categorical column as one input (the dataset's
+// metadata has no levels); the job checks the one-hot width when it starts.
+TEST_F(JobLimitsTest, CategoricalWidthIsCheckedWhenTheJobStarts) {
+  const std::string dataset = UploadOrDie(CategoricalCsv(30));
+  // Submitted as (2 + 1) * 4 + 5 = 17 parameters, run as (31 + 1) * 4 + 5.
+  const v1::Job job = SubmitOrDie(CategoricalSpec(dataset));
+  const v1::Job failed = WaitForState(job.id(), v1::Job::FAILED);
+  EXPECT_NE(failed.reason().find("into 31 input and 1 output columns the "
+                                 "model has 133 parameters"),
+            std::string::npos)
+      << failed.reason();
+  EXPECT_NE(failed.reason().find("--max-model-params"), std::string::npos)
+      << failed.reason();
 }
 
 class JobDeadlineTest : public ServiceFixture {

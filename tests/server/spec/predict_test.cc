@@ -377,5 +377,87 @@ TEST(PredictOutputTest, CsvWithoutIntervalsOrSamplesIsTheHeader) {
   EXPECT_EQ(out.Csv(), "force_pred\n");
 }
 
+// --- Models trained with data.categorical: Predict one-hot encodes the
+// columns behind the "<column>=<level>" input names. ---
+
+// Columns u, color (red / green / blue), size (S / M / L), y.
+std::string CategoricalCsv() {
+  const char* colors[] = {"red", "green", "blue"};
+  const char* sizes[] = {"S", "M", "L"};
+  std::string s = "u,color,size,y\n";
+  for (int k = 0; k < 90; ++k) {
+    const double u = std::sin(0.1 * k);
+    absl::StrAppendFormat(&s, "%.17g,%s,%s,%.17g\n", u, colors[k % 3],
+                          sizes[(k / 3) % 3], u + (k % 3) - 0.5 * (k / 3 % 3));
+  }
+  return s;
+}
+
+Trained TrainCategorical(const std::string& extra_data) {
+  const std::string json = absl::StrFormat(
+      R"({
+        "data": {"csv_path": "x.csv", "inputs": ["color", "u", "size"],
+                 "outputs": ["y"], "categorical": ["size", "color"]%s},
+        "split": {"test_fraction": 0.2, "shuffle_seed": 4},
+        "model": {"mlp": {"hidden": [5]}},
+        "optimizer": {"lbfgs": {}},
+        "stopping": {"max_epochs": 10},
+        "seed": 3
+      })",
+      extra_data);
+  auto spec = ParseJobSpecJson(json);
+  EXPECT_TRUE(spec.ok()) << spec.status();
+  auto config = ToTrainConfig(*spec);
+  EXPECT_TRUE(config.ok()) << config.status();
+  auto data = LoadTrainData(*spec, *config, CategoricalCsv());
+  EXPECT_TRUE(data.ok()) << data.status();
+  auto result = core::Train(*config, *data, nullptr);
+  EXPECT_TRUE(result.ok()) << result.status();
+  return {ToProto(*spec, *result), result->model};
+}
+
+TEST(CategoricalPredictTest, EncodesTheColumnsBehindTheInputNames) {
+  const Trained trained = TrainCategorical("");
+  EXPECT_EQ(trained.model.input_names,
+            (std::vector<std::string>{"color=blue", "color=green", "color=red",
+                                      "u", "size=L", "size=M", "size=S"}));
+  // Other column order, an extra column, and only some of the levels.
+  const std::string csv =
+      "size,extra,u,color\n"
+      "M,x,0.5,green\n"
+      "S,y,-0.25,red\n"
+      "M,z,1,green\n";
+  auto out = Predict(trained.proto, csv, {});
+  ASSERT_TRUE(out.ok()) << out.status();
+  Eigen::MatrixXd x(7, 3);
+  x << 0, 0, 0,       //
+      1, 0, 1,        // green
+      0, 1, 0,        // red
+      0.5, -0.25, 1,  //
+      0, 0, 0,        // L
+      1, 0, 1,        // M
+      0, 1, 0;        // S
+  auto want = core::PredictTable(trained.model, x);
+  ASSERT_TRUE(want.ok()) << want.status();
+  EXPECT_EQ(out->y, *want);
+}
+
+TEST(CategoricalPredictTest, RefusesALevelTheModelWasNotTrainedOn) {
+  const Trained trained = TrainCategorical("");
+  const absl::Status s =
+      Predict(trained.proto, "u,color,size\n1,red,S\n2,purple,M\n", {})
+          .status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(),
+              HasSubstr("column 'color' has the value 'purple', which the "
+                        "model was not trained on; it knows color=blue, "
+                        "color=green, color=red"));
+  EXPECT_THAT(Predict(trained.proto, "u,size\n1,S\n", {}).status().message(),
+              HasSubstr("unknown column 'color=blue'"));
+  EXPECT_THAT(
+      Predict(trained.proto, "u,color,size\n1,red,\n", {}).status().message(),
+      HasSubstr("line 2, column 'size': missing value"));
+}
+
 }  // namespace
 }  // namespace sparrow::spec
