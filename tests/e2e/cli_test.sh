@@ -90,6 +90,45 @@ expect 0 "predicted 600 samples: BFR" "$bin" predict --local --model "$tmp/spars
 cp "$tmp/tanks.csv" "$tmp/not_a_model.json"
 expect 2 "not a sparrow.v1.TrainedModel" "$bin" predict --local --model "$tmp/not_a_model.json" --input "$tmp/tanks.csv"
 
+# --- an mlp with a categorical input, rows with missing values and a random split ---------
+python3 - "$tmp/cat.csv" <<'PY'
+import math, sys
+colors = ["red", "green", "blue"]
+with open(sys.argv[1], "w") as f:
+    f.write("u,color,y\n")
+    for k in range(200):
+        u = math.sin(0.1 * k)
+        y = "NA" if k % 50 == 7 else "%.6f" % (u + k % 3)
+        f.write("%.6f,%s,%s\n" % (u, colors[k % 3], y))
+PY
+cat > "$tmp/cat.json" <<JSON
+{
+  "data": {"csv_path": "$tmp/cat.csv", "inputs": ["u", "color"], "outputs": ["y"],
+           "categorical": ["color"], "drop_missing": true},
+  "split": {"test_fraction": 0.2, "shuffle_seed": 2024},
+  "model": {"mlp": {"hidden": [4]}},
+  "optimizer": {"lbfgs": {}},
+  "stopping": {"max_epochs": 20}
+}
+JSON
+out=$("$bin" run --local "$tmp/cat.json" --json -o "$tmp/cat_model.json" 2>/dev/null)
+if python3 - "$out" "$tmp/cat_model.json" <<'PY'
+import json, sys
+d = json.loads(sys.argv[1])["data"]
+assert (d["file_rows"], d["dropped_rows"], d["train_rows"], d["test_rows"], d["inputs"]) == (200, 4, 157, 39, 4), d
+m = json.load(open(sys.argv[2]))
+assert m["input_scaling"]["names"] == ["u", "color=blue", "color=green", "color=red"], m["input_scaling"]
+PY
+then ok; else bad "categorical run --json: $out"; fi
+expect 0 "196 of 200 rows (4 dropped for missing values); 157 train / 39 test; 4 inputs" \
+  "$bin" run --local "$tmp/cat.json"
+printf 'color,u\nblue,0.5\nred,-0.5\n' > "$tmp/cat_new.csv"
+expect 0 "predicted 2 samples" "$bin" predict --local --model "$tmp/cat_model.json" --input "$tmp/cat_new.csv"
+printf 'color,u\npurple,0.5\n' > "$tmp/cat_bad.csv"
+expect 2 "which the model was not trained on" "$bin" predict --local --model "$tmp/cat_model.json" --input "$tmp/cat_bad.csv"
+sed 's|"drop_missing": true|"drop_missing": false|' "$tmp/cat.json" > "$tmp/cat_nodrop.json"
+expect 2 "missing value 'NA'" "$bin" run --local "$tmp/cat_nodrop.json"
+
 # --- bad inputs: clear message, exit 2 ------------------------------------------------------
 csv_case() {  # csv_case NAME CONTENT NEEDLE
   printf "$2" > "$tmp/$1.csv"
