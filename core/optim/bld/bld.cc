@@ -21,8 +21,16 @@ using Eigen::VectorXd;
 // may end its line search elsewhere, or throw).
 class BlockFunctor {
  public:
-  explicit BlockFunctor(LayeredObjective* objective) : objective_(objective) {}
+  // Thrown when the run's wall-clock budget is spent mid-solve.
+  struct OutOfTime {};
+
+  BlockFunctor(LayeredObjective* objective, const internal::RunMonitor* monitor,
+               double max_seconds)
+      : objective_(objective), monitor_(monitor), max_seconds_(max_seconds) {}
   double operator()(const VectorXd& v, VectorXd& grad) {
+    if (max_seconds_ > 0 && monitor_->Elapsed() >= max_seconds_) {
+      throw OutOfTime{};
+    }
     const double f = objective_->EvaluateBlock(v, &grad);
     if (!std::isfinite(f)) {
       grad.setZero();
@@ -39,6 +47,8 @@ class BlockFunctor {
 
  private:
   LayeredObjective* objective_;
+  const internal::RunMonitor* monitor_;
+  double max_seconds_;
   double best_ = std::numeric_limits<double>::infinity();
   VectorXd best_v_;
 };
@@ -185,11 +195,15 @@ Summary MinimizeB2ld(const B2ldOptions& options, LayeredObjective& objective,
         param.epsilon = epsilon;
         LBFGSpp::LBFGSSolver<double, LBFGSpp::LineSearchNocedalWright> solver(
             param);
-        BlockFunctor functor(&objective);
+        BlockFunctor functor(&objective, &monitor, options.max_seconds);
         VectorXd x = v;
         double fx = f_l;
         try {
           solver.minimize(functor, x, fx);
+        } catch (const BlockFunctor::OutOfTime&) {
+          // The budget ran out mid-solve: the best point so far is still a
+          // candidate (checked against (4)/(5) below), then the run ends.
+          out_of_time = true;
         } catch (const std::exception&) {
           // Line-search trouble: the best point seen is still a candidate.
         }
