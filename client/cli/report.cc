@@ -38,6 +38,11 @@ nlohmann::json RunJson(const RunReport& r) {
     }
   }
   if (!r.removed.empty()) j["removed"] = r.removed;
+  if (!r.extras.empty()) {
+    nlohmann::json extras = nlohmann::json::object();
+    for (const auto& [name, value] : r.extras) extras[name] = value;
+    j["optimizer"] = extras;
+  }
   return j;
 }
 
@@ -96,6 +101,9 @@ RunReport MakeReport(uint64_t seed, const core::TrainResult& result) {
   r.message = result.summary.message;
   r.layers = m.layers;
   r.removed = m.removed;
+  if (!result.summary.history.empty()) {
+    r.extras = result.summary.history.back().extras;
+  }
   r.validation = std::numeric_limits<double>::quiet_NaN();
   for (const core::IterationRecord& rec : result.summary.history) {
     if (std::isfinite(rec.validation_metric) &&

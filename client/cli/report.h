@@ -29,6 +29,9 @@ struct RunReport {
   // mlp / narx_mlp: sparsity per weight matrix and the removed lags / neurons.
   std::vector<core::LayerSparsity> layers;
   std::vector<std::string> removed;
+  // The optimizer's own quantities at its last report (e.g. B2LD's gradient
+  // norm and block updates per layer, ADMM's residuals).
+  std::vector<std::pair<std::string, double>> extras;
 };
 
 RunReport MakeReport(uint64_t seed, const core::TrainResult& result);

@@ -295,6 +295,21 @@ absl::Status TrainConfig::Validate() const {
           " trains mlp models with loss LOSS_MSE (Palagi & Seccia's "
           "least-squares networks)"));
     }
+    // Their objective has its own weight decay (optimizer.*.rho) and their
+    // own stopping tests: refuse settings they would silently ignore.
+    if (rho_theta != 0.0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "regularization.rho_theta is not used by ", name, "; set ", name,
+          ".rho (the weight decay of its "
+          "objective)"));
+    }
+    if (tolerance != 0.0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "stopping.tolerance is not used by ", name,
+          optimizer == OptimizerKind::kB2ld
+              ? "; use optimizer.b2ld.relative_decrease and gradient_tolerance"
+              : "; BLInG stops on max_epochs or max_seconds"));
+    }
     const absl::Status s =
         optimizer == OptimizerKind::kB2ld ? b2ld.Validate() : bling.Validate();
     if (!s.ok()) {

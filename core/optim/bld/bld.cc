@@ -168,6 +168,23 @@ Summary MinimizeB2ld(const B2ldOptions& options, LayeredObjective& objective,
     bool all_small = true;
     bool out_of_time = false;
     int lbfgs = 0, armijo = 0, skipped = 0;
+    // `grad` is the full gradient at *w until a block changes: the skip test
+    // of the blocks before the first update reads it instead of a block
+    // evaluation (same decision, no cost).
+    bool grad_current = true;
+    if (options.order != LayerOrder::kReshuffled) {
+      // A sweep that would skip every block changes nothing but the
+      // tolerance: shrink it as those sweeps would, without running them.
+      double largest = 0.0;
+      for (int l = 0; l < layers; ++l) {
+        largest = std::max(largest, grad.segment(objective.block_offset(l),
+                                                 objective.block_size(l))
+                                        .norm());
+      }
+      while (epsilon >= largest && largest > 0.0) {
+        epsilon *= options.epsilon_decay;
+      }
+    }
     for (int l : LayerSequence(options.order, layers, &rng)) {
       if (options.max_seconds > 0 && monitor.Elapsed() >= options.max_seconds) {
         out_of_time = true;
@@ -175,6 +192,11 @@ Summary MinimizeB2ld(const B2ldOptions& options, LayeredObjective& objective,
       }
       const int off = objective.block_offset(l);
       const int size = objective.block_size(l);
+      if (grad_current && grad.segment(off, size).norm() <= epsilon) {
+        ++st.skipped[l];
+        ++skipped;
+        continue;
+      }
       objective.SetBlock(*w, l);
       v = w->segment(off, size);
       const double f_l = objective.EvaluateBlock(v, &g);
@@ -184,6 +206,7 @@ Summary MinimizeB2ld(const B2ldOptions& options, LayeredObjective& objective,
         ++skipped;
         continue;
       }
+      grad_current = false;  // this block is about to change
       // The block solve: L-BFGS to the current accuracy (or, for the last
       // layer when asked, the exact least-squares solution).
       VectorXd v_star = v;
