@@ -181,8 +181,11 @@ Summary MinimizeB2ld(const B2ldOptions& options, LayeredObjective& objective,
                                                  objective.block_size(l))
                                         .norm());
       }
-      while (epsilon >= largest && largest > 0.0) {
+      // Each folded sweep still counts against the sweep budget.
+      while (epsilon >= largest && largest > 0.0 &&
+             sweep < options.max_sweeps) {
         epsilon *= options.epsilon_decay;
+        ++sweep;
       }
     }
     for (int l : LayerSequence(options.order, layers, &rng)) {
