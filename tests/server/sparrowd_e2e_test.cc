@@ -599,20 +599,8 @@ class SparrowdE2E : public ::testing::Test {
   grpc::Status Upload(const std::string& csv, v1::UploadDatasetResponse* out,
                       size_t chunk = 1000) {
     auto context = Context();
-    auto writer = datasets_->Upload(context.get(), out);
-    for (size_t offset = 0; offset < csv.size(); offset += chunk) {
-      v1::UploadDatasetRequest request;
-      if (offset == 0) request.set_name("tanks.csv");
-      request.set_offset(static_cast<int64_t>(offset));
-      request.set_data(csv.substr(offset, chunk));
-      if (offset + chunk >= csv.size()) {
-        request.set_finish(true);
-        request.set_sha256(Sha256Hex(csv));
-      }
-      if (!writer->Write(request)) break;
-    }
-    writer->WritesDone();
-    return writer->Finish();
+    return testing::UploadChunks(datasets_.get(), context.get(), csv, chunk,
+                                 out);
   }
 
   std::string UploadOrDie(const std::string& csv) {

@@ -61,6 +61,29 @@ inline v1::JobSpec SmallSpec(const std::string& dataset_id,
   return spec;
 }
 
+// A well-formed upload: `csv` in chunks of `chunk` bytes, offsets in order,
+// the SHA-256 with the last one (an empty csv is one empty last chunk).
+inline grpc::Status UploadChunks(v1::DatasetService::Stub* stub,
+                                 grpc::ClientContext* context,
+                                 const std::string& csv, size_t chunk,
+                                 v1::UploadDatasetResponse* out) {
+  auto writer = stub->Upload(context, out);
+  for (size_t offset = 0; offset < csv.size() || offset == 0; offset += chunk) {
+    v1::UploadDatasetRequest request;
+    if (offset == 0) request.set_name("tanks.csv");
+    request.set_offset(static_cast<int64_t>(offset));
+    request.set_data(csv.substr(offset, chunk));
+    if (offset + chunk >= csv.size()) {
+      request.set_finish(true);
+      request.set_sha256(Sha256Hex(csv));
+    }
+    if (!writer->Write(request)) break;
+    if (csv.empty()) break;
+  }
+  writer->WritesDone();
+  return writer->Finish();
+}
+
 class ServerFixture : public ::testing::Test {
  protected:
   // Override to change options before the server starts.
@@ -114,22 +137,7 @@ class ServerFixture : public ::testing::Test {
   grpc::Status Upload(const std::string& csv, v1::UploadDatasetResponse* out,
                       const std::string& token = "", size_t chunk = 1000) {
     auto context = Context(token);
-    auto writer = datasets_->Upload(context.get(), out);
-    for (size_t offset = 0; offset < csv.size() || offset == 0;
-         offset += chunk) {
-      v1::UploadDatasetRequest request;
-      if (offset == 0) request.set_name("tanks.csv");
-      request.set_offset(static_cast<int64_t>(offset));
-      request.set_data(csv.substr(offset, chunk));
-      if (offset + chunk >= csv.size()) {
-        request.set_finish(true);
-        request.set_sha256(Sha256Hex(csv));
-      }
-      if (!writer->Write(request)) break;
-      if (csv.empty()) break;
-    }
-    writer->WritesDone();
-    return writer->Finish();
+    return UploadChunks(datasets_.get(), context.get(), csv, chunk, out);
   }
 
   std::string UploadOrDie(const std::string& csv,
