@@ -82,7 +82,20 @@ GaussNewton::Outcome GaussNewton::Step(Eigen::VectorXd* w) {
   out.value = v0;
   if (!std::isfinite(v0)) return out;
   h_.triangularView<Eigen::StrictlyUpper>() = h_.transpose();
-  return Search(w, v0, false);
+  const double lambda_start = lambda_;
+  out = Search(w, v0, false);
+  if (out.accepted) return out;
+  // A^T A squares the condition number of A. Where the sensitivities explode
+  // (a nearly unstable f_x along the trace) its entries reach 1e20 and the
+  // L2 rows drown in rounding, so the Cholesky step is no longer a descent
+  // direction. The QR of A keeps them: retry the epoch that way, with the
+  // damping it started from, before giving up.
+  lambda_ = lambda_start;
+  const int trials = out.trials;
+  out = StepQr(w);
+  out.trials += trials;
+  out.qr_fallback = true;
+  return out;
 }
 
 GaussNewton::Outcome GaussNewton::StepQr(Eigen::VectorXd* w) {
@@ -139,6 +152,9 @@ GaussNewton::Outcome GaussNewton::Search(Eigen::VectorXd* w, double v0,
     if (!(qr ? SolveQr(0.0) : Solve(0.0))) return out;
     // grad V^T p = -g^T p (Bemporad §3.3).
     const double slope = -g_.dot(p_);
+    // Not a descent direction: only rounding can cause it (H is positive
+    // definite), and no backtracking can repair it.
+    if (!(slope < 0)) return out;
     double alpha = 1.0;
     for (int j = 0; j < options_.max_backtracks; ++j) {
       ++out.trials;
@@ -196,8 +212,10 @@ Summary MinimizeGaussNewton(const GaussNewtonOptions& options,
     monitor.Finish(Termination::kDiverged);
     return summary;
   }
+  int qr_fallbacks = 0;
   for (int epoch = 1;; ++epoch) {
     const GaussNewton::Outcome step = solver.Step(w);
+    if (step.qr_fallback) ++qr_fallbacks;
     if (!step.accepted) {
       summary.iterations = epoch - 1;
       summary.message =
@@ -219,6 +237,12 @@ Summary MinimizeGaussNewton(const GaussNewtonOptions& options,
       break;
     }
     previous = loss;
+  }
+  if (qr_fallbacks > 0) {
+    absl::StrAppend(&summary.message, summary.message.empty() ? "" : "; ",
+                    qr_fallbacks,
+                    " epoch(s) re-solved by QR (ill-conditioned normal "
+                    "equations)");
   }
   return summary;
 }

@@ -72,6 +72,9 @@ class GaussNewton {
     double value = 0.0;  // sum-form V (plus the quadratic term) after the step
     double step = 0.0;   // alpha (NAILS) or lambda (NAILM) used
     int trials = 0;
+    // The normal equations found no step and the epoch was redone with the
+    // QR factorization.
+    bool qr_fallback = false;
   };
 
   GaussNewton(const GaussNewtonOptions& options, LeastSquaresProblem* problem);

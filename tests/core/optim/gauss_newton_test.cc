@@ -244,6 +244,51 @@ TEST(GaussNewtonTest, NonFiniteTrialsAreRejectedNeverAccepted) {
   }
 }
 
+// Normal equations ruined by rounding (here: negated, as if A^T A had lost
+// its L2 rows to 1e20-sized entries), while the QR factor of A is exact.
+class LossyNormalEquations : public LinearLeastSquares {
+ public:
+  using LinearLeastSquares::LinearLeastSquares;
+  double NormalEquations(const VectorXd& w, MatrixXd* h, VectorXd* g) override {
+    const double v = LinearLeastSquares::NormalEquations(w, h, g);
+    *h = -*h;
+    return v;
+  }
+  double TriangularFactor(const VectorXd& w, MatrixXd* r,
+                          VectorXd* d) override {
+    MatrixXd h;
+    VectorXd g;
+    const double v = LinearLeastSquares::NormalEquations(w, &h, &g);
+    const MatrixXd full = h.selfadjointView<Eigen::Lower>();
+    *r = full.llt().matrixU();
+    *d = r->transpose().triangularView<Eigen::Lower>().solve(g);
+    return v;
+  }
+};
+
+TEST(GaussNewtonTest, RejectedCholeskyEpochIsRetriedWithQr) {
+  for (auto method : {GaussNewtonOptions::Method::kLineSearch,
+                      GaussNewtonOptions::Method::kLevenbergMarquardt}) {
+    const MatrixXd x = RandomMatrix(50, 6, 1);
+    const VectorXd truth = VectorXd::LinSpaced(6, -1.0, 1.5);
+    LossyNormalEquations problem(x, x * truth, 0.0, 1e9);
+    GaussNewtonOptions o;
+    o.method = method;
+    o.lambda0 = 1e-9;
+    VectorXd w = VectorXd::Zero(6);
+    GaussNewton solver(o, &problem);
+    const GaussNewton::Outcome step = solver.Step(&w);
+    ASSERT_TRUE(step.accepted);
+    EXPECT_TRUE(step.qr_fallback);
+    // The linear problem is solved by the first (QR) Gauss-Newton step.
+    EXPECT_LT((w - truth).norm(), 1e-6);
+    w.setZero();
+    const Summary s = MinimizeGaussNewton(o, problem, &w, nullptr);
+    EXPECT_NE(s.message.find("re-solved by QR"), std::string::npos)
+        << s.message;
+  }
+}
+
 TEST(GaussNewtonTest, OptionsValidateAndNameTheField) {
   EXPECT_TRUE(GaussNewtonOptions().Validate().ok());
   GaussNewtonOptions o;
