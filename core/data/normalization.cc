@@ -2,6 +2,7 @@
 
 #include <cassert>
 #include <cmath>
+#include <limits>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -50,6 +51,34 @@ Normalizer Normalizer::FitZScore(
     // Written so that a NaN deviation also falls back to 1.
     if (!(normalizer.scale(i) >
           kConstantChannelTolerance * std::abs(normalizer.mean(i)))) {
+      normalizer.scale(i) = 1.0;
+    }
+  }
+  return normalizer;
+}
+
+Normalizer Normalizer::FitMinMax(
+    const std::vector<const Eigen::MatrixXd*>& blocks) {
+  if (blocks.empty() || blocks.front() == nullptr) return Identity(0);
+  const Eigen::Index n = blocks.front()->rows();
+  Eigen::VectorXd lo =
+      Eigen::VectorXd::Constant(n, std::numeric_limits<double>::infinity());
+  Eigen::VectorXd hi = -lo;
+  Eigen::Index count = 0;
+  for (const Eigen::MatrixXd* block : blocks) {
+    assert(block != nullptr && block->rows() == n);
+    if (block == nullptr || block->rows() != n || block->cols() == 0) continue;
+    lo = lo.cwiseMin(block->rowwise().minCoeff());
+    hi = hi.cwiseMax(block->rowwise().maxCoeff());
+    count += block->cols();
+  }
+  if (count == 0) return Identity(static_cast<int>(n));
+  Normalizer normalizer;
+  normalizer.mean = lo;
+  normalizer.scale = hi - lo;
+  for (Eigen::Index i = 0; i < n; ++i) {
+    // Written so that a NaN range also falls back to 1.
+    if (!(normalizer.scale(i) > kConstantChannelTolerance * std::abs(lo(i)))) {
       normalizer.scale(i) = 1.0;
     }
   }

@@ -30,6 +30,12 @@ struct Normalizer {
   static Normalizer FitZScore(
       const std::vector<const Eigen::MatrixXd*>& blocks);
 
+  // Min-max over the samples of all blocks together: v = min maps to 0 and
+  // v = max to 1 (mean holds the minimum, scale the range). A constant channel
+  // (range at most 1e-10 |min|) gets scale 1. Same preconditions as FitZScore.
+  static Normalizer FitMinMax(
+      const std::vector<const Eigen::MatrixXd*>& blocks);
+
   // Number of channels.
   int size() const { return static_cast<int>(mean.size()); }
 

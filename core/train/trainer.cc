@@ -17,6 +17,20 @@ namespace {
 
 bool IsClassification(const Loss& loss) { return loss.kind != LossKind::kMse; }
 
+data::Normalizer FitScaling(TrainConfig::Scaling scaling,
+                            const std::vector<const Eigen::MatrixXd*>& blocks) {
+  switch (scaling) {
+    case TrainConfig::Scaling::kZScore:
+      return data::Normalizer::FitZScore(blocks);
+    case TrainConfig::Scaling::kMinMax:
+      return data::Normalizer::FitMinMax(blocks);
+    case TrainConfig::Scaling::kNone:
+      break;
+  }
+  return data::Normalizer::Identity(
+      blocks.empty() ? 0 : static_cast<int>(blocks.front()->rows()));
+}
+
 absl::Status Positive(absl::string_view field, double v) {
   if (v > 0 && std::isfinite(v)) return absl::OkStatus();
   return OptionError(field, v, "positive");
@@ -455,14 +469,11 @@ absl::StatusOr<TrainResult> Train(const TrainConfig& config,
     train_table = t;
     model.input_names = t.input_names;
     model.output_names = t.output_names;
-    model.input_scaling = config.normalize
-                              ? data::Normalizer::FitZScore({&t.x})
-                              : data::Normalizer::Identity(t.x.rows());
-    const bool scale_outputs =
-        config.normalize && !IsClassification(config.loss);
-    model.output_scaling = scale_outputs
-                               ? data::Normalizer::FitZScore({&t.y})
-                               : data::Normalizer::Identity(t.y.rows());
+    model.input_scaling = FitScaling(config.scaling, {&t.x});
+    model.output_scaling =
+        FitScaling(IsClassification(config.loss) ? TrainConfig::Scaling::kNone
+                                                 : config.scaling,
+                   {&t.y});
     model.input_scaling.Apply(&train_table.x);
     model.output_scaling.Apply(&train_table.y);
     int n_out = static_cast<int>(t.y.rows());
@@ -488,11 +499,11 @@ absl::StatusOr<TrainResult> Train(const TrainConfig& config,
       us.push_back(&t.u);
       ys.push_back(&t.y);
     }
-    model.input_scaling = config.normalize ? data::Normalizer::FitZScore(us)
-                                           : data::Normalizer::Identity(s.n_u);
-    model.output_scaling = config.normalize && !IsClassification(config.loss)
-                               ? data::Normalizer::FitZScore(ys)
-                               : data::Normalizer::Identity(s.n_y);
+    model.input_scaling = FitScaling(config.scaling, us);
+    model.output_scaling =
+        FitScaling(IsClassification(config.loss) ? TrainConfig::Scaling::kNone
+                                                 : config.scaling,
+                   ys);
     train_seq = Scaled(s, model.input_scaling, model.output_scaling);
     if (config.model.kind == ModelKind::kNarxMlp) {
       SPARROW_ASSIGN_OR_RETURN(

@@ -72,7 +72,10 @@ struct TrainConfig {
   int patience =
       0;  // validation reports without improvement before stopping; 0 = off
   int report_every = 1;
-  bool normalize = true;
+  // Per-channel scaling of inputs and (regression) outputs, fitted on the
+  // training split and stored with the model.
+  enum class Scaling { kZScore, kMinMax, kNone };
+  Scaling scaling = Scaling::kZScore;
   uint64_t seed = 0;
   // Warm start / resume from a checkpoint: when not empty, the optimizer starts
   // from these parameters (the normalized-units vector an IterationRecord

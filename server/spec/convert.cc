@@ -825,7 +825,23 @@ absl::StatusOr<core::TrainConfig> ToTrainConfig(const v1::JobSpec& spec) {
                              ">= 0");
   }
   c.report_every = stop.report_every() == 0 ? 1 : stop.report_every();
-  c.normalize = spec.normalization() != v1::NORMALIZATION_NONE;
+  switch (spec.normalization()) {
+    case v1::NORMALIZATION_NONE:
+      c.scaling = core::TrainConfig::Scaling::kNone;
+      break;
+    case v1::NORMALIZATION_MINMAX:
+      c.scaling = core::TrainConfig::Scaling::kMinMax;
+      break;
+    case v1::NORMALIZATION_UNSPECIFIED:
+    case v1::NORMALIZATION_ZSCORE:
+      c.scaling = core::TrainConfig::Scaling::kZScore;
+      break;
+    default:
+      return absl::InvalidArgumentError(absl::StrCat(
+          "normalization has an unknown value ", spec.normalization(),
+          "; use NORMALIZATION_ZSCORE, NORMALIZATION_MINMAX or "
+          "NORMALIZATION_NONE"));
+  }
   c.seed = spec.seed();
   SPARROW_RETURN_IF_ERROR(c.Validate());
   return c;

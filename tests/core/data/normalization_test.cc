@@ -80,6 +80,33 @@ TEST(NormalizerTest, ConstantChannelGetsScaleOne) {
   EXPECT_NEAR(data.row(0).cwiseAbs().maxCoeff(), 0.0, 1e-15);
 }
 
+TEST(NormalizerTest, FitMinMaxMapsTheTrainingRangeToUnitInterval) {
+  Eigen::MatrixXd a(3, 2), b(3, 3);
+  a << -2, 5, 7, 7, 1e6, 1e6 + 4;
+  b << 0, 1, 3, 7, 7, 7, 1e6 + 1, 1e6 + 2, 1e6 + 3;
+  const Normalizer normalizer = Normalizer::FitMinMax({&a, &b});
+  ASSERT_EQ(normalizer.size(), 3);
+  EXPECT_TRUE(normalizer.Validate().ok());
+  EXPECT_EQ(normalizer.mean(0), -2.0);
+  EXPECT_EQ(normalizer.scale(0), 7.0);
+  EXPECT_EQ(normalizer.scale(1), 1.0) << "a constant channel keeps scale 1";
+  EXPECT_EQ(normalizer.scale(2), 4.0);
+  Eigen::MatrixXd pooled(3, 5);
+  pooled << a, b;
+  normalizer.Apply(&pooled);
+  for (int i : {0, 2}) {
+    EXPECT_DOUBLE_EQ(pooled.row(i).minCoeff(), 0.0);
+    EXPECT_DOUBLE_EQ(pooled.row(i).maxCoeff(), 1.0);
+  }
+  EXPECT_EQ(pooled.row(1).cwiseAbs().maxCoeff(), 0.0);
+  normalizer.Invert(&pooled);
+  Eigen::MatrixXd original(3, 5);
+  original << a, b;
+  EXPECT_LE((pooled - original).cwiseAbs().maxCoeff(), 1e-9);
+  const Eigen::MatrixXd empty(3, 0);
+  EXPECT_EQ(Normalizer::FitMinMax({&empty}).scale, Eigen::VectorXd::Ones(3));
+}
+
 TEST(NormalizerTest, NoSamplesGivesIdentity) {
   const Eigen::MatrixXd empty(3, 0);
   const Normalizer normalizer = Normalizer::FitZScore({&empty});

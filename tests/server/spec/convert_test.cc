@@ -54,6 +54,28 @@ TEST(ConvertTest, ValidSpecLoads) {
   EXPECT_TRUE(Load(kRnnSpec, Csv(200)).ok());
 }
 
+TEST(ConvertTest, NormalizationChoosesTheScaling) {
+  for (const auto& [value, scaling] :
+       {std::pair{"\"NORMALIZATION_MINMAX\"",
+                  core::TrainConfig::Scaling::kMinMax},
+        std::pair{"\"NORMALIZATION_NONE\"", core::TrainConfig::Scaling::kNone},
+        std::pair{"\"NORMALIZATION_ZSCORE\"",
+                  core::TrainConfig::Scaling::kZScore}}) {
+    auto spec = ParseJobSpecJson(
+        Replace(kRnnSpec, "\"seed\": 7",
+                std::string("\"seed\": 7, \"normalization\": ") + value));
+    ASSERT_TRUE(spec.ok()) << spec.status();
+    auto config = ToTrainConfig(*spec);
+    ASSERT_TRUE(config.ok()) << config.status();
+    EXPECT_EQ(config->scaling, scaling) << value;
+  }
+  auto spec = ParseJobSpecJson(kRnnSpec);
+  ASSERT_TRUE(spec.ok());
+  EXPECT_EQ(ToTrainConfig(*spec)->scaling, core::TrainConfig::Scaling::kZScore);
+  spec->set_normalization(static_cast<v1::Normalization>(9));
+  ExpectError(ToTrainConfig(*spec).status(), "normalization has an unknown");
+}
+
 TEST(ConvertTest, UnknownFieldIsAnError) {
   ExpectError(Load(Replace(kRnnSpec, "\"seed\": 7", "\"seed\": 7, \"sede\": 1"),
                    Csv(200)),
