@@ -82,15 +82,14 @@ GaussNewton::Outcome GaussNewton::Step(Eigen::VectorXd* w) {
   out.value = v0;
   if (!std::isfinite(v0)) return out;
   h_.triangularView<Eigen::StrictlyUpper>() = h_.transpose();
-  const double lambda_start = lambda_;
   out = Search(w, v0, false);
   if (out.accepted) return out;
   // A^T A squares the condition number of A. Where the sensitivities explode
   // (a nearly unstable f_x along the trace) its entries reach 1e20 and the
   // L2 rows drown in rounding, so the Cholesky step is no longer a descent
-  // direction. The QR of A keeps them: retry the epoch that way, with the
-  // damping it started from, before giving up.
-  lambda_ = lambda_start;
+  // direction. The QR of A keeps them: retry the epoch that way before giving
+  // up. NAILM goes on from the damping the rejected trials reached (such
+  // regions also need far more damping than usual); NAILS starts again at 1.
   const int trials = out.trials;
   out = StepQr(w);
   out.trials += trials;
