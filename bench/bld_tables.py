@@ -11,7 +11,7 @@ dataset, net and seed the two methods start from the same point, minimize the sa
 
     f(w) = (1/P) sum_p ||yhat_p(w) - y_p||^2 + rho ||w||^2,     rho = 1e-3 / n
 
-(P training rows, n weights; data z-scored by the trainer) under the same wall-clock budget,
+(P training rows, n weights; data scaled by the trainer as the spec says: z-score or min-max) under the same wall-clock budget,
 and "a method beats the other if its value is better by more than 5 %": a beats b when
 a < 0.95 b. The counts are [wins ; defeats] of the block method, on the final objective and on
 the test error.
@@ -38,8 +38,8 @@ How the two methods are made to minimize the same f (checked at run time, see ca
   is the paper's at the start; --lbfgs-gradient literal passes 1e-3.
 - B2LD keeps its defaults (gradient 1e-3 absolute, relative decrease 1e-4 per block).
 - Test error: the CLI reports test_rmse in data units; test MSE in standardized units is
-  (test_rmse / sd_y)^2 with sd_y the training output's standard deviation (the trainer's
-  z-score), recovered in the calibration. The win counts do not depend on the scale.
+  (test_rmse / sd_y)^2 with sd_y the trainer's output scale (standard deviation for z-score,
+  range for min-max), recovered in the calibration. The win counts do not depend on the scale.
 
 Every run is `sparrow run --local SPEC --seeds 1 --threads 1 --json` from the repository root,
 --jobs at a time; the two methods of one seed are queued next to each other so that they run
@@ -552,7 +552,7 @@ def markdown(summary, meta):
         parts.append("")
         parts.append("Best of the seeds (lowest objective; test MSE of that run), medians, mean "
                      "optimizer seconds and epochs (B2LD: sweeps; L-BFGS: improvements; BLInG/IG: "
-                     "passes over the data); objective and test MSE in z-scored units:\n")
+                     "passes over the data); objective and test MSE in the trainer's normalized units:\n")
         hdr = ["dataset", "net", "%s best obj" % lb, "%s best obj" % lbase,
                "%s median obj" % lb, "%s median obj" % lbase,
                "%s test (best run)" % lb, "%s test (best run)" % lbase,
