@@ -31,6 +31,15 @@ data::Normalizer FitScaling(TrainConfig::Scaling scaling,
       blocks.empty() ? 0 : static_cast<int>(blocks.front()->rows()));
 }
 
+// Targets of a classification loss stay 0/1 or labels.
+data::Normalizer FitOutputScaling(
+    const TrainConfig& config,
+    const std::vector<const Eigen::MatrixXd*>& blocks) {
+  return FitScaling(IsClassification(config.loss) ? TrainConfig::Scaling::kNone
+                                                  : config.scaling,
+                    blocks);
+}
+
 absl::Status Positive(absl::string_view field, double v) {
   if (v > 0 && std::isfinite(v)) return absl::OkStatus();
   return OptionError(field, v, "positive");
@@ -470,10 +479,7 @@ absl::StatusOr<TrainResult> Train(const TrainConfig& config,
     model.input_names = t.input_names;
     model.output_names = t.output_names;
     model.input_scaling = FitScaling(config.scaling, {&t.x});
-    model.output_scaling =
-        FitScaling(IsClassification(config.loss) ? TrainConfig::Scaling::kNone
-                                                 : config.scaling,
-                   {&t.y});
+    model.output_scaling = FitOutputScaling(config, {&t.y});
     model.input_scaling.Apply(&train_table.x);
     model.output_scaling.Apply(&train_table.y);
     int n_out = static_cast<int>(t.y.rows());
@@ -500,10 +506,7 @@ absl::StatusOr<TrainResult> Train(const TrainConfig& config,
       ys.push_back(&t.y);
     }
     model.input_scaling = FitScaling(config.scaling, us);
-    model.output_scaling =
-        FitScaling(IsClassification(config.loss) ? TrainConfig::Scaling::kNone
-                                                 : config.scaling,
-                   ys);
+    model.output_scaling = FitOutputScaling(config, ys);
     train_seq = Scaled(s, model.input_scaling, model.output_scaling);
     if (config.model.kind == ModelKind::kNarxMlp) {
       SPARROW_ASSIGN_OR_RETURN(
