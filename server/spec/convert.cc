@@ -663,6 +663,7 @@ absl::StatusOr<core::TrainConfig> ToTrainConfig(const v1::JobSpec& spec) {
       if (o.c1() != 0) g.c1 = o.c1();
       if (o.sigma() != 0) g.sigma = o.sigma();
       if (o.max_backtracks() != 0) g.max_backtracks = o.max_backtracks();
+      if (o.has_min_cosine()) g.min_cosine = o.min_cosine();
       if (o.threads() < 0)
         return core::OptionError("optimizer.nails.threads", o.threads(),
                                  ">= 0");

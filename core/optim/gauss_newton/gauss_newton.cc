@@ -17,6 +17,8 @@ absl::Status GaussNewtonOptions::Validate() const {
     return OptionError("sigma", sigma, "in (0, 1)");
   if (max_backtracks < 1)
     return OptionError("max_backtracks", max_backtracks, ">= 1");
+  if (!(min_cosine >= 0 && min_cosine < 1))
+    return OptionError("min_cosine", min_cosine, "in [0, 1)");
   if (!(lambda0 > 0) || !std::isfinite(lambda0))
     return OptionError("lambda0", lambda0, "positive");
   if (!(c2 > 1)) return OptionError("c2", c2, "> 1");
@@ -143,12 +145,36 @@ bool GaussNewton::SolveQr(double damping) {
   return p_.allFinite();
 }
 
+bool GaussNewton::RestoreAngle(bool qr, bool* damped) {
+  if (options_.min_cosine == 0.0) return true;
+  const double g_norm = g_.norm();
+  if (g_norm == 0.0) return true;
+  auto cosine = [&] { return g_.dot(p_) / (g_norm * p_.norm()); };
+  // A non-descent step (cos <= 0) is rounding in the normal equations, not
+  // geometry: the caller rejects it and retries by QR.
+  const double first = cosine();
+  if (!(first > 0) || first >= options_.min_cosine) return true;
+  *damped = true;
+  // mean(diag A^T A): trace(H) / n, or |R|_F^2 / n for the QR solver.
+  const double scale =
+      (qr ? r_.squaredNorm() : h_.trace()) / static_cast<double>(g_.size());
+  // cos -> 1 as mu -> inf (p -> g / mu); 20 decades from 1e-6 mean(diag)
+  // reach 1e14 mean(diag), far past any angle the L2 rows allow.
+  double mu = 1e-6 * scale;
+  for (int k = 0; k < 20; ++k, mu *= 10.0) {
+    if (!(qr ? SolveQr(mu) : Solve(mu))) return false;
+    if (cosine() >= options_.min_cosine) return true;
+  }
+  return false;
+}
+
 GaussNewton::Outcome GaussNewton::Search(Eigen::VectorXd* w, double v0,
                                          bool qr) {
   Outcome out;
   out.value = v0;
   if (options_.method == GaussNewtonOptions::Method::kLineSearch) {
     if (!(qr ? SolveQr(0.0) : Solve(0.0))) return out;
+    if (!RestoreAngle(qr, &out.angle_damped)) return out;
     // grad V^T p = -g^T p (Bemporad §3.3).
     const double slope = -g_.dot(p_);
     // Not a descent direction: only rounding can cause it (H is positive
@@ -212,9 +238,11 @@ Summary MinimizeGaussNewton(const GaussNewtonOptions& options,
     return summary;
   }
   int qr_fallbacks = 0;
+  int angle_damped = 0;
   for (int epoch = 1;; ++epoch) {
     const GaussNewton::Outcome step = solver.Step(w);
     if (step.qr_fallback) ++qr_fallbacks;
+    if (step.angle_damped) ++angle_damped;
     if (!step.accepted) {
       summary.iterations = epoch - 1;
       summary.message =
@@ -242,6 +270,12 @@ Summary MinimizeGaussNewton(const GaussNewtonOptions& options,
                     qr_fallbacks,
                     " epoch(s) re-solved by QR (ill-conditioned normal "
                     "equations)");
+  }
+  if (angle_damped > 0) {
+    absl::StrAppend(&summary.message, summary.message.empty() ? "" : "; ",
+                    angle_damped,
+                    " epoch(s) damped: the Gauss-Newton step was nearly "
+                    "orthogonal to the gradient (min_cosine)");
   }
   return summary;
 }

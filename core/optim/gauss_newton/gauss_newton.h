@@ -31,6 +31,14 @@ struct GaussNewtonOptions {
   // trials (N_sigma >= 1).
   double sigma = 0.5;
   int max_backtracks = 20;
+  // NAILS: angle safeguard, in [0, 1). When the Gauss-Newton step p makes
+  // cos(p, -grad V) < min_cosine, it is replaced by the Levenberg-Marquardt
+  // step (A^T A + mu I)^-1 A^T b with the smallest mu = 10^k 1e-6
+  // mean(diag A^T A) that restores the angle. Without it Algorithm 1 can
+  // creep along a near-unstable model at steps of 1e-5 for hundreds of
+  // epochs (Armijo's convergence proof needs cos bounded away from 0).
+  // 0 turns it off (the paper's Algorithm 1 as printed).
+  double min_cosine = 1e-5;
   // NAILM: initial damping lambda0 > 0, carried between epochs; increase by c2
   // > 1 after a rejected trial, decrease by c3 > 1 after an accepted one; at
   // most max_trials (N_lambda >= 1).
@@ -75,6 +83,9 @@ class GaussNewton {
     // The normal equations found no step and the epoch was redone with the
     // QR factorization.
     bool qr_fallback = false;
+    // NAILS: the Gauss-Newton step failed the angle test (min_cosine) and
+    // was damped.
+    bool angle_damped = false;
   };
 
   GaussNewton(const GaussNewtonOptions& options, LeastSquaresProblem* problem);
@@ -92,6 +103,9 @@ class GaussNewton {
   double TrialValue(double bound);
   bool Solve(double damping);
   bool SolveQr(double damping);
+  // NAILS min_cosine: damps p_ until cos(p, g) >= min_cosine. False when a
+  // solve fails or no damping restores the angle.
+  bool RestoreAngle(bool qr, bool* damped);
   Outcome StepQr(Eigen::VectorXd* w);
   // The globalization shared by both solvers, once g_ and the solve exist.
   Outcome Search(Eigen::VectorXd* w, double v0, bool qr);

@@ -289,6 +289,45 @@ TEST(GaussNewtonTest, RejectedCholeskyEpochIsRetriedWithQr) {
   }
 }
 
+// A Gauss-Newton step nearly orthogonal to the gradient (columns scaled 1 and
+// 1e3) is damped until cos(step, -grad V) >= min_cosine; with min_cosine 0 it
+// is taken as it is.
+TEST(GaussNewtonTest, AngleSafeguardDampsANearlyOrthogonalStep) {
+  MatrixXd x = RandomMatrix(50, 2, 3);
+  x.col(1) *= 1e3;
+  const VectorXd y = RandomMatrix(50, 1, 4).col(0);
+  const VectorXd w0 = VectorXd::Zero(2);
+  MatrixXd h;
+  VectorXd g;  // -grad V at w0
+  LinearLeastSquares(x, y, 0.0, 1e9).NormalEquations(w0, &h, &g);
+  auto cosine = [&](const VectorXd& step) {
+    return g.dot(step) / (g.norm() * step.norm());
+  };
+  GaussNewtonOptions o;
+  o.min_cosine = 0.0;
+  LinearLeastSquares plain_problem(x, y, 0.0, 1e9);
+  VectorXd plain = w0;
+  const GaussNewton::Outcome undamped =
+      GaussNewton(o, &plain_problem).Step(&plain);
+  ASSERT_TRUE(undamped.accepted);
+  EXPECT_FALSE(undamped.angle_damped);
+  const double gn_cosine = cosine(plain - w0);
+  ASSERT_GT(gn_cosine, 0.0);
+  ASSERT_LT(gn_cosine, 1e-2);
+
+  o.min_cosine = 10.0 * gn_cosine;
+  LinearLeastSquares problem(x, y, 0.0, 1e9);
+  VectorXd w = w0;
+  const GaussNewton::Outcome damped = GaussNewton(o, &problem).Step(&w);
+  ASSERT_TRUE(damped.accepted);
+  EXPECT_TRUE(damped.angle_damped);
+  EXPECT_GE(cosine(w - w0), o.min_cosine);
+  EXPECT_LT(damped.value, problem.Value(w0));
+  w = w0;
+  const Summary s = MinimizeGaussNewton(o, problem, &w, nullptr);
+  EXPECT_NE(s.message.find("min_cosine"), std::string::npos) << s.message;
+}
+
 TEST(GaussNewtonTest, OptionsValidateAndNameTheField) {
   EXPECT_TRUE(GaussNewtonOptions().Validate().ok());
   GaussNewtonOptions o;
@@ -297,6 +336,9 @@ TEST(GaussNewtonTest, OptionsValidateAndNameTheField) {
   o = GaussNewtonOptions();
   o.c2 = 0.5;
   EXPECT_NE(o.Validate().message().find("c2"), std::string::npos);
+  o = GaussNewtonOptions();
+  o.min_cosine = 1.0;
+  EXPECT_NE(o.Validate().message().find("min_cosine"), std::string::npos);
   EXPECT_TRUE(AdmmOptions().Validate().ok());
   AdmmOptions a;
   a.rho = 0;
