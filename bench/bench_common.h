@@ -67,6 +67,25 @@ inline StateSpaceRnnSpec DamperSpec(int num_traces = 1) {
   return s;
 }
 
+// Bemporad Sec. 5.1.1 (Silverbox): nx = 8, three hidden layers of 8 tanh units
+// in fx and fy, no feedthrough, an initial-state encoder with two hidden layers
+// of 4 on the past 8 outputs and 8 inputs; 649 parameters.
+inline StateSpaceRnnSpec SilverboxSpec() {
+  StateSpaceRnnSpec s;
+  s.nx = 8;
+  s.nu = 1;
+  s.ny = 1;
+  s.fx_hidden = {8, 8, 8};
+  s.fy_hidden = {8, 8, 8};
+  s.activation = Activation::kTanh;
+  s.feedthrough = false;
+  s.initial_state = InitialState::kEncoder;
+  s.encoder.hidden = {4, 4};
+  s.encoder.past_outputs = 8;
+  s.encoder.past_inputs = 8;
+  return s;
+}
+
 // Glorot-normal parameters scaled by the paper's sigma0 = 0.15, seed 1.
 inline Eigen::VectorXd DamperTheta(const StateSpaceRnn& rnn) {
   Eigen::VectorXd theta(rnn.num_params());

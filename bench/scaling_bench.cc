@@ -14,6 +14,12 @@
 //                                    threads (SequenceLeastSquares spreads the
 //                                    traces over its threads, each with its own
 //                                    accumulator, and sums them).
+//   BM_SilverboxVsTraces/M           the Silverbox model of Sec. 5.1.1 (nx = 8,
+//                                    3 x 8 tanh layers in fx and fy, encoder,
+//                                    649 parameters) on M traces of 8600
+//                                    samples, 1 thread: the paper's training
+//                                    set is M = 10 (86 000 rows).
+//   BM_SilverboxVsThreads/T          the same on M = 10 traces, T = 1, 2.
 //
 // The data are synthetic (smooth random multisine input through a saturating
 // first-order system, z-scored), seeded, so runs are comparable. items =
@@ -44,11 +50,12 @@ Eigen::VectorXd Theta(const StateSpaceRnn& rnn) {
 }
 
 void Run(benchmark::State& state, const std::vector<data::Trace>& traces,
-         int threads) {
-  const StateSpaceRnn rnn(DamperSpec(static_cast<int>(traces.size())));
+         int threads, const StateSpaceRnnSpec& spec, double rho_x0,
+         double rho_theta) {
+  const StateSpaceRnn rnn(spec);
   const Eigen::VectorXd theta = Theta(rnn);
-  SequenceLeastSquares problem(&rnn, &traces, Loss{}, /*rho_x0=*/1.0,
-                               /*rho_theta=*/0.1, threads);
+  SequenceLeastSquares problem(&rnn, &traces, Loss{}, rho_x0, rho_theta,
+                               threads);
   Eigen::MatrixXd h;
   Eigen::VectorXd g;
   for (auto _ : state) {
@@ -63,6 +70,21 @@ void Run(benchmark::State& state, const std::vector<data::Trace>& traces,
   state.counters["threads"] = threads;
   state.counters["params"] = rnn.num_params();
   state.SetLabel("synthetic");
+}
+
+void Run(benchmark::State& state, const std::vector<data::Trace>& traces,
+         int threads) {
+  Run(state, traces, threads, DamperSpec(static_cast<int>(traces.size())),
+      /*rho_x0=*/1.0, /*rho_theta=*/0.1);
+}
+
+// M traces of 8600 samples, as the paper's Silverbox training set; rho as in
+// examples/silverbox_nailm.json.
+void RunSilverbox(benchmark::State& state, int traces, int threads) {
+  std::vector<data::Trace> data;
+  for (int i = 0; i < traces; ++i) data.push_back(SyntheticTrace(8600, 7 + i));
+  Run(state, data, threads, bench::SilverboxSpec(), /*rho_x0=*/0.1,
+      /*rho_theta=*/0.01);
 }
 
 // (a) One trace of N = state.range(0) samples, single thread.
@@ -88,6 +110,30 @@ void BM_NormalEquationsVsThreads(benchmark::State& state) {
   Run(state, traces, static_cast<int>(state.range(0)));
 }
 BENCHMARK(BM_NormalEquationsVsThreads)
+    ->ArgName("threads")
+    ->Arg(1)
+    ->Arg(2)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+
+// (c) The Silverbox model on M = state.range(0) traces, single thread.
+void BM_SilverboxVsTraces(benchmark::State& state) {
+  RunSilverbox(state, static_cast<int>(state.range(0)), 1);
+}
+BENCHMARK(BM_SilverboxVsTraces)
+    ->ArgName("M")
+    ->Arg(1)
+    ->Arg(2)
+    ->Arg(5)
+    ->Arg(10)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+
+// (d) The Silverbox model on 10 traces, T = state.range(0) threads.
+void BM_SilverboxVsThreads(benchmark::State& state) {
+  RunSilverbox(state, 10, static_cast<int>(state.range(0)));
+}
+BENCHMARK(BM_SilverboxVsThreads)
     ->ArgName("threads")
     ->Arg(1)
     ->Arg(2)
