@@ -147,7 +147,19 @@ void Mlp::ForwardColumn(const double* theta, int col, Cache* c) const {
     double* v = c->v[i + 1].col(col).data();
     const double* a = theta + l.weight_offset;
     const double* b = l.bias_offset >= 0 ? theta + l.bias_offset : nullptr;
-    for (int r = 0; r < l.out; ++r) {
+    int r = 0;
+    // Four outputs at a time in one vector register; each output still sums
+    // b, then k = 0, 1, ... in order, so the result is the scalar loop's.
+    for (; r + 4 <= l.out; r += 4) {
+      double acc[4];
+      for (int q = 0; q < 4; ++q) acc[q] = b != nullptr ? b[r + q] : 0.0;
+      for (int k = 0; k < l.in; ++k) {
+        const double* ak = a + k * l.out + r;
+        for (int q = 0; q < 4; ++q) acc[q] += ak[q] * z[k];
+      }
+      for (int q = 0; q < 4; ++q) v[r + q] = acc[q];
+    }
+    for (; r < l.out; ++r) {
       double acc = b != nullptr ? b[r] : 0.0;
       for (int k = 0; k < l.in; ++k) acc += a[k * l.out + r] * z[k];
       v[r] = acc;

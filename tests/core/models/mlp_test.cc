@@ -89,6 +89,7 @@ TEST_P(MlpDerivativeTest, ColumnBackwardEqualsBatchBackward) {
   VectorXd d_in_col(3);
   for (int j = 0; j < 5; ++j) {
     mlp_.ForwardColumn(theta_.data(), j, &cc);
+    EXPECT_LT(RelativeError(cc.output().col(j), c.output().col(j)), 1e-14);
     mlp_.BackwardColumn(theta_.data(), j, d_out.col(j).data(), &cc,
                         d_in_col.data());
     EXPECT_LT(RelativeError(d_in_col, d_in.col(j)), 1e-12);
