@@ -156,20 +156,27 @@ void StateSpaceRnn::SimulateFrom(const double* theta,
 
 void StateSpaceRnn::Run(const double* theta, const Eigen::MatrixXd& u, Tape* t,
                         int begin, int end) const {
+  // Raw copies: a few doubles per step, where Eigen's block assignment costs
+  // more than the data.
   const int nx = spec_.nx;
   const int nu = spec_.nu;
+  const Eigen::Index ny_in = t->fy.input().rows();
+  const Eigen::Index nx_in = t->fx.input().rows();
+  const Eigen::Index nx_out = t->fx.output().rows();
   for (int k = begin; k < end; ++k) {
-    const auto uk = u.col(t->start + k);
-    auto in_y = t->fy.input().col(k);
-    in_y.head(nx) = t->x.col(k);
-    if (spec_.feedthrough) in_y.tail(nu) = uk;
+    const double* uk = u.data() + (t->start + k) * u.rows();
+    const double* xk = t->x.data() + static_cast<Eigen::Index>(k) * nx;
+    double* in_y = t->fy.input().data() + k * ny_in;
+    std::copy_n(xk, nx, in_y);
+    if (spec_.feedthrough) std::copy_n(uk, nu, in_y + nx);
     fy_.ForwardColumn(theta + fy_offset_, k, &t->fy);
     if (k + 1 == t->steps) break;
-    auto in_x = t->fx.input().col(k);
-    in_x.head(nx) = t->x.col(k);
-    in_x.tail(nu) = uk;
+    double* in_x = t->fx.input().data() + k * nx_in;
+    std::copy_n(xk, nx, in_x);
+    std::copy_n(uk, nu, in_x + nx);
     fx_.ForwardColumn(theta + fx_offset_, k, &t->fx);
-    t->x.col(k + 1) = t->fx.output().col(k);
+    std::copy_n(t->fx.output().data() + k * nx_out, nx,
+                t->x.data() + static_cast<Eigen::Index>(k + 1) * nx);
   }
 }
 
