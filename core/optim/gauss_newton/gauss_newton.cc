@@ -145,27 +145,33 @@ bool GaussNewton::SolveQr(double damping) {
   return p_.allFinite();
 }
 
-bool GaussNewton::RestoreAngle(bool qr, bool* damped) {
-  if (options_.min_cosine == 0.0) return true;
+void GaussNewton::RestoreAngle(bool qr, bool* damped) {
+  if (options_.min_cosine == 0.0) return;
   const double g_norm = g_.norm();
-  if (g_norm == 0.0) return true;
+  if (!(g_norm > 0) || !std::isfinite(g_norm)) return;
   auto cosine = [&] { return g_.dot(p_) / (g_norm * p_.norm()); };
   // A non-descent step (cos <= 0) is rounding in the normal equations, not
   // geometry: the caller rejects it and retries by QR.
   const double first = cosine();
-  if (!(first > 0) || first >= options_.min_cosine) return true;
-  *damped = true;
+  if (!(first > 0) || first >= options_.min_cosine) return;
+  gauss_newton_step_ = p_;
   // mean(diag A^T A): trace(H) / n, or |R|_F^2 / n for the QR solver.
-  const double scale =
+  double scale =
       (qr ? r_.squaredNorm() : h_.trace()) / static_cast<double>(g_.size());
+  if (!(scale > 0) || !std::isfinite(scale)) scale = 1.0;
   // cos -> 1 as mu -> inf (p -> g / mu); 20 decades from 1e-6 mean(diag)
   // reach 1e14 mean(diag), far past any angle the L2 rows allow.
   double mu = 1e-6 * scale;
   for (int k = 0; k < 20; ++k, mu *= 10.0) {
-    if (!(qr ? SolveQr(mu) : Solve(mu))) return false;
-    if (cosine() >= options_.min_cosine) return true;
+    if (!(qr ? SolveQr(mu) : Solve(mu))) break;
+    if (cosine() >= options_.min_cosine) {
+      *damped = true;
+      return;
+    }
   }
-  return false;
+  // No damping restored the angle (only rounding can cause that): go on with
+  // the Gauss-Newton step, as Algorithm 1 would.
+  p_ = gauss_newton_step_;
 }
 
 GaussNewton::Outcome GaussNewton::Search(Eigen::VectorXd* w, double v0,
@@ -174,7 +180,7 @@ GaussNewton::Outcome GaussNewton::Search(Eigen::VectorXd* w, double v0,
   out.value = v0;
   if (options_.method == GaussNewtonOptions::Method::kLineSearch) {
     if (!(qr ? SolveQr(0.0) : Solve(0.0))) return out;
-    if (!RestoreAngle(qr, &out.angle_damped)) return out;
+    RestoreAngle(qr, &out.angle_damped);
     // grad V^T p = -g^T p (Bemporad §3.3).
     const double slope = -g_.dot(p_);
     // Not a descent direction: only rounding can cause it (H is positive

@@ -103,9 +103,9 @@ class GaussNewton {
   double TrialValue(double bound);
   bool Solve(double damping);
   bool SolveQr(double damping);
-  // NAILS min_cosine: damps p_ until cos(p, g) >= min_cosine. False when a
-  // solve fails or no damping restores the angle.
-  bool RestoreAngle(bool qr, bool* damped);
+  // NAILS min_cosine: damps p_ until cos(p, g) >= min_cosine and sets
+  // *damped; keeps the Gauss-Newton p_ when no damping restores the angle.
+  void RestoreAngle(bool qr, bool* damped);
   Outcome StepQr(Eigen::VectorXd* w);
   // The globalization shared by both solvers, once g_ and the solve exist.
   Outcome Search(Eigen::VectorXd* w, double v0, bool qr);
@@ -115,7 +115,7 @@ class GaussNewton {
   const QuadraticTerm* term_ = nullptr;
   double lambda_;
   Eigen::MatrixXd h_, damped_;
-  Eigen::VectorXd g_, p_, trial_;
+  Eigen::VectorXd g_, p_, trial_, gauss_newton_step_;
   Eigen::MatrixXd r_, stack_;  // QR solver: triangular factor and scratch
   Eigen::VectorXd d_, stack_rhs_, damped_rhs_;
 };
