@@ -11,6 +11,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/testing/shared_data.h"
 
 namespace sparrow::core::data {
 namespace {
@@ -512,21 +513,8 @@ TEST(ParseCsvHeaderTest, ReadsOnlyTheHeader) {
 
 // --- The real benchmark files, when ../shared/data is beside the checkout. ---
 
-std::filesystem::path SharedData() {
-  return std::filesystem::path(SPARROW_SOURCE_DIR) / ".." / "shared" / "data";
-}
-
-std::string ReadFile(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream out;
-  out << in.rdbuf();
-  return out.str();
-}
-
-#define SKIP_WITHOUT_SHARED_DATA()                                 \
-  if (!std::filesystem::is_directory(SharedData())) {              \
-    GTEST_SKIP() << "no shared data at " << SharedData().string(); \
-  }
+using ::sparrow::testing::ReadFile;
+using ::sparrow::testing::SharedData;
 
 TEST(RealDataTest, CascadedTanks) {
   SKIP_WITHOUT_SHARED_DATA();

@@ -144,6 +144,25 @@ TEST(ConvertTest, PenaltiesNeedAdmmAndAdmmNeedsAPenalty) {
       "optimizer.nails.admm_rho is -1");
 }
 
+TEST(ConvertTest, NailsMinCosineDefaultsOnAndZeroTurnsItOff) {
+  auto config = [](const std::string& nails) {
+    auto spec = ParseJobSpecJson(
+        Replace(kRnnSpec, "\"lbfgs\": {}", "\"nails\": " + nails));
+    EXPECT_TRUE(spec.ok()) << spec.status();
+    return ToTrainConfig(*spec);
+  };
+  auto unset = config("{}");
+  ASSERT_TRUE(unset.ok()) << unset.status();
+  EXPECT_EQ(unset->gauss_newton.min_cosine, 1e-5);
+  auto off = config("{\"min_cosine\": 0}");
+  ASSERT_TRUE(off.ok()) << off.status();
+  EXPECT_EQ(off->gauss_newton.min_cosine, 0.0);
+  ExpectError(
+      Load(Replace(kRnnSpec, "\"lbfgs\": {}", "\"nails\": {\"min_cosine\": 1}"),
+           Csv(200)),
+      "optimizer.nails.min_cosine is 1");
+}
+
 TEST(ConvertTest, AColumnHasOneRole) {
   ExpectError(
       Load(Replace(kRnnSpec, "\"outputs\": [\"y\"]", "\"outputs\": [\"0\"]"),

@@ -1,45 +1,31 @@
 // The committed example specs trained on the real benchmark data, when
 // ../shared/data is beside the checkout (skipped otherwise).
-#include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <string>
 
 #include "core/train/trainer.h"
 #include "gtest/gtest.h"
 #include "server/spec/convert.h"
+#include "tests/testing/shared_data.h"
 
 namespace sparrow::spec {
 namespace {
 
-std::filesystem::path Source() {
-  return std::filesystem::path(SPARROW_SOURCE_DIR);
-}
-
-std::string ReadFile(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream out;
-  out << in.rdbuf();
-  return out.str();
-}
-
-#define SKIP_WITHOUT_SHARED_DATA()                                         \
-  if (!std::filesystem::is_directory(Source() / ".." / "shared" / "data")) \
-  GTEST_SKIP() << "no ../shared/data beside the checkout"
+using ::sparrow::testing::ReadFile;
+using ::sparrow::testing::SourceDir;
 
 // Trains examples/NAME.json with its seed replaced; `edit` may change the
 // spec further.
 template <typename Edit>
 core::Metrics TrainExample(const std::string& name, int seed, Edit edit) {
   absl::StatusOr<v1::JobSpec> spec =
-      ParseJobSpecJson(ReadFile(Source() / "examples" / (name + ".json")));
+      ParseJobSpecJson(ReadFile(SourceDir() / "examples" / (name + ".json")));
   EXPECT_TRUE(spec.ok()) << spec.status();
   if (!spec.ok()) return {};
   spec->set_seed(seed);
   edit(*spec);
   // Paths in the examples are relative to the repository root.
   spec->mutable_data()->set_csv_path(
-      (Source() / spec->data().csv_path()).string());
+      (SourceDir() / spec->data().csv_path()).string());
   absl::StatusOr<core::TrainConfig> config = ToTrainConfig(*spec);
   EXPECT_TRUE(config.ok()) << config.status();
   if (!config.ok()) return {};
