@@ -20,6 +20,9 @@
 //                                    samples, 1 thread: the paper's training
 //                                    set is M = 10 (86 000 rows).
 //   BM_SilverboxVsThreads/T          the same on M = 10 traces, T = 1, 2.
+//   BM_SilverboxOneTraceVsThreads/T  one trace of 8600 samples, T = 1, 2: with
+//                                    2 threads the sensitivity recursion and
+//                                    the rank updates are pipelined.
 //
 // The data are synthetic (smooth random multisine input through a saturating
 // first-order system, z-scored), seeded, so runs are comparable. items =
@@ -134,6 +137,17 @@ void BM_SilverboxVsThreads(benchmark::State& state) {
   RunSilverbox(state, 10, static_cast<int>(state.range(0)));
 }
 BENCHMARK(BM_SilverboxVsThreads)
+    ->ArgName("threads")
+    ->Arg(1)
+    ->Arg(2)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+
+// (e) The Silverbox model on one trace, T = state.range(0) threads.
+void BM_SilverboxOneTraceVsThreads(benchmark::State& state) {
+  RunSilverbox(state, 1, static_cast<int>(state.range(0)));
+}
+BENCHMARK(BM_SilverboxOneTraceVsThreads)
     ->ArgName("threads")
     ->Arg(1)
     ->Arg(2)
