@@ -210,18 +210,25 @@ TEST(ConvertTest, TrainedModelRoundTripsThroughProto) {
   EXPECT_NEAR(core::Bfr(trace.y, b->y), result->metrics.test_bfr, 1e-9);
 }
 
-TEST(ConvertTest, CorruptStoredModelIsRejected) {
-  v1::TrainedModel bad;
-  bad.mutable_model()->mutable_mlp()->add_hidden(3);
-  bad.set_num_inputs(2);
-  bad.set_num_outputs(1);
-  for (auto* s : {bad.mutable_input_scaling(), bad.mutable_output_scaling()}) {
-    const int n = s == bad.mutable_input_scaling() ? 2 : 1;
+// A stored 2 -> 3 -> 1 MLP with identity scalings and no parameters (it needs
+// 13).
+v1::TrainedModel StoredMlpWithoutParameters() {
+  v1::TrainedModel m;
+  m.mutable_model()->mutable_mlp()->add_hidden(3);
+  m.set_num_inputs(2);
+  m.set_num_outputs(1);
+  for (auto* s : {m.mutable_input_scaling(), m.mutable_output_scaling()}) {
+    const int n = s == m.mutable_input_scaling() ? 2 : 1;
     for (int i = 0; i < n; ++i) {
       s->add_mean(0);
       s->add_scale(1);
     }
   }
+  return m;
+}
+
+TEST(ConvertTest, CorruptStoredModelIsRejected) {
+  v1::TrainedModel bad = StoredMlpWithoutParameters();
   bad.add_parameters(1.0);
   const auto m = FromProto(bad);
   EXPECT_EQ(m.status().code(), absl::StatusCode::kInvalidArgument);
@@ -230,17 +237,7 @@ TEST(ConvertTest, CorruptStoredModelIsRejected) {
 }
 
 TEST(ConvertTest, StoredModelMustNameEveryChannel) {
-  v1::TrainedModel bad;
-  bad.mutable_model()->mutable_mlp()->add_hidden(3);
-  bad.set_num_inputs(2);
-  bad.set_num_outputs(1);
-  for (auto* s : {bad.mutable_input_scaling(), bad.mutable_output_scaling()}) {
-    const int n = s == bad.mutable_input_scaling() ? 2 : 1;
-    for (int i = 0; i < n; ++i) {
-      s->add_mean(0);
-      s->add_scale(1);
-    }
-  }
+  v1::TrainedModel bad = StoredMlpWithoutParameters();
   bad.mutable_input_scaling()->add_names("u1");
   bad.mutable_input_scaling()->add_names("u2");
   for (int i = 0; i < 13; ++i) bad.add_parameters(0.1);
