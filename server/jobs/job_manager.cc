@@ -1,8 +1,13 @@
 #include "server/jobs/job_manager.h"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <chrono>
 #include <cmath>
+#include <filesystem>
 #include <limits>
+#include <optional>
 #include <random>
 #include <utility>
 
@@ -13,8 +18,10 @@
 #include "core/data/dataset.h"
 #include "core/train/trainer.h"
 #include "core/util/status_macros.h"
+#include "server/jobs/worker_process.h"
 #include "server/spec/convert.h"
 #include "sparrow/v1/checkpoint.pb.h"
+#include "sparrow/v1/worker.pb.h"
 #include "spdlog/spdlog.h"
 
 namespace sparrow::server {
@@ -55,228 +62,66 @@ absl::StatusOr<v1::Job> SameRequest(const v1::Job& earlier,
   return earlier;
 }
 
-// Optimizer iterations the spec asks for (epochs, or SBDL outer iterations).
-int* IterationBudget(core::TrainConfig* config) {
-  return config->optimizer == core::OptimizerKind::kSbdl
-             ? &config->sbdl.outer_iterations
-             : &config->max_epochs;
+// Exponential pause before retrying a job whose attempt the store could not
+// record: 1 s, 2 s, 4 s, ... at most a minute.
+absl::Duration RetryPause(int failures) {
+  return std::min(
+      absl::Seconds(60),
+      absl::Seconds(int64_t{1} << std::min(std::max(failures - 1, 0), 6)));
 }
 
-// What a checkpoint restores beyond the iterate: Adam's / SGD's moments and
-// update count, NAILM's damping, B2LD's tolerance, BLInG's step. L-BFGS's
-// memory, NAILS's line search, ADMM's duals and SBDL's hyperparameters start
-// afresh (docs/service.md).
-void ResumeOptimizer(const v1::JobCheckpoint& c, core::TrainConfig* config) {
-  const double step = c.step_size();
-  const bool positive = std::isfinite(step) && step > 0;
-  switch (config->optimizer) {
-    case core::OptimizerKind::kSgd:
-    case core::OptimizerKind::kAdam:
-      config->first_order.initial_state = Eigen::Map<const Eigen::VectorXd>(
-          c.optimizer_state().data(), c.optimizer_state_size());
-      break;
-    case core::OptimizerKind::kNailm:
-      if (positive &&
-          config->penalty.kind == core::TrainConfig::Penalty::Kind::kNone) {
-        config->gauss_newton.lambda0 = step;
-      }
-      break;
-    case core::OptimizerKind::kB2ld:
-      if (positive) config->b2ld.epsilon0 = step;
-      break;
-    case core::OptimizerKind::kBling:
-      if (positive) config->bling.alpha0 = step;
-      break;
-    default:
-      break;
-  }
+std::string OwnExecutable() {
+  std::error_code ec;
+  const auto path = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return ec ? std::string() : path.string();
 }
 
-// Turns optimizer iterations into progress events (stored in batches, then
-// published), takes checkpoints, and stops the run on cancel, shutdown or the
-// deadline.
-class JobCallback : public core::IterationCallback {
- public:
-  enum class Stop { kNone, kCancel, kShutdown, kDeadline };
+int64_t PhysicalMemory() {
+  const long pages = sysconf(_SC_PHYS_PAGES);
+  const long page = sysconf(_SC_PAGE_SIZE);
+  return pages > 0 && page > 0 ? int64_t{pages} * page : int64_t{8} << 30;
+}
 
-  JobCallback(Store* store, EventHub* hub, ServerMetrics* metrics,
-              const std::string& job_id, const std::atomic<bool>* cancel,
-              const std::atomic<bool>* shutdown, int iteration_offset,
-              double elapsed_offset, const JobManagerOptions& options)
-      : store_(store),
-        hub_(hub),
-        metrics_(metrics),
-        job_id_(job_id),
-        cancel_(cancel),
-        shutdown_(shutdown),
-        iteration_offset_(iteration_offset),
-        elapsed_offset_(elapsed_offset),
-        options_(options),
-        start_(absl::Now()),
-        last_flush_(start_),
-        checkpoint_iteration_(iteration_offset) {}
-
-  core::CallbackResult OnIteration(core::IterationRecord* r) override {
-    const absl::Time now = absl::Now();
-    // Thinning: an event within min_event_interval of the last stored one is
-    // held back, replaced by the next, and stored at the end of the run.
-    const bool keep = now - last_event_ >= options_.min_event_interval;
-    if (keep) {
-      last_event_ = now;
-      has_held_ = false;
-    }
-    v1::ProgressEvent& e = keep ? pending_.emplace_back() : held_;
-    if (!keep) {
-      e.Clear();
-      has_held_ = true;
-    }
-    e.set_kind(v1::ProgressEvent::ITERATION);
-    last_iteration_ = iteration_offset_ + r->iteration;
-    e.set_iteration(last_iteration_);
-    last_elapsed_ = elapsed_offset_ + r->elapsed_seconds;
-    e.set_elapsed_seconds(last_elapsed_);
-    e.set_loss(r->loss);
-    if (std::isfinite(r->validation_metric))
-      e.set_validation_metric(r->validation_metric);
-    if (std::isfinite(r->sparsity_pct)) e.set_sparsity_pct(r->sparsity_pct);
-    if (std::isfinite(r->step_size)) e.set_step_size(r->step_size);
-    for (const auto& [name, value] : r->extras) {
-      if (std::isfinite(value)) (*e.mutable_extras())[name] = value;
-    }
-    if (r->params != nullptr) {
-      last_params_ = *r->params;  // same size after the first: no allocation
-    }
-    if (r->optimizer_state != nullptr) last_state_ = *r->optimizer_state;
-    last_step_ = r->step_size;
-    // Progress may be reported every few iterations (stopping.report_every):
-    // checkpoint at the first report at least checkpoint_every past the last
-    // (and at least checkpoint_min_interval after it).
-    const bool checkpoint =
-        options_.checkpoint_every > 0 &&
-        last_iteration_ - checkpoint_iteration_ >= options_.checkpoint_every &&
-        now - last_checkpoint_ >= options_.checkpoint_min_interval;
-    if (checkpoint || now - last_flush_ >= options_.event_flush_interval) {
-      if (!Flush().ok()) return core::CallbackResult::kAbort;
-      if (checkpoint && !Checkpoint().ok()) return core::CallbackResult::kAbort;
-    }
-    if (cancel_->load()) {
-      stop_ = Stop::kCancel;
-    } else if (shutdown_->load()) {
-      stop_ = Stop::kShutdown;
-    } else if (options_.limits.job_deadline_seconds > 0 &&
-               absl::ToDoubleSeconds(now - start_) >
-                   options_.limits.job_deadline_seconds) {
-      stop_ = Stop::kDeadline;
-    }
-    return stop_ == Stop::kNone ? core::CallbackResult::kContinue
-                                : core::CallbackResult::kAbort;
+// A worker killed by SIGKILL that sparrowd did not kill was most likely the
+// kernel's OOM killer's choice (workers volunteer: oom_score_adj 1000).
+std::string DescribeDeath(const std::string& how) {
+  if (how.find("signal 9 ") != std::string::npos) {
+    return absl::StrCat(how,
+                        ", most likely by the kernel's out-of-memory killer");
   }
-
-  // At the end of the run: the held-back last iteration is stored too.
-  absl::Status FlushFinal() {
-    if (has_held_) {
-      pending_.push_back(held_);
-      has_held_ = false;
-    }
-    return Flush();
-  }
-
-  // Stores the pending events in one transaction, then publishes them.
-  absl::Status Flush() {
-    last_flush_ = absl::Now();
-    if (pending_.empty()) return store_error_;
-    const double n = static_cast<double>(pending_.size());
-    auto stored = store_->AppendEvents(job_id_, std::move(pending_));
-    pending_.clear();
-    if (!stored.ok()) {
-      store_error_ = stored.status();
-      return store_error_;
-    }
-    hub_->Publish(job_id_, stored->back().seq());
-    metrics_->CountEvents(n);
-    return absl::OkStatus();
-  }
-
-  absl::Status Checkpoint() {
-    if (last_params_.size() == 0) return absl::OkStatus();
-    checkpoint_iteration_ = last_iteration_;
-    last_checkpoint_ = absl::Now();
-    v1::JobCheckpoint c;
-    c.set_iteration(last_iteration_);
-    c.set_elapsed_seconds(last_elapsed_);
-    c.mutable_params()->Add(last_params_.data(),
-                            last_params_.data() + last_params_.size());
-    c.mutable_optimizer_state()->Add(last_state_.data(),
-                                     last_state_.data() + last_state_.size());
-    if (std::isfinite(last_step_)) c.set_step_size(last_step_);
-    absl::Status s = store_->PutCheckpoint(job_id_, c.SerializeAsString());
-    if (!s.ok()) store_error_ = s;
-    return s;
-  }
-
-  Stop stop() const { return stop_; }
-  int last_iteration() const { return last_iteration_; }
-  const absl::Status& store_error() const { return store_error_; }
-
- private:
-  Store* store_;
-  EventHub* hub_;
-  ServerMetrics* metrics_;
-  const std::string job_id_;
-  const std::atomic<bool>* cancel_;
-  const std::atomic<bool>* shutdown_;
-  const int iteration_offset_;
-  const double elapsed_offset_;
-  const JobManagerOptions& options_;
-  const absl::Time start_;
-  absl::Time last_flush_;
-  absl::Time last_checkpoint_ = absl::InfinitePast();
-  absl::Time last_event_ = absl::InfinitePast();
-  v1::ProgressEvent held_;  // the newest thinned-out event
-  bool has_held_ = false;
-  std::vector<v1::ProgressEvent> pending_;
-  Eigen::VectorXd last_params_;
-  Eigen::VectorXd last_state_;
-  double last_step_ = std::numeric_limits<double>::quiet_NaN();
-  int last_iteration_ = 0;
-  int checkpoint_iteration_;  // of the last checkpoint
-  double last_elapsed_ = 0.0;
-  Stop stop_ = Stop::kNone;
-  absl::Status store_error_;
-};
+  return how;
+}
 
 }  // namespace
 
 JobManager::JobManager(Store* store, EventHub* hub, ServerMetrics* metrics,
                        JobManagerOptions options)
-    : store_(store), hub_(hub), metrics_(metrics), options_(options) {}
+    : store_(store),
+      hub_(hub),
+      metrics_(metrics),
+      options_(options),
+      memory_budget_(options.limits.max_total_job_memory > 0
+                         ? options.limits.max_total_job_memory
+                         : PhysicalMemory() / 4 * 3),
+      worker_binary_(options.worker_binary.empty() ? OwnExecutable()
+                                                   : options.worker_binary) {}
 
 JobManager::~JobManager() { Shutdown(); }
 
 absl::Status JobManager::Start() {
+  if (worker_binary_.empty() || access(worker_binary_.c_str(), X_OK) != 0) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "the worker program '", worker_binary_,
+        "' cannot be run; jobs run in worker processes of sparrowd's own "
+        "executable"));
+  }
   SPARROW_ASSIGN_OR_RETURN(
       std::vector<JobRecord> jobs,
       store_->JobsInStates(
           {v1::Job::QUEUED, v1::Job::RUNNING, v1::Job::CANCELLING}));
   int resumed = 0, queued = 0;
   for (const JobRecord& r : jobs) {
-    if (r.job.state() == v1::Job::CANCELLING) {
-      SPARROW_RETURN_IF_ERROR(
-          Transition(r.tenant, r.job.id(),
-                     {v1::Job::CANCELLED,
-                      "cancelled: the server restarted while the job was "
-                      "stopping",
-                      "",
-                      nullptr,
-                      {v1::Job::CANCELLING}})
-              .status());
-      continue;
-    }
-    std::lock_guard<std::mutex> lock(mu_);
-    const bool resume = r.job.state() == v1::Job::RUNNING;
-    resumed += resume;
-    queued += !resume;
-    Enqueue({resume, r.job.priority(), next_order_++, r.job.id(), r.tenant});
+    SPARROW_RETURN_IF_ERROR(Recover(r, &resumed, &queued));
   }
   spdlog::info("recovered {} queued and {} running jobs", queued, resumed);
   std::lock_guard<std::mutex> lock(mu_);
@@ -285,6 +130,45 @@ absl::Status JobManager::Start() {
     workers_.emplace_back([this] { WorkerLoop(); });
   }
   UpdateGauges();
+  return absl::OkStatus();
+}
+
+absl::Status JobManager::Recover(const JobRecord& r, int* resumed,
+                                 int* queued) {
+  const std::string& id = r.job.id();
+  if (r.job.state() == v1::Job::CANCELLING) {
+    return Transition(r.tenant, id,
+                      {v1::Job::CANCELLED,
+                       "cancelled: the server restarted while the job was "
+                       "stopping",
+                       "",
+                       nullptr,
+                       {v1::Job::CANCELLING}})
+        .status();
+  }
+  // The limits may have changed since the job was accepted.
+  auto memory = ValidateSubmission(r.tenant, r.job.spec());
+  if (!memory.ok()) {
+    const absl::StatusCode code = memory.status().code();
+    if (code == absl::StatusCode::kUnavailable ||
+        code == absl::StatusCode::kInternal ||
+        code == absl::StatusCode::kDataLoss) {
+      return memory.status();
+    }
+    return Transition(r.tenant, id,
+                      {v1::Job::FAILED,
+                       absl::StrCat("this server no longer accepts the job: ",
+                                    memory.status().message()),
+                       "",
+                       nullptr,
+                       {v1::Job::QUEUED, v1::Job::RUNNING}})
+        .status();
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  const bool resume = r.job.state() == v1::Job::RUNNING;
+  *resumed += resume;
+  *queued += !resume;
+  Enqueue({resume, r.job.priority(), next_order_++, id, r.tenant, *memory});
   return absl::OkStatus();
 }
 
@@ -330,11 +214,19 @@ absl::StatusOr<v1::Job> JobManager::Transition(
   hub_->Publish(id, updated.second.seq());
   spdlog::info("job {} tenant {}: {} ({})", id, tenant,
                v1::Job::State_Name(transition.to), transition.reason);
+  const v1::Job& job = updated.first;
+  if (IsFinal(job.state()) && job.has_start_time()) {
+    const absl::Time started =
+        absl::FromUnixSeconds(job.start_time().seconds()) +
+        absl::Nanoseconds(job.start_time().nanos());
+    metrics_->ObserveJobEnd(Lower(job.state()),
+                            absl::ToDoubleSeconds(absl::Now() - started));
+  }
   return std::move(updated.first);
 }
 
-absl::Status JobManager::ValidateSubmission(const std::string& tenant,
-                                            const v1::JobSpec& spec) {
+absl::StatusOr<int64_t> JobManager::ValidateSubmission(
+    const std::string& tenant, const v1::JobSpec& spec) {
   if (spec.data().source_case() != v1::DataSource::kDatasetId) {
     return absl::InvalidArgumentError(
         "spec.data.dataset_id is required: upload the CSV first (sparrow "
@@ -398,7 +290,32 @@ absl::Status JobManager::ValidateSubmission(const std::string& tenant,
         "(sparrowd --max-model-params)",
         params, options_.limits.max_model_params));
   }
-  return absl::OkStatus();
+  SPARROW_ASSIGN_OR_RETURN(
+      core::MemoryEstimate memory,
+      core::EstimateMemory(config, n_in, n_out, dataset.rows(),
+                           dataset.size_bytes()));
+  SPARROW_RETURN_IF_ERROR(CheckMemory(memory));
+  return memory.total;
+}
+
+absl::Status JobManager::CheckMemory(const core::MemoryEstimate& memory) const {
+  const int64_t per_job = options_.limits.max_job_memory;
+  if (memory.total <= per_job && memory.total <= memory_budget_) {
+    return absl::OkStatus();
+  }
+  const bool job_limit = memory.total > per_job;
+  return absl::ResourceExhaustedError(absl::StrCat(
+      "the job would need about ", core::FormatBytes(memory.total),
+      " of memory, mostly for ", memory.dominant, "; this server allows ",
+      job_limit ? "one job at most " : "all running jobs together at most ",
+      core::FormatBytes(job_limit ? per_job : memory_budget_),
+      job_limit ? " (sparrowd --max-job-memory)"
+                : " (sparrowd --max-total-job-memory)",
+      ". Use a smaller model or less data",
+      memory.curvature > memory.total / 2
+          ? ", or a first-order method or L-BFGS, which need no n x n "
+            "matrix"
+          : ""));
 }
 
 absl::StatusOr<v1::Job> JobManager::Submit(
@@ -413,7 +330,8 @@ absl::StatusOr<v1::Job> JobManager::Submit(
       std::optional<v1::Job> earlier,
       store_->FindJobByRequestId(tenant, request.request_id()));
   if (earlier.has_value()) return SameRequest(*earlier, request);
-  SPARROW_RETURN_IF_ERROR(ValidateSubmission(tenant, request.spec()));
+  SPARROW_ASSIGN_OR_RETURN(const int64_t memory,
+                           ValidateSubmission(tenant, request.spec()));
   std::lock_guard<std::mutex> lock(mu_);
   if (draining_) {
     return absl::UnavailableError(
@@ -444,7 +362,8 @@ absl::StatusOr<v1::Job> JobManager::Submit(
   hub_->Publish(stored.id(), stored.last_seq());
   spdlog::info("job {} tenant {}: QUEUED (priority {})", stored.id(), tenant,
                stored.priority());
-  Enqueue({false, stored.priority(), next_order_++, stored.id(), tenant});
+  Enqueue(
+      {false, stored.priority(), next_order_++, stored.id(), tenant, memory});
   UpdateGauges();
   return stored;
 }
@@ -495,7 +414,9 @@ absl::StatusOr<v1::Job> JobManager::Cancel(const std::string& tenant,
       return GetJob(tenant, id);  // already cancelling
     }
     // CANCELLING is stored before the worker can see the flag, so that it
-    // always precedes the worker's CANCELLED.
+    // always precedes the worker's CANCELLED; the worker hears of it at once.
+    RunningJob& r = *running->second;
+    std::unique_lock<std::mutex> stopping(r.mu);
     auto cancelling = Transition(tenant, id,
                                  {v1::Job::CANCELLING,
                                   "cancel requested by the user",
@@ -503,9 +424,15 @@ absl::StatusOr<v1::Job> JobManager::Cancel(const std::string& tenant,
                                   nullptr,
                                   {v1::Job::RUNNING}});
     if (cancelling.ok()) {
-      running->second->cancel = true;
+      r.cancel = true;
+      if (r.worker != nullptr) {
+        v1::WorkerControl control;
+        control.set_stop(v1::WorkerControl::CANCEL);
+        r.worker->Send(control).IgnoreError();
+      }
       return cancelling;
     }
+    stopping.unlock();
     SPARROW_ASSIGN_OR_RETURN(job, GetJob(tenant, id));
     if (job.state() == v1::Job::QUEUED) {
       // A worker has taken the job but not recorded RUNNING yet: it stops at
@@ -525,18 +452,43 @@ absl::StatusOr<v1::Job> JobManager::Cancel(const std::string& tenant,
   return job;  // CANCELLING, or between queue and worker: the worker sees it
 }
 
+std::set<JobManager::QueueEntry>::iterator JobManager::NextRunnable(
+    absl::Time now) {
+  for (auto it = queue_.begin(); it != queue_.end(); ++it) {
+    if (it->not_before > now) continue;
+    // A job alone may always run (Submit refused any over the budget).
+    if (memory_in_use_ > 0 && memory_in_use_ + it->memory > memory_budget_) {
+      continue;
+    }
+    return it;
+  }
+  return queue_.end();
+}
+
 void JobManager::WorkerLoop() {
   while (true) {
     QueueEntry entry;
     std::shared_ptr<RunningJob> running;
     {
       std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait(lock, [this] { return draining_ || !queue_.empty(); });
+      auto next = queue_.end();
+      while (!draining_ && (next = NextRunnable(absl::Now())) == queue_.end()) {
+        absl::Time wake = absl::InfiniteFuture();
+        for (const QueueEntry& e : queue_) {
+          if (e.not_before > absl::Now()) wake = std::min(wake, e.not_before);
+        }
+        if (wake == absl::InfiniteFuture()) {
+          cv_.wait(lock);
+        } else {
+          cv_.wait_for(lock, absl::ToChronoNanoseconds(wake - absl::Now()));
+        }
+      }
       if (draining_) return;
-      entry = *queue_.begin();
-      queue_.erase(queue_.begin());
+      entry = *next;
+      queue_.erase(next);
       queued_by_id_.erase(entry.id);
       --queued_per_tenant_[entry.tenant];
+      memory_in_use_ += entry.memory;
       running = std::make_shared<RunningJob>();
       running_[entry.id] = running;
       UpdateGauges();
@@ -544,48 +496,279 @@ void JobManager::WorkerLoop() {
     RunJob(entry, running.get());
     std::lock_guard<std::mutex> lock(mu_);
     running_.erase(entry.id);
+    memory_in_use_ -= entry.memory;
     UpdateGauges();
+    cv_.notify_all();  // memory freed: a waiting job may fit now
   }
 }
 
-void JobManager::RunJob(const QueueEntry& entry, RunningJob* running) {
-  const absl::Time start = absl::Now();
-  const std::string& id = entry.id;
-  const std::string& tenant = entry.tenant;
-  auto fail = [&](const std::string& reason) {
-    auto s = Transition(tenant, id,
-                        {v1::Job::FAILED,
-                         reason,
-                         "",
-                         nullptr,
-                         {v1::Job::RUNNING, v1::Job::CANCELLING}});
-    if (!s.ok()) spdlog::error("job {}: {}", id, s.status().ToString());
-    metrics_->ObserveJobEnd("failed",
-                            absl::ToDoubleSeconds(absl::Now() - start));
-  };
+// One attempt of a job: spawns its worker process, sends it the job, stores
+// and publishes what it reports, passes cancel and shutdown on to it (and
+// kills it when it does not stop in time), and records how the job ended.
+class JobManager::AttemptRunner {
+ public:
+  AttemptRunner(JobManager* manager, const QueueEntry& entry,
+                RunningJob* running)
+      : m_(manager), entry_(entry), running_(running) {}
 
-  // The checkpoint of an interrupted attempt, if any.
-  v1::JobCheckpoint checkpoint;
-  bool resume = false;
-  if (entry.resume) {
-    auto bytes = store_->GetCheckpoint(id);
-    if (bytes.ok() && bytes->has_value() &&
-        checkpoint.ParseFromString(**bytes)) {
-      resume = true;
+  Attempt Run(const v1::Job& job) {
+    if (absl::Status s = Launch(job); !s.ok()) {
+      if (s.code() == absl::StatusCode::kNotFound) {
+        return End(m_->Fail(entry_, std::string(s.message())));
+      }
+      spdlog::error("job {}: cannot start an attempt: {}", entry_.id,
+                    s.ToString());
+      return Attempt::kStoreFailed;
+    }
+    while (true) {
+      v1::WorkerReport report;
+      const absl::Status next = worker_->Next(absl::Milliseconds(100), &report);
+      if (next.ok()) {
+        if (absl::Status s = Handle(&report); !s.ok()) {
+          spdlog::error("job {}: the store failed: {}", entry_.id,
+                        s.ToString());
+          worker_->Kill();
+          Release();
+          worker_->Wait();
+          return Attempt::kStoreFailed;
+        }
+      } else if (next.code() != absl::StatusCode::kDeadlineExceeded) {
+        break;  // the worker has ended (or wrote garbage as it died)
+      }
+      Steer();
+    }
+    return Finish();
+  }
+
+  // How the worker died (kCrashed), and the last iteration it reported.
+  const std::string& death() const { return death_; }
+  int last_iteration() const { return last_iteration_; }
+
+ private:
+  enum class Kill { kNone, kCancel, kShutdown, kDeadline };
+
+  absl::Status Launch(const v1::Job& job) {
+    v1::WorkerRequest request;
+    request.set_job_id(entry_.id);
+    *request.mutable_spec() = job.spec();
+    SPARROW_ASSIGN_OR_RETURN(std::optional<std::string> checkpoint,
+                             m_->store_->GetCheckpoint(entry_.id));
+    if (checkpoint.has_value() &&
+        request.mutable_checkpoint()->ParseFromString(*checkpoint)) {
+      request.set_resume(true);
+    }
+    SPARROW_ASSIGN_OR_RETURN(
+        *request.mutable_dataset(),
+        m_->store_->GetDatasetContent(entry_.tenant,
+                                      job.spec().data().dataset_id()));
+    const JobManagerOptions& o = m_->options_;
+    request.set_memory_limit_bytes(o.worker_memory_limit_override > 0
+                                       ? o.worker_memory_limit_override
+                                       : o.limits.max_job_memory);
+    request.set_max_model_params(o.limits.max_model_params);
+    request.set_checkpoint_every(o.checkpoint_every);
+    request.set_checkpoint_min_seconds(
+        absl::ToDoubleSeconds(o.checkpoint_min_interval));
+    request.set_min_event_interval_seconds(
+        absl::ToDoubleSeconds(o.min_event_interval));
+    request.set_event_flush_seconds(
+        absl::ToDoubleSeconds(o.event_flush_interval));
+    request.set_deadline_seconds(o.limits.job_deadline_seconds);
+    SPARROW_ASSIGN_OR_RETURN(worker_, WorkerProcess::Spawn(m_->worker_binary_));
+    attempt_start_ = absl::Now();
+    {
+      std::lock_guard<std::mutex> lock(running_->mu);
+      running_->worker = worker_.get();
+    }
+    // A worker that dies before it has read the job is seen by Next.
+    worker_->Send(request).IgnoreError();
+    return absl::OkStatus();
+  }
+
+  // Stores (then publishes) what the worker reports. An error is the
+  // store's.
+  absl::Status Handle(v1::WorkerReport* report) {
+    switch (report->report_case()) {
+      case v1::WorkerReport::kEvents: {
+        auto& in = *report->mutable_events()->mutable_events();
+        if (in.empty()) return absl::OkStatus();
+        last_iteration_ = in.rbegin()->iteration();
+        const double n = static_cast<double>(in.size());
+        std::vector<v1::ProgressEvent> events(
+            std::make_move_iterator(in.begin()),
+            std::make_move_iterator(in.end()));
+        std::lock_guard<std::mutex> lock(running_->mu);
+        SPARROW_ASSIGN_OR_RETURN(
+            auto stored,
+            m_->store_->AppendEvents(entry_.id, std::move(events)));
+        m_->hub_->Publish(entry_.id, stored.back().seq());
+        m_->metrics_->CountEvents(n);
+        v1::WorkerControl ack;
+        ack.set_events_stored(true);
+        worker_->Send(ack).IgnoreError();  // a dead worker is seen by Next
+        return absl::OkStatus();
+      }
+      case v1::WorkerReport::kCheckpoint:
+        checkpoint_iteration_ = report->checkpoint().iteration();
+        return m_->store_->PutCheckpoint(
+            entry_.id, report->checkpoint().SerializeAsString());
+      case v1::WorkerReport::kLog:
+        spdlog::info("job {} tenant {}: {}", entry_.id, entry_.tenant,
+                     report->log());
+        return absl::OkStatus();
+      case v1::WorkerReport::kOutcome:
+        outcome_ = std::move(*report->mutable_outcome());
+        return absl::OkStatus();
+      default:
+        return absl::OkStatus();
     }
   }
-  std::string reason = "started";
-  if (entry.resume) {
-    reason = resume ? absl::StrCat(
-                          "resumed after a restart from the "
-                          "checkpoint at iteration ",
-                          checkpoint.iteration())
-                    : "restarted from the beginning after a restart (no "
-                      "checkpoint yet)";
+
+  // Passes a cancel or a shutdown on to the worker, and kills a worker that
+  // has not stopped stop_grace after it was asked to (or after the deadline).
+  void Steer() {
+    if (kill_ != Kill::kNone || outcome_.has_value()) return;
+    const absl::Time now = absl::Now();
+    const JobManagerOptions& o = m_->options_;
+    if (running_->cancel.load() && !cancel_sent_) {
+      cancel_sent_ = true;
+      asked_ = now;
+      SendStop(v1::WorkerControl::CANCEL);
+    }
+    if (m_->shutting_down_.load() && !shutdown_sent_) {
+      shutdown_sent_ = true;
+      asked_ = now;
+      SendStop(v1::WorkerControl::SHUTDOWN);
+    }
+    Kill kill = Kill::kNone;
+    if ((cancel_sent_ || shutdown_sent_) && now - asked_ > o.stop_grace) {
+      kill = shutdown_sent_ ? Kill::kShutdown : Kill::kCancel;
+    } else if (o.limits.job_deadline_seconds > 0 &&
+               now - attempt_start_ >
+                   absl::Seconds(o.limits.job_deadline_seconds) +
+                       o.stop_grace) {
+      kill = Kill::kDeadline;
+    }
+    if (kill != Kill::kNone) {
+      kill_ = kill;
+      worker_->Kill();
+    }
+  }
+
+  void SendStop(v1::WorkerControl::Stop stop) {
+    v1::WorkerControl control;
+    control.set_stop(stop);
+    worker_->Send(control).IgnoreError();  // a dead worker is seen by Next
+  }
+
+  // The worker has ended: records its outcome, or says how it died.
+  // Cancel must no longer reach the worker.
+  void Release() {
+    std::lock_guard<std::mutex> lock(running_->mu);
+    running_->worker = nullptr;
+  }
+
+  Attempt Finish() {
+    Release();
+    const std::string how = worker_->Wait();
+    if (outcome_.has_value()) return Apply(*outcome_);
+    switch (kill_) {
+      case Kill::kShutdown:
+        spdlog::info(
+            "job {} tenant {}: its worker did not stop within {} and was "
+            "killed; the job resumes from its checkpoint at iteration {}",
+            entry_.id, entry_.tenant,
+            absl::FormatDuration(m_->options_.stop_grace),
+            checkpoint_iteration_);
+        return Attempt::kEnded;
+      case Kill::kCancel:
+        return End(m_->Transition(
+            entry_.tenant, entry_.id,
+            {v1::Job::CANCELLED,
+             absl::StrCat("cancelled by the user at iteration ",
+                          last_iteration_,
+                          " (its worker was stopped in the middle of an "
+                          "iteration)"),
+             "",
+             nullptr,
+             {v1::Job::RUNNING, v1::Job::CANCELLING}}));
+      case Kill::kDeadline:
+        return End(m_->Fail(entry_, DeadlineReason()));
+      case Kill::kNone:
+        break;
+    }
+    death_ = DescribeDeath(how);
+    return Attempt::kCrashed;
+  }
+
+  std::string DeadlineReason() const {
+    return absl::StrFormat(
+        "stopped at iteration %d: the job ran longer than the per-job "
+        "deadline of %g s (sparrowd --job-deadline)",
+        last_iteration_, m_->options_.limits.job_deadline_seconds);
+  }
+
+  Attempt Apply(const v1::WorkerReport::Outcome& o) {
+    using Outcome = v1::WorkerReport::Outcome;
+    const std::vector<v1::Job::State> from = {v1::Job::RUNNING,
+                                              v1::Job::CANCELLING};
+    switch (o.kind()) {
+      case Outcome::SUCCEEDED:
+        return End(m_->Transition(
+            entry_.tenant, entry_.id,
+            {v1::Job::SUCCEEDED, o.reason(), o.summary(), &o.model(), from}));
+      case Outcome::CANCELLED:
+        return End(m_->Transition(
+            entry_.tenant, entry_.id,
+            {v1::Job::CANCELLED, o.reason(), "", nullptr, from}));
+      case Outcome::STOPPED:
+        spdlog::info(
+            "job {} tenant {}: checkpointed at iteration {} for the restart",
+            entry_.id, entry_.tenant, checkpoint_iteration_);
+        return Attempt::kEnded;
+      default:  // FAILED, DEADLINE
+        return End(m_->Fail(entry_, o.reason()));
+    }
+  }
+
+  // A final transition the store could not record: the job goes back to
+  // the queue. One the job's state refused (it ended meanwhile) is logged.
+  Attempt End(const absl::StatusOr<v1::Job>& job) { return End(job.status()); }
+  Attempt End(const absl::Status& s) {
+    if (s.ok()) return Attempt::kEnded;
+    spdlog::error("job {}: {}", entry_.id, s.ToString());
+    return s.code() == absl::StatusCode::kFailedPrecondition
+               ? Attempt::kEnded
+               : Attempt::kStoreFailed;
+  }
+
+  JobManager* m_;
+  const QueueEntry& entry_;
+  RunningJob* running_;
+  absl::Time attempt_start_;
+  std::unique_ptr<WorkerProcess> worker_;
+  std::optional<v1::WorkerReport::Outcome> outcome_;
+  bool cancel_sent_ = false;
+  bool shutdown_sent_ = false;
+  absl::Time asked_;
+  Kill kill_ = Kill::kNone;
+  int last_iteration_ = 0;
+  int checkpoint_iteration_ = 0;
+  std::string death_;
+};
+
+void JobManager::RunJob(const QueueEntry& entry, RunningJob* running) {
+  const std::string& id = entry.id;
+  const std::string& tenant = entry.tenant;
+  int store_failures = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = store_failures_.find(id);
+    if (it != store_failures_.end()) store_failures = it->second;
   }
   auto job = Transition(tenant, id,
                         {v1::Job::RUNNING,
-                         reason,
+                         StartReason(entry, store_failures),
                          "",
                          nullptr,
                          {v1::Job::QUEUED, v1::Job::RUNNING}});
@@ -603,121 +786,106 @@ void JobManager::RunJob(const QueueEntry& entry, RunningJob* running) {
   }
   if (!job.ok()) {
     spdlog::error("job {}: cannot start: {}", id, job.status().ToString());
+    if (job.status().code() != absl::StatusCode::kFailedPrecondition) {
+      Requeue(entry, store_failures + 1);
+    }
     return;
   }
-  const v1::JobSpec& spec = job->spec();
-  auto config = spec::ToTrainConfig(spec);
-  if (!config.ok()) return fail(std::string(config.status().message()));
-  auto csv = store_->GetDatasetContent(tenant, spec.data().dataset_id());
-  if (!csv.ok()) return fail(std::string(csv.status().message()));
-  spec::DataSummary summary;
-  auto data = spec::LoadTrainData(spec, *config, *csv, &summary);
-  if (!data.ok()) return fail(std::string(data.status().message()));
-  csv->clear();
-  csv->shrink_to_fit();
-  if (summary.dropped_rows > 0) {
-    spdlog::info("job {} tenant {}: dropped {} of {} rows with missing values",
-                 id, tenant, summary.dropped_rows, summary.file_rows);
+  while (true) {
+    AttemptRunner attempt(this, entry, running);
+    const Attempt ended = attempt.Run(*job);
+    if (ended == Attempt::kStoreFailed)
+      return Requeue(entry, store_failures + 1);
+    if (ended == Attempt::kEnded) break;
+    if (!RecordCrash(entry, attempt.death(), attempt.last_iteration())) break;
+    if (shutting_down_) break;  // RUNNING: resumes at the next start
   }
-  // Submission counted each categorical column as one input or output; only
-  // the data knows how many levels they one-hot encode into.
-  if (!spec.data().categorical().empty()) {
-    auto params =
-        core::CountParameters(config->model, summary.inputs, summary.outputs);
-    if (params.ok() && *params > options_.limits.max_model_params) {
-      return fail(absl::StrFormat(
-          "with its categorical columns one-hot encoded into %d input and %d "
-          "output columns the model has %d parameters; this server allows at "
-          "most %d (sparrowd --max-model-params)",
-          summary.inputs, summary.outputs, *params,
-          options_.limits.max_model_params));
-    }
-  }
+  std::lock_guard<std::mutex> lock(mu_);
+  store_failures_.erase(id);
+}
 
-  int offset = 0;
-  double elapsed = 0.0;
-  if (resume) {
-    offset = checkpoint.iteration();
-    elapsed = checkpoint.elapsed_seconds();
-    config->initial_params = Eigen::Map<const Eigen::VectorXd>(
-        checkpoint.params().data(), checkpoint.params_size());
-    int* budget = IterationBudget(&*config);
-    *budget = std::max(1, *budget - offset);
-    ResumeOptimizer(checkpoint, &*config);
-    // The wall-clock budget (stopping.max_seconds) covers every attempt.
-    if (config->max_seconds > 0) {
-      config->max_seconds = std::max(1e-3, config->max_seconds - elapsed);
-    }
+std::string JobManager::StartReason(const QueueEntry& entry,
+                                    int store_failures) {
+  if (store_failures > 0) {
+    return absl::StrCat(
+        "resumed after ", store_failures,
+        store_failures == 1 ? " store failure" : " store failures");
   }
-  JobCallback callback(store_, hub_, metrics_, id, &running->cancel,
-                       &shutting_down_, offset, elapsed, options_);
-  auto result = core::Train(*config, *data, &callback);
-  const absl::Status flushed = callback.FlushFinal();
-  if (!flushed.ok()) {
-    // The store failed under us: leave the job RUNNING so that the next
-    // start resumes it, rather than claim an outcome we could not record.
-    spdlog::error("job {}: the store failed: {}", id, flushed.ToString());
-    return;
+  if (!entry.resume) return "started";
+  auto bytes = store_->GetCheckpoint(entry.id);
+  v1::JobCheckpoint checkpoint;
+  if (bytes.ok() && bytes->has_value() && checkpoint.ParseFromString(**bytes)) {
+    return absl::StrCat(
+        "resumed after a restart from the checkpoint at "
+        "iteration ",
+        checkpoint.iteration());
   }
-  switch (callback.stop()) {
-    case JobCallback::Stop::kShutdown: {
-      const absl::Status s = callback.Checkpoint();
-      spdlog::info(
-          "job {} tenant {}: checkpointed at iteration {} for the "
-          "restart{}",
-          id, tenant, callback.last_iteration(),
-          s.ok() ? "" : absl::StrCat(" (failed: ", s.message(), ")"));
-      return;
-    }
-    case JobCallback::Stop::kCancel: {
-      auto s = Transition(tenant, id,
-                          {v1::Job::CANCELLED,
-                           absl::StrCat("cancelled by the user at iteration ",
-                                        callback.last_iteration()),
-                           "",
-                           nullptr,
-                           {v1::Job::RUNNING, v1::Job::CANCELLING}});
-      if (!s.ok()) spdlog::error("job {}: {}", id, s.status().ToString());
-      metrics_->ObserveJobEnd("cancelled",
-                              absl::ToDoubleSeconds(absl::Now() - start));
-      return;
-    }
-    case JobCallback::Stop::kDeadline:
-      return fail(absl::StrFormat(
-          "stopped at iteration %d: the job ran longer than the per-job "
-          "deadline of %g s (sparrowd --job-deadline)",
-          callback.last_iteration(), options_.limits.job_deadline_seconds));
-    case JobCallback::Stop::kNone:
-      break;
+  return "restarted from the beginning after a restart (no checkpoint yet)";
+}
+
+bool JobManager::RecordCrash(const QueueEntry& entry, const std::string& how,
+                             int iteration) {
+  auto record = store_->GetJob(entry.id);
+  if (!record.ok()) {
+    Requeue(entry, 1);
+    return false;
   }
-  if (!result.ok()) return fail(std::string(result.status().message()));
-  // A resumed attempt trained only the iterations after the checkpoint: the
-  // model and the summary count the whole run.
-  result->summary.iterations += offset;
-  result->summary.seconds += elapsed;
-  result->train_seconds += elapsed;
-  if (result->summary.termination == core::Termination::kDiverged) {
-    std::string reason = result->summary.message.empty()
-                             ? result->summary.BriefReport()
-                             : result->summary.message;
-    if (reason.find("try ") == std::string::npos) {
-      absl::StrAppend(&reason,
-                      "; try a smaller learning rate or stronger "
-                      "regularization");
-    }
-    return fail(reason);
+  const int crashes = record->job.worker_crashes() + 1;
+  const int limit = std::max(1, options_.max_worker_crashes);
+  spdlog::warn(
+      "job {} tenant {}: its worker process {} at iteration {} ({} of {})",
+      entry.id, entry.tenant, how, iteration, crashes, limit);
+  JobTransition t;
+  t.worker_crashed = true;
+  t.from = {v1::Job::RUNNING, v1::Job::CANCELLING};
+  if (crashes >= limit) {
+    t.to = v1::Job::FAILED;
+    t.reason = absl::StrCat(
+        "the job crashed its worker ", crashes,
+        crashes == 1 ? " time" : " times", " (the last one ", how,
+        ", at iteration ", iteration,
+        "); it needs more memory than this machine can give, or it hits a "
+        "bug: try a smaller model or less data, and report it if it "
+        "persists");
+  } else {
+    t.to = v1::Job::RUNNING;
+    t.reason = absl::StrCat("its worker process ", how, " at iteration ",
+                            iteration, "; attempt ", record->job.attempts() + 1,
+                            " resumes from the last checkpoint");
   }
-  v1::TrainedModel model = spec::ToProto(spec, *result);
-  model.set_seed(config->seed);
-  auto done = Transition(tenant, id,
-                         {v1::Job::SUCCEEDED,
-                          "finished",
-                          result->summary.BriefReport(),
-                          &model,
-                          {v1::Job::RUNNING, v1::Job::CANCELLING}});
-  if (!done.ok()) spdlog::error("job {}: {}", id, done.status().ToString());
-  metrics_->ObserveJobEnd("succeeded",
-                          absl::ToDoubleSeconds(absl::Now() - start));
+  auto s = Transition(entry.tenant, entry.id, t);
+  if (!s.ok()) {
+    spdlog::error("job {}: {}", entry.id, s.status().ToString());
+    if (s.status().code() != absl::StatusCode::kFailedPrecondition) {
+      Requeue(entry, 1);
+    }
+    return false;
+  }
+  return t.to == v1::Job::RUNNING;
+}
+
+void JobManager::Requeue(QueueEntry entry, int store_failures) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (draining_) return;  // RUNNING in the store: resumes at the next start
+  const absl::Duration pause = RetryPause(store_failures);
+  spdlog::warn("job {} tenant {}: retrying in {} (store failure {})", entry.id,
+               entry.tenant, absl::FormatDuration(pause), store_failures);
+  store_failures_[entry.id] = store_failures;
+  entry.resume = true;
+  entry.not_before = absl::Now() + pause;
+  Enqueue(std::move(entry));
+  UpdateGauges();
+}
+
+absl::Status JobManager::Fail(const QueueEntry& entry,
+                              const std::string& reason) {
+  return Transition(entry.tenant, entry.id,
+                    {v1::Job::FAILED,
+                     reason,
+                     "",
+                     nullptr,
+                     {v1::Job::RUNNING, v1::Job::CANCELLING}})
+      .status();
 }
 
 }  // namespace sparrow::server

@@ -1,7 +1,10 @@
 // The job queue and its workers: admission (validation, limits, idempotent
-// submission), priority order, cancellation, progress events (stored in
-// batches, then published to watchers), checkpoints, and recovery at start-up.
-// The services are thin wrappers over this class and the Store.
+// submission, the memory a job will need), priority order, cancellation,
+// progress events (stored in batches, then published to watchers),
+// checkpoints, and recovery at start-up. Each job runs in a worker process
+// (WorkerProcess) under a memory limit, so that a job that crashes or runs
+// out of memory ends only itself. The services are thin wrappers over this
+// class and the Store.
 #ifndef SPARROW_SERVER_JOBS_JOB_MANAGER_H_
 #define SPARROW_SERVER_JOBS_JOB_MANAGER_H_
 
@@ -19,7 +22,9 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "core/train/memory.h"
 #include "server/jobs/event_hub.h"
+#include "server/jobs/worker_process.h"
 #include "server/metrics.h"
 #include "server/store/store.h"
 #include "sparrow/v1/jobs.pb.h"
@@ -34,6 +39,11 @@ struct Limits {
   int max_queued_per_tenant = 5000;               // --max-queued-per-tenant
   int64_t max_model_params = 50'000'000;          // --max-model-params
   double job_deadline_seconds = 86400;            // --job-deadline; 0 = none
+  // The memory one job may use (estimated at submission, enforced on its
+  // worker process) and all running jobs together (0 = 3/4 of the
+  // machine's physical memory); a job waits in the queue until it fits.
+  int64_t max_job_memory = int64_t{4} << 30;  // --max-job-memory
+  int64_t max_total_job_memory = 0;           // --max-total-job-memory
 };
 
 struct JobManagerOptions {
@@ -52,6 +62,19 @@ struct JobManagerOptions {
   // far apart, so that a fast optimizer does not pay one fsync per epoch.
   absl::Duration event_flush_interval = absl::Milliseconds(100);
   Limits limits;
+  // The program run as `BINARY --sparrow-worker PID` for each job attempt
+  // (server/worker/worker.h); empty = this process's own executable.
+  std::string worker_binary;
+  // After a cancel, a shutdown or the deadline, a worker that has not stopped
+  // within this time (an epoch in progress) is killed; a shutdown still has
+  // the checkpoint of its last finished iteration.
+  absl::Duration stop_grace = absl::Seconds(2);
+  // A job whose worker process dies this many times (a crash, or the
+  // kernel's OOM killer) is FAILED instead of resumed again.
+  int max_worker_crashes = 3;
+  // Test hook: the memory limit put on worker processes when not 0 (the
+  // admission check still uses limits.max_job_memory).
+  int64_t worker_memory_limit_override = 0;
 };
 
 class JobManager {
@@ -96,6 +119,9 @@ class JobManager {
     uint64_t order = 0;  // submission order
     std::string id;
     std::string tenant;
+    int64_t memory = 0;  // the estimate, in bytes
+    // Not run before this time (a retry after a store failure).
+    absl::Time not_before = absl::InfinitePast();
     bool operator<(const QueueEntry& o) const {
       return std::make_tuple(!resume, -static_cast<int64_t>(priority), order) <
              std::make_tuple(!o.resume, -static_cast<int64_t>(o.priority),
@@ -104,16 +130,44 @@ class JobManager {
   };
   struct RunningJob {
     std::atomic<bool> cancel{false};
+    // Held while a batch of events is stored and acknowledged, and while a
+    // cancel is stored and sent: a worker told to cancel has at most one
+    // batch of events stored after CANCELLING.
+    std::mutex mu;
+    WorkerProcess* worker = nullptr;  // of the current attempt, under mu
   };
+  // How one attempt of a job (one worker process) ended.
+  enum class Attempt { kEnded, kCrashed, kStoreFailed };
+  class AttemptRunner;
 
   void WorkerLoop();
+  // The first queued job that may start now and fits in the memory budget
+  // (mu_ held); queue_.end() if none.
+  std::set<QueueEntry>::iterator NextRunnable(absl::Time now);
   void RunJob(const QueueEntry& entry, RunningJob* running);
+  // Records a crashed attempt: RUNNING again for the next attempt (true), or
+  // FAILED after max_worker_crashes (false).
+  bool RecordCrash(const QueueEntry& entry, const std::string& how,
+                   int iteration);
+  // Puts a job whose attempt could not be recorded back in the queue, to
+  // resume after a growing pause.
+  void Requeue(QueueEntry entry, int store_failures);
+  // Stores the FAILED transition (the store's error, if any).
+  absl::Status Fail(const QueueEntry& entry, const std::string& reason);
+  // The reason of the RUNNING transition that starts an attempt.
+  std::string StartReason(const QueueEntry& entry, int store_failures);
   // Stores a transition, publishes its event and logs it.
   absl::StatusOr<v1::Job> Transition(const std::string& tenant,
                                      const std::string& id,
                                      const JobTransition& transition);
-  absl::Status ValidateSubmission(const std::string& tenant,
-                                  const v1::JobSpec& spec);
+  // The checks of Submit that need the store; returns the memory the job
+  // will need (RESOURCE_EXHAUSTED over --max-job-memory).
+  absl::StatusOr<int64_t> ValidateSubmission(const std::string& tenant,
+                                             const v1::JobSpec& spec);
+  absl::Status CheckMemory(const core::MemoryEstimate& estimate) const;
+  // Start(): queues or resumes a recovered job, or fails one that no longer
+  // passes the limits.
+  absl::Status Recover(const JobRecord& record, int* resumed, int* queued);
   void Enqueue(QueueEntry entry);  // mu_ held
   void UpdateGauges();             // mu_ held
 
@@ -128,6 +182,10 @@ class JobManager {
   std::map<std::string, std::set<QueueEntry>::iterator> queued_by_id_;
   std::map<std::string, int> queued_per_tenant_;
   std::map<std::string, std::shared_ptr<RunningJob>> running_;
+  std::map<std::string, int> store_failures_;  // by job id, while retried
+  int64_t memory_in_use_ = 0;                  // estimates of the running jobs
+  int64_t memory_budget_ = 0;  // limits.max_total_job_memory, resolved
+  std::string worker_binary_;
   uint64_t next_order_ = 0;
   bool started_ = false;
   bool draining_ = false;

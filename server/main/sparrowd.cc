@@ -6,14 +6,21 @@
 // SIGTERM / SIGINT: stop accepting, report NOT_SERVING, checkpoint running
 // jobs, exit 0; they resume at the next start.
 #include <csignal>
+#include <cstdlib>
 #include <iostream>
+#include <string>
 #include <thread>
 
 #include "CLI/CLI.hpp"
 #include "server/server.h"
+#include "server/worker/worker.h"
 #include "spdlog/spdlog.h"
 
 int main(int argc, char** argv) {
+  // A job's worker process (server/worker/worker.h), started by sparrowd.
+  if (argc == 3 && std::string(argv[1]) == sparrow::server::kWorkerFlag) {
+    return sparrow::server::RunWorker(0, 1, std::atoi(argv[2]));
+  }
   sparrow::server::ServerOptions o;
   o.jobs.workers =
       std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
@@ -89,6 +96,23 @@ int main(int argc, char** argv) {
   app.add_option("--max-model-params", l.max_model_params,
                  "Largest model (trainable parameters) a job may ask for")
       ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--max-job-memory", l.max_job_memory,
+                 "Memory one job may use, in bytes: a job estimated to need "
+                 "more is refused at submission, and its worker process is "
+                 "limited to it")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--max-total-job-memory", l.max_total_job_memory,
+                 "Memory all running jobs together may use, in bytes (by "
+                 "their estimates); a job waits in the queue until it fits. "
+                 "0 = 3/4 of this machine's memory")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  app.add_option("--max-worker-crashes", o.jobs.max_worker_crashes,
+                 "A job whose worker process dies this many times (a crash, "
+                 "or the kernel's OOM killer) fails instead of resuming")
+      ->check(CLI::Range(1, 1000))
       ->capture_default_str();
   app.add_option("--job-deadline", l.job_deadline_seconds,
                  "Wall-clock seconds one job attempt may run (0 = no limit)")

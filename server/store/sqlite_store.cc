@@ -798,6 +798,9 @@ SqliteStore::TransitionJob(const std::string& id,
     job.set_attempts(job.attempts() + 1);
   }
   if (IsFinal(to)) *job.mutable_end_time() = now;
+  if (transition.worker_crashed) {
+    job.set_worker_crashes(job.worker_crashes() + 1);
+  }
   if (!transition.summary.empty()) job.set_summary(transition.summary);
   job.set_last_seq(job.last_seq() + 1);
 

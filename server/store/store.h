@@ -48,6 +48,8 @@ struct JobTransition {
   // The transition is refused with FAILED_PRECONDITION ("job ... is
   // SUCCEEDED") unless the job is in one of these states; empty = any.
   std::vector<v1::Job::State> from;
+  // The job's worker process died: Job.worker_crashes + 1.
+  bool worker_crashed = false;
 };
 
 class Store {

@@ -96,6 +96,7 @@ class ServerFixture : public ::testing::Test {
     options_.listen = "127.0.0.1:0";
     options_.data_dir = dir_.string();
     options_.jobs.workers = 1;
+    options_.jobs.worker_binary = SPARROW_BIN_DIR "/sparrowd";
     options_.jobs.checkpoint_every = 10;
     options_.jobs.checkpoint_min_interval = absl::ZeroDuration();
     Configure(&options_);

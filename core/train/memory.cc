@@ -1,0 +1,114 @@
+#include "core/train/memory.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+
+#include "absl/strings/str_format.h"
+#include "core/util/status_macros.h"
+
+namespace sparrow::core {
+namespace {
+
+constexpr double kDouble = sizeof(double);
+// Code, stacks, allocator arenas and the small objects of a worker process.
+constexpr double kProcessBytes = 64.0 * (1 << 20);
+
+int64_t Saturate(double bytes) {
+  constexpr double kMax =
+      static_cast<double>(std::numeric_limits<int64_t>::max() / 2);
+  return bytes >= kMax ? static_cast<int64_t>(kMax)
+                       : static_cast<int64_t>(std::ceil(bytes));
+}
+
+double Sum(const std::vector<int>& v) {
+  return std::accumulate(v.begin(), v.end(), 0.0);
+}
+
+bool UsesGaussNewton(OptimizerKind kind) {
+  return kind == OptimizerKind::kNails || kind == OptimizerKind::kNailm;
+}
+
+// Doubles per sample that a forward and backward pass keep.
+double ActivationWidth(const TrainConfig& config, int inputs, int outputs) {
+  const ModelConfig& m = config.model;
+  if (m.kind == ModelKind::kStateSpaceRnn) {
+    return m.rnn.nx + Sum(m.rnn.fx_hidden) + Sum(m.rnn.fy_hidden) + outputs +
+           inputs;
+  }
+  const double in = m.kind == ModelKind::kNarxMlp
+                        ? m.lags.dimension(inputs, outputs)
+                        : inputs;
+  return in + Sum(m.hidden) + outputs;
+}
+
+}  // namespace
+
+absl::StatusOr<MemoryEstimate> EstimateMemory(const TrainConfig& config,
+                                              int inputs, int outputs,
+                                              int64_t rows,
+                                              int64_t file_bytes) {
+  SPARROW_ASSIGN_OR_RETURN(int64_t params,
+                           CountParameters(config.model, inputs, outputs));
+  const double n = static_cast<double>(params);
+  const double samples = static_cast<double>(std::max<int64_t>(rows, 0));
+  const double width = ActivationWidth(config, inputs, outputs);
+  MemoryEstimate e;
+  e.process = Saturate(kProcessBytes);
+  // The raw file while it is parsed, the parsed columns, their scaled copies
+  // and the splits; NARX regressors once more.
+  e.data = Saturate(static_cast<double>(std::max<int64_t>(file_bytes, 0)) +
+                    4 * kDouble * samples * (inputs + outputs) +
+                    (config.model.kind == ModelKind::kNarxMlp
+                         ? 2 * kDouble * samples * width
+                         : 0.0));
+  // Iterate, gradient, best and checkpoint copies, moments, ADMM variables,
+  // and L-BFGS's correction pairs.
+  const int memory = std::max(config.lbfgs.memory, config.b2ld.memory);
+  e.parameters = Saturate(kDouble * n * (12 + 2 * memory));
+  // A minibatch keeps one batch of activations; Gauss-Newton's tapes and the
+  // block methods' cached layer outputs keep every sample.
+  const double batch =
+      config.batch_size > 0 && !UsesGaussNewton(config.optimizer)
+          ? std::min<double>(config.batch_size, samples)
+          : samples;
+  e.activations = Saturate(3 * kDouble * batch * width);
+  if (UsesGaussNewton(config.optimizer)) {
+    // H and its damped copy, the QR factor and its (n + m) x n stack, and one
+    // H per row-building thread; plus each thread's block of 64 rows.
+    const double threads = std::max(1, config.threads);
+    e.curvature =
+        Saturate(kDouble * n * n * (5 + threads) + kDouble * n * 64 * threads);
+  }
+  const double total = static_cast<double>(e.process) + e.data + e.parameters +
+                       e.activations + e.curvature;
+  e.total = Saturate(total);
+  if (e.curvature >= e.data && e.curvature >= e.activations) {
+    e.dominant = absl::StrFormat(
+        "the %d x %d Gauss-Newton matrices of its %d parameters", params,
+        params, params);
+  } else if (e.activations >= e.data) {
+    e.dominant = absl::StrFormat("the activations of %d samples x %.0f units",
+                                 static_cast<int64_t>(batch), width);
+  } else {
+    e.dominant = absl::StrFormat("the data (%d rows)", rows);
+  }
+  return e;
+}
+
+std::string FormatBytes(int64_t bytes) {
+  constexpr const char* kUnits[] = {"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+  if (bytes < 1024) return absl::StrFormat("%d bytes", bytes);
+  double v = static_cast<double>(bytes) / 1024;
+  int unit = 0;
+  while (v >= 1024 && unit < 5) {
+    v /= 1024;
+    ++unit;
+  }
+  return v < 10 && std::abs(v - std::round(v)) > 0.05
+             ? absl::StrFormat("%.1f %s", v, kUnits[unit])
+             : absl::StrFormat("%.0f %s", v, kUnits[unit]);
+}
+
+}  // namespace sparrow::core

@@ -1,0 +1,99 @@
+#include "core/train/memory.h"
+
+#include "gtest/gtest.h"
+
+namespace sparrow::core {
+namespace {
+
+constexpr int64_t kGiB = int64_t{1} << 30;
+
+TrainConfig Rnn(int nx, std::vector<int> fx, std::vector<int> fy,
+                OptimizerKind optimizer) {
+  TrainConfig c;
+  c.model.kind = ModelKind::kStateSpaceRnn;
+  c.model.rnn.nx = nx;
+  c.model.rnn.fx_hidden = std::move(fx);
+  c.model.rnn.fy_hidden = std::move(fy);
+  c.optimizer = optimizer;
+  return c;
+}
+
+// The model of the report that crashed sparrowd: ~160k parameters, whose
+// Gauss-Newton matrix alone is 200 GB.
+TEST(MemoryTest, GaussNewtonOnALargeRnnNeedsHundredsOfGigabytes) {
+  const TrainConfig c = Rnn(200, {300}, {200}, OptimizerKind::kNailm);
+  auto n = CountParameters(c.model, 1, 1);
+  ASSERT_TRUE(n.ok());
+  EXPECT_GT(*n, 150000);
+  auto e = EstimateMemory(c, 1, 1, 2000, 50000);
+  ASSERT_TRUE(e.ok()) << e.status();
+  const double h = 8.0 * static_cast<double>(*n) * static_cast<double>(*n);
+  EXPECT_GE(static_cast<double>(e->curvature), 6 * h);
+  EXPECT_EQ(e->total, e->process + e->data + e->parameters + e->activations +
+                          e->curvature);
+  EXPECT_NE(e->dominant.find("Gauss-Newton"), std::string::npos) << e->dominant;
+}
+
+// ~12.5k parameters reached 5 GB of RSS under NAILM: the estimate must not be
+// below what was measured.
+TEST(MemoryTest, GaussNewtonEstimateCoversTheMeasuredPeak) {
+  const TrainConfig c = Rnn(50, {100}, {40}, OptimizerKind::kNailm);
+  auto n = CountParameters(c.model, 1, 1);
+  ASSERT_TRUE(n.ok());
+  ASSERT_GT(*n, 12000);
+  ASSERT_LT(*n, 13500);
+  auto e = EstimateMemory(c, 1, 1, 2000, 50000);
+  ASSERT_TRUE(e.ok());
+  EXPECT_GT(e->total, 5 * kGiB);
+}
+
+// The same model trained by a first-order method needs no n x n matrix.
+TEST(MemoryTest, FirstOrderNeedsLittle) {
+  const TrainConfig c = Rnn(50, {100}, {40}, OptimizerKind::kAdam);
+  auto e = EstimateMemory(c, 1, 1, 2000, 50000);
+  ASSERT_TRUE(e.ok());
+  EXPECT_EQ(e->curvature, 0);
+  EXPECT_LT(e->total, 128 << 20);
+}
+
+TEST(MemoryTest, MoreThreadsMoreGaussNewtonMatrices) {
+  TrainConfig c = Rnn(20, {30}, {10}, OptimizerKind::kNails);
+  auto one = EstimateMemory(c, 1, 1, 1000, 0);
+  c.threads = 4;
+  auto four = EstimateMemory(c, 1, 1, 1000, 0);
+  ASSERT_TRUE(one.ok() && four.ok());
+  EXPECT_GT(four->curvature, one->curvature);
+}
+
+TEST(MemoryTest, DataGrowsWithRowsAndNarxLags) {
+  TrainConfig c;
+  c.model.kind = ModelKind::kNarxMlp;
+  c.model.hidden = {16};
+  c.model.lags.input_lags = 2;
+  c.model.lags.output_lags = 2;
+  auto small = EstimateMemory(c, 1, 1, 1000, 30000);
+  auto large = EstimateMemory(c, 1, 1, 1000000, 30000000);
+  ASSERT_TRUE(small.ok() && large.ok());
+  EXPECT_GT(large->data, 100 * small->data / 2);
+  c.model.lags.input_lags = 50;
+  auto lags = EstimateMemory(c, 1, 1, 1000000, 30000000);
+  ASSERT_TRUE(lags.ok());
+  EXPECT_GT(lags->data, large->data);
+}
+
+TEST(MemoryTest, ImpossibleModelIsAnError) {
+  TrainConfig c = Rnn(0, {4}, {4}, OptimizerKind::kNails);
+  EXPECT_FALSE(EstimateMemory(c, 1, 1, 100, 0).ok());
+}
+
+TEST(MemoryTest, FormatBytes) {
+  EXPECT_EQ(FormatBytes(12), "12 bytes");
+  EXPECT_EQ(FormatBytes(900 << 10), "900 KiB");
+  EXPECT_EQ(FormatBytes(512 << 20), "512 MiB");
+  EXPECT_EQ(FormatBytes(4 * kGiB), "4 GiB");
+  EXPECT_EQ(FormatBytes(3 * kGiB / 2), "1.5 GiB");
+  EXPECT_EQ(FormatBytes(int64_t{200} << 40), "200 TiB");
+}
+
+}  // namespace
+}  // namespace sparrow::core
