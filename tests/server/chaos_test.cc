@@ -322,8 +322,6 @@ class SparrowdChaos : public ::testing::Test {
   void SetUp() override {
     seed_ = ChaosSeed();
     rng_.seed(seed_);
-    std::cerr << "[ chaos ] seed " << seed_
-              << " (replay with SPARROW_CHAOS_SEED=" << seed_ << ")\n";
     dir_ = std::filesystem::path(::testing::TempDir()) /
            absl::StrFormat("sparrowd-chaos-%d", getpid());
     std::filesystem::remove_all(dir_);
@@ -353,13 +351,11 @@ class SparrowdChaos : public ::testing::Test {
   void TearDown() override {
     JoinClients();
     if (HasFailure()) {
-      std::cerr << "[ chaos ] seed " << seed_ << " failed; replay with "
-                << "SPARROW_CHAOS_SEED=" << seed_ << "\n";
       const size_t n = processes_.size();
       for (size_t i = n > 3 ? n - 3 : 0; i < n; ++i) {
         const std::string out = processes_[i]->output();
-        std::cerr << "---- sparrowd #" << i << " output (last 3000 bytes):\n"
-                  << out.substr(out.size() > 3000 ? out.size() - 3000 : 0)
+        std::cerr << "---- sparrowd #" << i << " output (last 30000 bytes):\n"
+                  << out.substr(out.size() > 30000 ? out.size() - 30000 : 0)
                   << "\n";
       }
     }
@@ -591,6 +587,8 @@ class SparrowdChaos : public ::testing::Test {
 
 TEST_F(SparrowdChaos, TwentySigkillsLoseNothingAndEndEveryJobOnce) {
   SCOPED_TRACE(absl::StrCat("SPARROW_CHAOS_SEED=", seed_));
+  std::cerr << "[ chaos ] seed " << seed_
+            << " (replay with SPARROW_CHAOS_SEED=" << seed_ << ")\n";
   const absl::Time t0 = absl::Now();
   GiveUpAt(t0 + absl::Seconds(300));  // lowered after the last restart
 
@@ -831,6 +829,87 @@ TEST_F(SparrowdChaos, TwentySigkillsLoseNothingAndEndEveryJobOnce) {
       cancelled, resumed, events_total, watch_streams, expected.size(),
       children_.size(), transient.empty() ? "none" : transient,
       absl::ToDoubleSeconds(absl::Now() - t0));
+}
+
+// A call that reaches sparrowd while it recovers its jobs at start-up (it
+// serves before the recovery is done) must be refused (UNAVAILABLE: clients
+// retry) or applied, never acknowledged and forgotten. It was: a Cancel found
+// the job in neither the queue nor a worker, answered OK with the job still
+// QUEUED, and the recovery then queued it and ran it to SUCCEEDED. (A Submit
+// committed before the recovery read the store was queued twice, and run by
+// two workers at once.) Many CANCELLING jobs make the recovery long enough to
+// hit every time: each becomes CANCELLED in its own synced transaction.
+TEST_F(SparrowdChaos, CancelDuringRecoveryIsRefusedOrApplied) {
+  constexpr int kStopping = 150;
+  const std::string victim = "job-queued-at-the-crash";
+  {
+    // The store as a crash left it.
+    std::filesystem::create_directories(data_dir());
+    auto store = OpenSqliteStore(data_dir() + "/sparrow.db");
+    ASSERT_TRUE(store.ok()) << store.status();
+    const std::string csv = TanksCsv();
+    v1::Dataset meta;
+    meta.set_id(spec::Sha256Hex(csv));
+    meta.set_name("tanks.csv");
+    meta.set_size_bytes(static_cast<int64_t>(csv.size()));
+    meta.set_rows(400);
+    meta.add_columns("u");
+    meta.add_columns("y");
+    bool existed = false;
+    ASSERT_TRUE((*store)->PutDataset("default", meta, csv, &existed).ok());
+    auto create = [&](const std::string& id) {
+      v1::Job job;
+      job.set_id(id);
+      *job.mutable_spec() = testing::SmallSpec(meta.id(), 20000);
+      ASSERT_TRUE((*store)->CreateJob("default", job, &existed).ok());
+    };
+    for (int i = 0; i < kStopping; ++i) {
+      const std::string id = absl::StrCat("job-stopping-", i);
+      ASSERT_NO_FATAL_FAILURE(create(id));
+      for (const auto& [to, from] :
+           {std::pair{v1::Job::RUNNING, v1::Job::QUEUED},
+            std::pair{v1::Job::CANCELLING, v1::Job::RUNNING}}) {
+        ASSERT_TRUE((*store)
+                        ->TransitionJob(id, {to, "test", "", nullptr, {from}})
+                        .ok());
+      }
+    }
+    ASSERT_NO_FATAL_FAILURE(create(victim));
+  }
+
+  // Cancel the queued job from before sparrowd starts until it answers.
+  ASSERT_NO_FATAL_FAILURE(StartServer());
+  v1::CancelJobRequest request;
+  request.set_id(victim);
+  v1::Job answer;
+  grpc::Status status;
+  int refused = 0;
+  for (const absl::Time until = absl::Now() + absl::Seconds(30);
+       absl::Now() < until; ++refused) {
+    // A new connection each time: a channel's reconnect backoff would miss
+    // the moment.
+    grpc::ChannelArguments args;
+    args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+    auto stub = v1::JobService::NewStub(grpc::CreateCustomChannel(
+        address_, grpc::InsecureChannelCredentials(), args));
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() +
+                         std::chrono::seconds(5));
+    status = stub->Cancel(&context, request, &answer);
+    if (status.error_code() != grpc::StatusCode::UNAVAILABLE) break;
+    absl::SleepFor(absl::Milliseconds(1));
+  }
+  ASSERT_TRUE(status.ok()) << status.error_code() << ": "
+                           << status.error_message();
+  // QUEUED or RUNNING when a worker was taking the job: it stops at its
+  // first iteration.
+  std::cerr << "[ info ] the cancel was answered "
+            << v1::Job::State_Name(answer.state()) << " after " << refused
+            << " refusals\n";
+  auto done =
+      client_->Watch(victim, 0, [](const v1::ProgressEvent&) { return true; });
+  ASSERT_TRUE(done.ok()) << done.status();
+  EXPECT_EQ(done->state(), v1::Job::CANCELLED) << done->ShortDebugString();
 }
 
 }  // namespace
