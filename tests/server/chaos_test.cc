@@ -429,7 +429,15 @@ class SparrowdChaos : public ::testing::Test {
       }
       {
         std::lock_guard<std::mutex> lock(mu_);
-        ++transient_[absl::StatusCodeToString(result.status().code())];
+        // "UNAVAILABLE (failed to connect ...)": the code, and the reason
+        // after the client's "cannot reach sparrowd at ADDRESS: ".
+        absl::string_view why = result.status().message();
+        const size_t at = why.find(address_ + ": ");
+        if (at != absl::string_view::npos)
+          why.remove_prefix(at + address_.size() + 2);
+        ++transient_[absl::StrCat(
+            absl::StatusCodeToString(result.status().code()), " (",
+            why.substr(0, 30), "...)")];
       }
       absl::SleepFor(absl::Milliseconds(20));
     }
@@ -692,7 +700,7 @@ TEST_F(SparrowdChaos, TwentySigkillsLoseNothingAndEndEveryJobOnce) {
     events_total += static_cast<int>(replay.size());
     std::cerr << absl::StrFormat(
         "[ chaos ] %s %s %4d epochs: %s after %d attempt(s), %zu events, "
-        "%s watcher %d stream(s)\n",
+        "%s watcher, %d watch call(s)\n",
         s->job_id, s->plan.long_job ? "long " : "short", s->plan.epochs,
         v1::Job::State_Name(job->state()), job->attempts(), replay.size(),
         s->plan.raw_watcher ? "raw" : "client", s->watch_streams);
@@ -822,7 +830,7 @@ TEST_F(SparrowdChaos, TwentySigkillsLoseNothingAndEndEveryJobOnce) {
   std::cerr << absl::StrFormat(
       "[ chaos ] seed %u: %d kills (%d before listening) in %.1f s; all jobs "
       "settled %.1f s after the last restart; %d jobs (%d succeeded, %d "
-      "cancelled, %d resumed), %d events, %d watch streams, %zu uploads, %zu "
+      "cancelled, %d resumed), %d events, %d watch calls, %zu uploads, %zu "
       "worker processes seen; retried errors: %s; total %.1f s\n",
       seed_, kKills, before_listening, absl::ToDoubleSeconds(chaos_end - t0),
       absl::ToDoubleSeconds(settled - chaos_end), submitted_.size(), succeeded,
