@@ -51,7 +51,6 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "client/lib/client.h"
@@ -193,15 +192,16 @@ std::vector<ProcessId> Descendants(pid_t root) {
   return out;
 }
 
-// "pid (ppid) cmdline" of each process still alive (not a zombie) that is one
-// of `known`, or whose command line names `needle`.
-std::vector<std::string> Survivors(const std::vector<ProcessId>& known,
-                                   const std::string& needle) {
-  std::vector<std::string> out;
+// Each process still alive (not a zombie) that is one of `known`, or whose
+// command line names `needle`.
+std::vector<ProcessId> Survivors(const std::vector<ProcessId>& known,
+                                 const std::string& needle) {
+  std::vector<ProcessId> out;
   std::set<pid_t> seen;
   auto add = [&](pid_t pid, const ProcStat& s) {
-    if (s.state == 'Z' || !seen.insert(pid).second) return;
-    out.push_back(absl::StrCat(pid, " (parent ", s.ppid, "): ", Cmdline(pid)));
+    if (s.state != 'Z' && seen.insert(pid).second) {
+      out.push_back({pid, s.start_time});
+    }
   };
   for (const ProcessId& p : known) {
     auto s = ReadStat(p.pid);
@@ -578,7 +578,7 @@ class SparrowdChaos : public ::testing::Test {
   std::string address_;
   std::vector<std::unique_ptr<SparrowdProcess>> processes_;
   absl::Time started_;
-  std::vector<ProcessId> children_;  // of the killed servers
+  std::vector<ProcessId> children_;  // of the killed and stopped servers
   std::unique_ptr<client::Client> client_;
   std::unique_ptr<v1::JobService::Stub> raw_jobs_;
   std::atomic<int64_t> give_up_ms_{std::numeric_limits<int64_t>::max()};
@@ -799,6 +799,9 @@ TEST_F(SparrowdChaos, TwentySigkillsLoseNothingAndEndEveryJobOnce) {
   }
 
   // A clean stop, then the stored bytes of every upload hash to its id.
+  for (const ProcessId& p : Descendants(process()->pid())) {
+    children_.push_back(p);
+  }
   process()->Signal(SIGTERM);
   EXPECT_EQ(process()->Wait(absl::Seconds(15)), 0) << process()->output();
   {
@@ -813,15 +816,20 @@ TEST_F(SparrowdChaos, TwentySigkillsLoseNothingAndEndEveryJobOnce) {
   }
 
   // No process of a killed (or stopped) sparrowd outlives it.
-  std::vector<std::string> survivors;
+  std::vector<ProcessId> survivors;
   for (const absl::Time until = absl::Now() + absl::Seconds(5);;) {
     survivors = Survivors(children_, data_dir());
     if (survivors.empty() || absl::Now() >= until) break;
     absl::SleepFor(absl::Milliseconds(100));
   }
-  EXPECT_TRUE(survivors.empty())
-      << "processes of killed sparrowds still running 5 s after the end:\n"
-      << absl::StrJoin(survivors, "\n");
+  for (const ProcessId& p : survivors) {
+    const std::optional<ProcStat> s = ReadStat(p.pid);
+    ADD_FAILURE() << "process " << p.pid << " (parent "
+                  << (s.has_value() ? s->ppid : 0) << ") of a killed sparrowd "
+                  << "still runs 5 s after the end: " << Cmdline(p.pid);
+    // Leave nothing behind (the same process, not a reused pid).
+    if (s.has_value() && s->start_time == p.start_time) kill(p.pid, SIGKILL);
+  }
 
   std::string transient;
   for (const auto& [code, n] : transient_) {
@@ -831,7 +839,7 @@ TEST_F(SparrowdChaos, TwentySigkillsLoseNothingAndEndEveryJobOnce) {
       "[ chaos ] seed %u: %d kills (%d before listening) in %.1f s; all jobs "
       "settled %.1f s after the last restart; %d jobs (%d succeeded, %d "
       "cancelled, %d resumed), %d events, %d watch calls, %zu uploads, %zu "
-      "worker processes seen; retried errors: %s; total %.1f s\n",
+      "child processes of sparrowd seen; retried errors: %s; total %.1f s\n",
       seed_, kKills, before_listening, absl::ToDoubleSeconds(chaos_end - t0),
       absl::ToDoubleSeconds(settled - chaos_end), submitted_.size(), succeeded,
       cancelled, resumed, events_total, watch_streams, expected.size(),
