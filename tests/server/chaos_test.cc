@@ -433,8 +433,9 @@ class SparrowdChaos : public ::testing::Test {
         // after the client's "cannot reach sparrowd at ADDRESS: ".
         absl::string_view why = result.status().message();
         const size_t at = why.find(address_ + ": ");
-        if (at != absl::string_view::npos)
+        if (at != absl::string_view::npos) {
           why.remove_prefix(at + address_.size() + 2);
+        }
         ++transient_[absl::StrCat(
             absl::StatusCodeToString(result.status().code()), " (",
             why.substr(0, 30), "...)")];
