@@ -617,7 +617,7 @@ TEST_F(SparrowdChaos, TwentySigkillsLoseNothingAndEndEveryJobOnce) {
                           : std::uniform_int_distribution<int>(100, 600)(rng_);
     p.seed = std::uniform_int_distribution<uint64_t>(1, 1000)(rng_);
     p.raw_watcher = std::bernoulli_distribution(0.5)(rng_);
-    p.gap_before = Uniform(absl::Milliseconds(200), absl::Milliseconds(2500));
+    p.gap_before = Uniform(absl::Milliseconds(100), absl::Milliseconds(1500));
     p.watch_delay = Uniform(absl::ZeroDuration(), absl::Seconds(1));
     p.cancel_delay = Uniform(absl::Milliseconds(500), absl::Seconds(6));
     plans[i % kSubmitters].push_back(p);
