@@ -80,6 +80,7 @@ absl::StatusOr<std::unique_ptr<SparrowServer>> SparrowServer::Start(
   deps.metrics = &server->metrics_;
   deps.auth = &server->auth_;
   deps.limits = &server->options_.jobs.limits;
+  deps.starting = &server->starting_;
   deps.draining = &server->draining_;
   server->dataset_service_ = std::make_unique<DatasetService>(deps);
   server->job_service_ = std::make_unique<JobService>(deps);
@@ -112,7 +113,11 @@ absl::StatusOr<std::unique_ptr<SparrowServer>> SparrowServer::Start(
         absl::StrCat("cannot listen on --listen ", options.listen,
                      " (address in use, or not HOST:PORT?)"));
   }
+  // Calls wait (UNAVAILABLE) for the recovery: before it the job manager
+  // knows no stored job, so a Cancel would be acknowledged and forgotten and
+  // a Submit could be queued twice (by itself and by the recovery).
   SPARROW_RETURN_IF_ERROR(server->jobs_->Start());
+  server->starting_ = false;
   if (!options.metrics_listen.empty()) {
     try {
       server->exposer_ =

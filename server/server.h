@@ -64,6 +64,7 @@ class SparrowServer {
   std::unique_ptr<Store> store_;
   ServerMetrics metrics_;
   Authenticator auth_;
+  std::atomic<bool> starting_{true};  // until the job manager has started
   std::atomic<bool> draining_{false};
   std::unique_ptr<EventHub> hub_;
   std::unique_ptr<JobManager> jobs_;

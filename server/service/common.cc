@@ -6,6 +6,10 @@ namespace sparrow::server {
 
 absl::StatusOr<std::string> Admit(const ServiceDeps& deps,
                                   const grpc::CallbackServerContext* context) {
+  if (deps.starting != nullptr && deps.starting->load()) {
+    return absl::UnavailableError(
+        "the server is starting (recovering its jobs); retry in a moment");
+  }
   if (deps.draining->load()) {
     return absl::UnavailableError(
         "the server is shutting down; retry after it restarts");

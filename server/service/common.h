@@ -1,6 +1,6 @@
 // What every service needs, and the one way a unary RPC runs: authenticate,
-// refuse while draining, run the body, map its absl::Status to a gRPC status,
-// count it.
+// refuse while starting or draining, run the body, map its absl::Status to a
+// gRPC status, count it.
 #ifndef SPARROW_SERVER_SERVICE_COMMON_H_
 #define SPARROW_SERVER_SERVICE_COMMON_H_
 
@@ -27,11 +27,15 @@ struct ServiceDeps {
   ServerMetrics* metrics = nullptr;
   const Authenticator* auth = nullptr;
   const Limits* limits = nullptr;
+  // Calls are refused (UNAVAILABLE) while either is set. starting: sparrowd
+  // serves before it has recovered the stored jobs, and until then the job
+  // manager cannot apply a call (a Cancel would find no job to stop).
+  const std::atomic<bool>* starting = nullptr;
   const std::atomic<bool>* draining = nullptr;
 };
 
 // The caller's tenant, or why the call is refused (UNAUTHENTICATED,
-// UNAVAILABLE while draining).
+// UNAVAILABLE while starting or draining).
 absl::StatusOr<std::string> Admit(const ServiceDeps& deps,
                                   const grpc::CallbackServerContext* context);
 
