@@ -435,10 +435,20 @@ absl::StatusOr<v1::Job> JobManager::Cancel(const std::string& tenant,
     stopping.unlock();
     SPARROW_ASSIGN_OR_RETURN(job, GetJob(tenant, id));
     if (job.state() == v1::Job::QUEUED) {
-      // A worker has taken the job but not recorded RUNNING yet: it stops at
-      // its first iteration (RUNNING, then CANCELLED).
-      running->second->cancel = true;
-      return job;
+      // A worker has taken the job but not recorded RUNNING yet: the cancel
+      // is stored now (so that a crash cannot lose it), and the worker's
+      // RUNNING is then refused.
+      auto cancelled = Transition(tenant, id,
+                                  {v1::Job::CANCELLED,
+                                   "cancelled by the user before it started",
+                                   "",
+                                   nullptr,
+                                   {v1::Job::QUEUED}});
+      if (cancelled.ok()) {
+        running->second->cancel = true;
+        return cancelled;
+      }
+      SPARROW_ASSIGN_OR_RETURN(job, GetJob(tenant, id));
     }
     if (!IsFinal(job.state())) return cancelling.status();
   } else {
@@ -781,7 +791,8 @@ void JobManager::RunJob(const QueueEntry& entry, RunningJob* running) {
                          "",
                          nullptr,
                          {v1::Job::CANCELLING}});
-    if (!s.ok()) spdlog::error("job {}: {}", id, s.status().ToString());
+    if (!s.ok())
+      spdlog::info("job {}: {}", id, std::string(s.status().message()));
     return;
   }
   if (!job.ok()) {
