@@ -719,6 +719,10 @@ class JobManager::AttemptRunner {
   }
 
   Attempt Apply(const v1::WorkerReport::Outcome& o) {
+    spdlog::info("job {} tenant {}: worker peak memory {} (estimated {})",
+                 entry_.id, entry_.tenant,
+                 core::FormatBytes(o.peak_memory_bytes()),
+                 core::FormatBytes(entry_.memory));
     using Outcome = v1::WorkerReport::Outcome;
     const std::vector<v1::Job::State> from = {v1::Job::RUNNING,
                                               v1::Job::CANCELLING};

@@ -450,6 +450,10 @@ int RunWorker(int in_fd, int out_fd, int parent_pid) {
   } catch (const std::bad_alloc&) {
     outcome = Failed(OutOfMemoryReason());
   }
+  rusage usage{};
+  if (getrusage(RUSAGE_SELF, &usage) == 0) {
+    outcome.set_peak_memory_bytes(int64_t{usage.ru_maxrss} * 1024);
+  }
   channel.SendOutcome(std::move(outcome));
   // The control thread is blocked reading the pipe: end without running
   // destructors under it.
