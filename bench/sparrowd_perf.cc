@@ -28,6 +28,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <iostream>
 #include <map>
 #include <memory>
@@ -152,7 +153,9 @@ ProcStats ReadProcStats(pid_t pid) {
 }
 
 // CPU time and run-queue wait summed over a process's live threads
-// (/proc/PID/task/*/schedstat, nanosecond resolution).
+// (/proc/PID/task/*/schedstat, nanosecond resolution), plus the CPU time of
+// its reaped children — sparrowd's job worker processes — from
+// /proc/PID/stat (cutime + cstime, clock-tick resolution).
 struct SchedStat {
   double cpu = 0, runqueue = 0;
 };
@@ -167,6 +170,20 @@ SchedStat ReadSchedStat(pid_t pid) {
     if (in >> cpu_ns >> wait_ns) {
       s.cpu += 1e-9 * cpu_ns;
       s.runqueue += 1e-9 * wait_ns;
+    }
+  }
+  std::ifstream stat(absl::StrCat("/proc/", pid, "/stat"));
+  std::string line;
+  std::getline(stat, line);
+  const size_t paren = line.rfind(')');
+  if (paren != std::string::npos) {
+    // Fields after the command: state is field 3, cutime 16, cstime 17.
+    std::istringstream fields(line.substr(paren + 2));
+    std::vector<std::string> f(std::istream_iterator<std::string>(fields),
+                               {});
+    if (f.size() > 14) {
+      s.cpu += (std::stod(f[13]) + std::stod(f[14])) /
+               static_cast<double>(sysconf(_SC_CLK_TCK));
     }
   }
   return s;
