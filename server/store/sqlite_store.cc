@@ -815,18 +815,23 @@ SqliteStore::TransitionJob(const std::string& id,
   }
 
   const google::protobuf::Timestamp now = ToTimestamp(absl::Now());
+  // Reasons may quote what a job read (a column, a value); a stored record
+  // must stay parseable, so text that is not UTF-8 is stored repaired.
+  const std::string reason = spec::ToValidUtf8(transition.reason);
   job.set_state(to);
-  job.set_reason(transition.reason);
+  job.set_reason(reason);
   v1::Job::Transition* entry = job.add_history();
   entry->set_state(to);
   *entry->mutable_time() = now;
-  entry->set_reason(transition.reason);
+  entry->set_reason(reason);
   if (to == v1::Job::RUNNING) {
     if (!job.has_start_time()) *job.mutable_start_time() = now;
     job.set_attempts(job.attempts() + 1);
   }
   if (IsFinal(to)) *job.mutable_end_time() = now;
-  if (!transition.summary.empty()) job.set_summary(transition.summary);
+  if (!transition.summary.empty()) {
+    job.set_summary(spec::ToValidUtf8(transition.summary));
+  }
   job.set_last_seq(job.last_seq() + 1);
 
   v1::ProgressEvent event;
@@ -835,7 +840,7 @@ SqliteStore::TransitionJob(const std::string& id,
   event.set_kind(v1::ProgressEvent::STATE);
   *event.mutable_time() = now;
   event.set_state(to);
-  event.set_reason(transition.reason);
+  event.set_reason(reason);
 
   SPARROW_RETURN_IF_ERROR(UpdateJob(job));
   SPARROW_ASSIGN_OR_RETURN(Statement insert, connection_.Prepare(kInsertEvent));
