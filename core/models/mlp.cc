@@ -20,7 +20,8 @@ Map<const VectorXd> Bias(const double* theta, const Mlp::Layer& l) {
 
 }  // namespace
 
-absl::Status ValidateMlpSpec(const MlpSpec& spec, absl::string_view name) {
+absl::Status ValidateMlpSpec(const MlpSpec& spec, absl::string_view name,
+                             bool limit_params) {
   if (spec.inputs <= 0) {
     return absl::InvalidArgumentError(
         absl::StrCat(name, ": the number of inputs is ", spec.inputs,
@@ -44,7 +45,7 @@ absl::Status ValidateMlpSpec(const MlpSpec& spec, absl::string_view name) {
     }
   }
   const int64_t params = CountMlpParameters(spec);
-  if (params > kMaxNetworkParams) {
+  if (limit_params && params > kMaxNetworkParams) {
     return absl::InvalidArgumentError(absl::StrCat(
         name, " would have ", params, " parameters (", spec.inputs,
         " inputs); one network may have at most ", kMaxNetworkParams));

@@ -42,9 +42,11 @@ struct MlpSpec {
 };
 
 // Checks sizes; `name` prefixes the message (e.g. "model.mlp").
-// Besides positive sizes: hidden widths at most kMaxLayerWidth, and at most
+// Besides positive sizes: hidden widths at most kMaxLayerWidth, and, unless
+// limit_params is false (for counting a model's size), at most
 // kMaxNetworkParams parameters (the library indexes parameters with int).
-absl::Status ValidateMlpSpec(const MlpSpec& spec, absl::string_view name);
+absl::Status ValidateMlpSpec(const MlpSpec& spec, absl::string_view name,
+                             bool limit_params = true);
 
 inline constexpr int kMaxLayerWidth = 100000;
 inline constexpr int64_t kMaxNetworkParams = std::numeric_limits<int>::max();

@@ -24,7 +24,8 @@ MlpSpec EncoderMlpSpec(const StateSpaceRnnSpec& s) {
 }  // namespace
 
 absl::Status ValidateStateSpaceRnnSpec(const StateSpaceRnnSpec& s,
-                                       absl::string_view name) {
+                                       absl::string_view name,
+                                       bool limit_params) {
   if (s.nx <= 0 || s.nx > kMaxLayerWidth) {
     return absl::InvalidArgumentError(absl::StrCat(
         name, ".nx is ", s.nx, "; the state dimension must be between 1 and ",
@@ -37,9 +38,9 @@ absl::Status ValidateStateSpaceRnnSpec(const StateSpaceRnnSpec& s,
         s.nu, " inputs, ", s.ny, " outputs)"));
   }
   SPARROW_RETURN_IF_ERROR(
-      ValidateMlpSpec(FxSpec(s), absl::StrCat(name, ".fx")));
+      ValidateMlpSpec(FxSpec(s), absl::StrCat(name, ".fx"), false));
   SPARROW_RETURN_IF_ERROR(
-      ValidateMlpSpec(FySpec(s), absl::StrCat(name, ".fy")));
+      ValidateMlpSpec(FySpec(s), absl::StrCat(name, ".fy"), false));
   if (s.initial_state == InitialState::kFree && s.num_traces <= 0) {
     return absl::InvalidArgumentError(
         absl::StrCat(name, ": no training traces"));
@@ -63,11 +64,11 @@ absl::Status ValidateStateSpaceRnnSpec(const StateSpaceRnnSpec& s,
           ") x outputs + past_inputs (", e.past_inputs, ") x inputs is ", width,
           "; the encoder may read at most ", kMaxLayerWidth, " values"));
     }
-    SPARROW_RETURN_IF_ERROR(
-        ValidateMlpSpec(EncoderMlpSpec(s), absl::StrCat(name, ".encoder")));
+    SPARROW_RETURN_IF_ERROR(ValidateMlpSpec(
+        EncoderMlpSpec(s), absl::StrCat(name, ".encoder"), false));
   }
   const int64_t params = CountStateSpaceRnnParameters(s);
-  if (params > kMaxNetworkParams) {
+  if (limit_params && params > kMaxNetworkParams) {
     return absl::InvalidArgumentError(absl::StrCat(
         name, " would have ", params, " parameters; a model may have at most ",
         kMaxNetworkParams));

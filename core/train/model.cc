@@ -96,8 +96,9 @@ absl::StatusOr<int64_t> CountParameters(const ModelConfig& config, int n_inputs,
     spec.nu = n_inputs;
     spec.ny = n_outputs;
     spec.num_traces = 1;
-    SPARROW_RETURN_IF_ERROR(
-        ValidateStateSpaceRnnSpec(spec, "model.state_space_rnn"));
+    SPARROW_RETURN_IF_ERROR(ValidateStateSpaceRnnSpec(spec,
+                                                      "model.state_space_rnn",
+                                                      /*limit_params=*/false));
     return CountStateSpaceRnnParameters(spec);
   }
   const int n_in = config.kind == ModelKind::kNarxMlp
@@ -105,8 +106,8 @@ absl::StatusOr<int64_t> CountParameters(const ModelConfig& config, int n_inputs,
                        : n_inputs;
   const MlpSpec spec = NetworkSpec(config, n_in, n_outputs);
   SPARROW_RETURN_IF_ERROR(ValidateMlpSpec(
-      spec,
-      config.kind == ModelKind::kNarxMlp ? "model.narx_mlp" : "model.mlp"));
+      spec, config.kind == ModelKind::kNarxMlp ? "model.narx_mlp" : "model.mlp",
+      /*limit_params=*/false));
   return CountMlpParameters(spec);
 }
 

@@ -1055,11 +1055,13 @@ absl::Status ProbeWrite(Connection& connection) {
 // The start-up error for a store that cannot be opened for writing, with
 // what to check.
 absl::Status Unwritable(const std::string& path, const absl::Status& cause) {
-  return absl::FailedPreconditionError(absl::StrCat(
-      "the store ", path, " cannot be written (", cause.message(),
-      "); check that the user running sparrowd may write that file, its "
-      "directory and the -wal and -shm files beside it (ownership, "
-      "permissions, a read-only mount), and that the disk has free space"));
+  return absl::Status(
+      cause.code(),
+      absl::StrCat(
+          "the store ", path, " cannot be written (", cause.message(),
+          "); check that the user running sparrowd may write that file, its "
+          "directory and the -wal and -shm files beside it (ownership, "
+          "permissions, a read-only mount), and that the disk has free space"));
 }
 
 }  // namespace

@@ -46,20 +46,29 @@ TEST(ModelSizeTest, CountsMatchTheBuiltModel) {
   EXPECT_EQ(*count, StateSpaceRnn(spec).num_params());
 }
 
-TEST(ModelSizeTest, ANetworkBeyondIntIndexingIsRefusedNotWrapped) {
-  // Five hidden layers of 100000: 4e10 weights, beyond any int.
+TEST(ModelSizeTest, ANetworkBeyondIntIndexingIsCountedThenRefused) {
+  // Five hidden layers of 100000: 4e10 weights, beyond any int. The count is
+  // exact (a service compares it with its own limit and names that) ...
   ModelConfig c;
   c.kind = ModelKind::kMlp;
   c.hidden = std::vector<int>(5, kMaxLayerWidth);
   const auto count = CountParameters(c, 10, 1);
-  ASSERT_FALSE(count.ok());
-  EXPECT_TRUE(Contains(count.status(), "model.mlp would have 4000"))
-      << count.status();
-  EXPECT_TRUE(Contains(count.status(), "at most 2147483647")) << count.status();
+  ASSERT_TRUE(count.ok()) << count.status();
+  EXPECT_EQ(*count,
+            11 * int64_t{100000} + 4 * int64_t{100001} * 100000 + 100001);
+  // ... and building such a network is refused, not wrapped around.
+  const absl::Status s = ValidateMlpSpec(NetworkSpec(c, 10, 1), "model.mlp");
+  EXPECT_TRUE(Contains(s, "model.mlp would have 40001600001 parameters")) << s;
+  EXPECT_TRUE(Contains(s, "at most 2147483647")) << s;
   // The state-space model's networks, too.
   ModelConfig r = Rnn(kMaxLayerWidth);
   r.rnn.fx_hidden = {kMaxLayerWidth, kMaxLayerWidth};
-  EXPECT_FALSE(CountParameters(r, 1, 1).ok());
+  const auto rnn_count = CountParameters(r, 1, 1);
+  ASSERT_TRUE(rnn_count.ok()) << rnn_count.status();
+  EXPECT_GT(*rnn_count, kMaxNetworkParams);
+  StateSpaceRnnSpec spec = r.rnn;
+  spec.nu = spec.ny = 1;
+  EXPECT_FALSE(ValidateStateSpaceRnnSpec(spec, "model.state_space_rnn").ok());
 }
 
 }  // namespace
