@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
+#include "absl/time/clock.h"
 #include "core/util/status_macros.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/health_check_service_interface.h"
@@ -48,6 +49,11 @@ absl::StatusOr<std::unique_ptr<SparrowServer>> SparrowServer::Start(
       server->store_,
       OpenSqliteStore(
           (std::filesystem::path(options.data_dir) / "sparrow.db").string()));
+  SPARROW_ASSIGN_OR_RETURN(
+      server->uploads_,
+      UploadSpool::Open(
+          (std::filesystem::path(options.data_dir) / "uploads").string(),
+          options.uploads));
   if (!options.tokens_file.empty()) {
     SPARROW_ASSIGN_OR_RETURN(server->auth_,
                              Authenticator::FromFile(options.tokens_file));
@@ -82,6 +88,8 @@ absl::StatusOr<std::unique_ptr<SparrowServer>> SparrowServer::Start(
   deps.limits = &server->options_.jobs.limits;
   deps.starting = &server->starting_;
   deps.draining = &server->draining_;
+  deps.active_calls = &server->active_calls_;
+  deps.uploads = server->uploads_.get();
   server->dataset_service_ = std::make_unique<DatasetService>(deps);
   server->job_service_ = std::make_unique<JobService>(deps);
   server->model_service_ = std::make_unique<ModelService>(deps);
@@ -153,8 +161,14 @@ void SparrowServer::Shutdown(absl::Duration grace) {
   if (jobs_ != nullptr) jobs_->Shutdown();
   if (hub_ != nullptr) hub_->Shutdown();
   if (server_ != nullptr) {
-    server_->Shutdown(std::chrono::system_clock::now() +
-                      absl::ToChronoMilliseconds(grace));
+    // gRPC's Shutdown(deadline) also waits, up to the deadline, for clients
+    // to close their connections, which idle ones never do. So wait for our
+    // own calls only, then shut down with no further grace.
+    const absl::Time deadline = absl::Now() + grace;
+    while (active_calls_.load() > 0 && absl::Now() < deadline) {
+      absl::SleepFor(absl::Milliseconds(5));
+    }
+    server_->Shutdown(std::chrono::system_clock::now());
     server_->Wait();
   }
   exposer_.reset();

@@ -15,6 +15,7 @@
 #include "server/jobs/event_hub.h"
 #include "server/jobs/job_manager.h"
 #include "server/metrics.h"
+#include "server/service/upload_spool.h"
 #include "server/store/store.h"
 
 namespace prometheus {
@@ -35,6 +36,7 @@ struct ServerOptions {
   std::string tls_cert, tls_key;  // PEM files; both or neither
   std::string metrics_listen;     // HOST:PORT of /metrics; empty: off
   JobManagerOptions jobs;
+  UploadLimits uploads;
 };
 
 class SparrowServer {
@@ -51,7 +53,8 @@ class SparrowServer {
   // Graceful stop: new calls get UNAVAILABLE, health turns NOT_SERVING,
   // running jobs checkpoint and stay RUNNING (they resume at the next start),
   // watchers end with UNAVAILABLE, and in-flight calls get `grace` to finish.
-  // Idempotent.
+  // Connections without a call in flight are closed at once: an idle client
+  // does not hold the shutdown for the whole grace. Idempotent.
   void Shutdown(absl::Duration grace = absl::Seconds(5));
 
   JobManager* jobs() { return jobs_.get(); }
@@ -62,10 +65,12 @@ class SparrowServer {
 
   ServerOptions options_;
   std::unique_ptr<Store> store_;
+  std::unique_ptr<UploadSpool> uploads_;
   ServerMetrics metrics_;
   Authenticator auth_;
   std::atomic<bool> starting_{true};  // until the job manager has started
   std::atomic<bool> draining_{false};
+  std::atomic<int> active_calls_{0};
   std::unique_ptr<EventHub> hub_;
   std::unique_ptr<JobManager> jobs_;
   std::unique_ptr<DatasetService> dataset_service_;

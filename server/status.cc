@@ -1,8 +1,50 @@
 #include "server/status.h"
 
+#include <mutex>
+#include <optional>
+#include <random>
 #include <string>
 
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "server/internal_error.h"
+#include "spdlog/spdlog.h"
+
 namespace sparrow::server {
+namespace {
+
+// Internal failures: the client cannot act on their message, and it may name
+// files or SQL.
+bool IsInternal(absl::StatusCode code) {
+  return code == absl::StatusCode::kInternal ||
+         code == absl::StatusCode::kUnknown ||
+         code == absl::StatusCode::kDataLoss;
+}
+
+std::string NewCorrelationId() {
+  static std::mutex mu;
+  static std::mt19937_64 rng(std::random_device{}());
+  std::lock_guard<std::mutex> lock(mu);
+  return absl::StrFormat("E-%012x", rng() & 0xffffffffffff);
+}
+
+std::string ClientFacingMessage(const absl::Status& status) {
+  std::optional<std::string> client = ClientMessage(status);
+  if (!client.has_value() && !IsInternal(status.code())) {
+    return std::string(status.message());
+  }
+  const std::string id = NewCorrelationId();
+  spdlog::error("error id {}: {}: {}", id,
+                absl::StatusCodeToString(status.code()),
+                std::string(status.message()));
+  return absl::StrCat(
+      client.value_or("the server failed internally while handling this call; "
+                      "retry, and if it fails again report the error id to "
+                      "the server's operator"),
+      " (error id ", id, "; the server's log has the details)");
+}
+
+}  // namespace
 
 grpc::Status ToGrpcStatus(const absl::Status& status) {
   if (status.ok()) return grpc::Status::OK;
@@ -55,7 +97,7 @@ grpc::Status ToGrpcStatus(const absl::Status& status) {
       code = grpc::StatusCode::INTERNAL;
       break;
   }
-  return grpc::Status(code, std::string(status.message()));
+  return grpc::Status(code, ClientFacingMessage(status));
 }
 
 }  // namespace sparrow::server

@@ -13,7 +13,9 @@
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
+#include "grpcpp/support/byte_buffer.h"
 #include "server/spec/sha256.h"
+#include "server/spec/text.h"
 
 namespace sparrow::client {
 namespace {
@@ -30,10 +32,35 @@ std::string RandomRequestId() {
   return absl::StrFormat("req-%016x%016x", rng(), rng());
 }
 
+absl::Status UnreadableAnswer() {
+  return absl::InternalError(
+      "sparrowd sent an answer this client cannot read (a text field that is "
+      "not valid UTF-8, or a different protocol version); report it to the "
+      "server's operator");
+}
+
+absl::Status ParseAnswer(const grpc::ByteBuffer& answer,
+                         google::protobuf::Message* message) {
+  std::vector<grpc::Slice> slices;
+  if (!answer.Dump(&slices).ok()) return UnreadableAnswer();
+  std::string bytes;
+  for (const grpc::Slice& slice : slices) {
+    bytes.append(reinterpret_cast<const char*>(slice.begin()), slice.size());
+  }
+  if (!message->ParseFromString(bytes)) return UnreadableAnswer();
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::Status FromGrpc(const grpc::Status& status) {
   if (status.ok()) return absl::OkStatus();
+  // What gRPC's blocking unary call reports when the answer arrived but did
+  // not parse.
+  if (status.error_code() == grpc::StatusCode::UNIMPLEMENTED &&
+      status.error_message() == "No message returned for unary request") {
+    return UnreadableAnswer();
+  }
   return absl::Status(ToAbslCode(status.error_code()), status.error_message());
 }
 
@@ -141,16 +168,19 @@ absl::StatusOr<v1::Dataset> Client::Upload(absl::string_view bytes,
     return existing;
   }
   if (!absl::IsNotFound(existing.status())) return existing.status();
-  v1::UploadDatasetResponse response;
+  // The name is a display name taken from a file name, which is bytes; a
+  // proto string field must be UTF-8.
+  const std::string display_name = spec::ToValidUtf8(name);
+  grpc::ByteBuffer answer;
   SPARROW_RETURN_IF_ERROR(WithRetries(
       [&](grpc::ClientContext* context) {
-        auto writer = datasets_->Upload(context, &response);
+        auto writer = UploadWriter(context, &answer);
         const int64_t size = static_cast<int64_t>(bytes.size());
         int64_t offset = 0;
         do {
           const int64_t n = std::min(options_.chunk_bytes, size - offset);
           v1::UploadDatasetRequest chunk;
-          if (offset == 0) chunk.set_name(name);
+          if (offset == 0) chunk.set_name(display_name);
           chunk.set_offset(offset);
           chunk.set_data(bytes.data() + offset, static_cast<size_t>(n));
           offset += n;
@@ -164,15 +194,35 @@ absl::StatusOr<v1::Dataset> Client::Upload(absl::string_view bytes,
         return writer->Finish();
       },
       10 * options_.deadline));
+  v1::UploadDatasetResponse response;
+  SPARROW_RETURN_IF_ERROR(ParseAnswer(answer, &response));
   if (already_existed != nullptr) {
     *already_existed = response.already_existed();
   }
   return response.dataset();
 }
 
+// gRPC 1.51's typed ClientWriter aborts the process (GPR_CODEGEN_ASSERT in
+// ClientWriter::Finish) when the server's answer does not parse, e.g. a
+// string field that is not UTF-8. Reading the answer as raw bytes through the
+// same factory the generated stub uses, and parsing it here, turns that into
+// an error.
+std::unique_ptr<grpc::ClientWriter<v1::UploadDatasetRequest>>
+Client::UploadWriter(grpc::ClientContext* context,
+                     grpc::ByteBuffer* answer) const {
+  static const std::string method =
+      absl::StrCat("/", v1::DatasetService::service_full_name(), "/Upload");
+  const grpc::internal::RpcMethod rpc(
+      method.c_str(), grpc::internal::RpcMethod::CLIENT_STREAMING, channel_);
+  return std::unique_ptr<grpc::ClientWriter<v1::UploadDatasetRequest>>(
+      grpc::internal::ClientWriterFactory<v1::UploadDatasetRequest>::Create(
+          channel_.get(), rpc, context, answer));
+}
+
 absl::StatusOr<v1::Dataset> Client::GetDataset(const std::string& id) {
   v1::GetDatasetRequest request;
   request.set_id(id);
+  SPARROW_RETURN_IF_ERROR(spec::CheckUtf8Fields(request, "request"));
   v1::Dataset response;
   SPARROW_RETURN_IF_ERROR(WithRetries(
       [&](grpc::ClientContext* c) {
@@ -187,6 +237,7 @@ absl::StatusOr<v1::ListDatasetsResponse> Client::ListDatasets(
   v1::ListDatasetsRequest request;
   request.set_page_size(page_size);
   request.set_page_token(page_token);
+  SPARROW_RETURN_IF_ERROR(spec::CheckUtf8Fields(request, "request"));
   v1::ListDatasetsResponse response;
   SPARROW_RETURN_IF_ERROR(WithRetries(
       [&](grpc::ClientContext* c) {
@@ -199,6 +250,7 @@ absl::StatusOr<v1::ListDatasetsResponse> Client::ListDatasets(
 absl::Status Client::DeleteDataset(const std::string& id) {
   v1::DeleteDatasetRequest request;
   request.set_id(id);
+  SPARROW_RETURN_IF_ERROR(spec::CheckUtf8Fields(request, "request"));
   v1::DeleteDatasetResponse response;
   return WithRetries(
       [&](grpc::ClientContext* c) {
@@ -214,6 +266,7 @@ absl::StatusOr<v1::Job> Client::Submit(const v1::JobSpec& spec,
   request.set_request_id(request_id.empty() ? RandomRequestId()
                                             : std::move(request_id));
   request.set_priority(priority);
+  SPARROW_RETURN_IF_ERROR(spec::CheckUtf8Fields(request, "request"));
   v1::Job response;
   SPARROW_RETURN_IF_ERROR(WithRetries(
       [&](grpc::ClientContext* c) {
@@ -226,6 +279,7 @@ absl::StatusOr<v1::Job> Client::Submit(const v1::JobSpec& spec,
 absl::StatusOr<v1::Job> Client::GetJob(const std::string& id) {
   v1::GetJobRequest request;
   request.set_id(id);
+  SPARROW_RETURN_IF_ERROR(spec::CheckUtf8Fields(request, "request"));
   v1::Job response;
   SPARROW_RETURN_IF_ERROR(WithRetries(
       [&](grpc::ClientContext* c) { return jobs_->Get(c, request, &response); },
@@ -239,6 +293,7 @@ absl::StatusOr<v1::ListJobsResponse> Client::ListJobs(
   request.set_state(state);
   request.set_page_size(page_size);
   request.set_page_token(page_token);
+  SPARROW_RETURN_IF_ERROR(spec::CheckUtf8Fields(request, "request"));
   v1::ListJobsResponse response;
   SPARROW_RETURN_IF_ERROR(WithRetries(
       [&](grpc::ClientContext* c) {
@@ -251,6 +306,7 @@ absl::StatusOr<v1::ListJobsResponse> Client::ListJobs(
 absl::StatusOr<v1::Job> Client::CancelJob(const std::string& id) {
   v1::CancelJobRequest request;
   request.set_id(id);
+  SPARROW_RETURN_IF_ERROR(spec::CheckUtf8Fields(request, "request"));
   v1::Job response;
   SPARROW_RETURN_IF_ERROR(WithRetries(
       [&](grpc::ClientContext* c) {
@@ -263,6 +319,7 @@ absl::StatusOr<v1::Job> Client::CancelJob(const std::string& id) {
 absl::StatusOr<v1::Job> Client::Watch(
     const std::string& job_id, int64_t after_seq,
     const std::function<bool(const v1::ProgressEvent&)>& on_event) {
+  SPARROW_RETURN_IF_ERROR(spec::CheckUtf8(job_id, "the job id"));
   int64_t last = after_seq;
   absl::Time unreachable_since = absl::InfiniteFuture();
   absl::Duration backoff = options_.initial_backoff;
@@ -322,6 +379,7 @@ absl::StatusOr<v1::Job> Client::Watch(
 absl::StatusOr<v1::TrainedModel> Client::GetModel(const std::string& job_id) {
   v1::GetModelRequest request;
   request.set_job_id(job_id);
+  SPARROW_RETURN_IF_ERROR(spec::CheckUtf8Fields(request, "request"));
   v1::TrainedModel response;
   SPARROW_RETURN_IF_ERROR(WithRetries(
       [&](grpc::ClientContext* c) {
@@ -336,6 +394,7 @@ absl::StatusOr<v1::ExportModelResponse> Client::ExportModel(
   v1::ExportModelRequest request;
   request.set_job_id(job_id);
   request.set_format(format);
+  SPARROW_RETURN_IF_ERROR(spec::CheckUtf8Fields(request, "request"));
   v1::ExportModelResponse response;
   SPARROW_RETURN_IF_ERROR(WithRetries(
       [&](grpc::ClientContext* c) {
@@ -347,6 +406,7 @@ absl::StatusOr<v1::ExportModelResponse> Client::ExportModel(
 
 absl::StatusOr<v1::PredictResponse> Client::Predict(
     const v1::PredictRequest& request) {
+  SPARROW_RETURN_IF_ERROR(spec::CheckUtf8Fields(request, "request"));
   v1::PredictResponse response;
   SPARROW_RETURN_IF_ERROR(WithRetries(
       [&](grpc::ClientContext* c) {

@@ -115,6 +115,8 @@ class Client {
   explicit Client(const ClientOptions& options,
                   std::shared_ptr<grpc::Channel> channel);
   std::unique_ptr<grpc::ClientContext> Context(absl::Duration deadline) const;
+  std::unique_ptr<grpc::ClientWriter<v1::UploadDatasetRequest>> UploadWriter(
+      grpc::ClientContext* context, grpc::ByteBuffer* answer) const;
   // Runs `call` (one attempt, given a fresh context) until it is not
   // UNAVAILABLE or the attempts run out.
   absl::Status WithRetries(

@@ -20,7 +20,8 @@ Map<const VectorXd> Bias(const double* theta, const Mlp::Layer& l) {
 
 }  // namespace
 
-absl::Status ValidateMlpSpec(const MlpSpec& spec, absl::string_view name) {
+absl::Status ValidateMlpSpec(const MlpSpec& spec, absl::string_view name,
+                             bool limit_params) {
   if (spec.inputs <= 0) {
     return absl::InvalidArgumentError(
         absl::StrCat(name, ": the number of inputs is ", spec.inputs,
@@ -37,13 +38,30 @@ absl::Status ValidateMlpSpec(const MlpSpec& spec, absl::string_view name) {
           absl::StrCat(name, ".hidden[", i, "] is ", spec.hidden[i],
                        "; layer sizes must be positive"));
     }
-    if (spec.hidden[i] > 100000) {
+    if (spec.hidden[i] > kMaxLayerWidth) {
       return absl::InvalidArgumentError(
           absl::StrCat(name, ".hidden[", i, "] is ", spec.hidden[i],
-                       "; layer sizes must be at most 100000"));
+                       "; layer sizes must be at most ", kMaxLayerWidth));
     }
   }
+  const int64_t params = CountMlpParameters(spec);
+  if (limit_params && params > kMaxNetworkParams) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        name, " would have ", params, " parameters (", spec.inputs,
+        " inputs); one network may have at most ", kMaxNetworkParams));
+  }
   return absl::OkStatus();
+}
+
+int64_t CountMlpParameters(const MlpSpec& spec) {
+  const int64_t bias = spec.bias ? 1 : 0;
+  int64_t count = 0;
+  int64_t fan_in = spec.inputs;
+  for (int width : spec.hidden) {
+    count += (fan_in + bias) * width;
+    fan_in = width;
+  }
+  return count + (fan_in + bias) * spec.outputs;
 }
 
 Mlp::Mlp(const MlpSpec& spec) : spec_(spec) {

@@ -11,6 +11,8 @@
 #ifndef SPARROW_CORE_MODELS_MLP_H_
 #define SPARROW_CORE_MODELS_MLP_H_
 
+#include <cstdint>
+#include <limits>
 #include <vector>
 
 #include "Eigen/Core"
@@ -40,7 +42,18 @@ struct MlpSpec {
 };
 
 // Checks sizes; `name` prefixes the message (e.g. "model.mlp").
-absl::Status ValidateMlpSpec(const MlpSpec& spec, absl::string_view name);
+// Besides positive sizes: hidden widths at most kMaxLayerWidth, and, unless
+// limit_params is false (for counting a model's size), at most
+// kMaxNetworkParams parameters (the library indexes parameters with int).
+absl::Status ValidateMlpSpec(const MlpSpec& spec, absl::string_view name,
+                             bool limit_params = true);
+
+inline constexpr int kMaxLayerWidth = 100000;
+inline constexpr int64_t kMaxNetworkParams = std::numeric_limits<int>::max();
+
+// The parameters of a network of this shape, counted in 64 bits (so that a
+// spec too large for the library still gets a correct count in messages).
+int64_t CountMlpParameters(const MlpSpec& spec);
 
 class Mlp {
  public:

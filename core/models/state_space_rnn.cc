@@ -24,10 +24,12 @@ MlpSpec EncoderMlpSpec(const StateSpaceRnnSpec& s) {
 }  // namespace
 
 absl::Status ValidateStateSpaceRnnSpec(const StateSpaceRnnSpec& s,
-                                       absl::string_view name) {
-  if (s.nx <= 0) {
+                                       absl::string_view name,
+                                       bool limit_params) {
+  if (s.nx <= 0 || s.nx > kMaxLayerWidth) {
     return absl::InvalidArgumentError(absl::StrCat(
-        name, ".nx is ", s.nx, "; the state dimension must be positive"));
+        name, ".nx is ", s.nx, "; the state dimension must be between 1 and ",
+        kMaxLayerWidth));
   }
   if (s.nu <= 0 || s.ny <= 0) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -36,9 +38,9 @@ absl::Status ValidateStateSpaceRnnSpec(const StateSpaceRnnSpec& s,
         s.nu, " inputs, ", s.ny, " outputs)"));
   }
   SPARROW_RETURN_IF_ERROR(
-      ValidateMlpSpec(FxSpec(s), absl::StrCat(name, ".fx")));
+      ValidateMlpSpec(FxSpec(s), absl::StrCat(name, ".fx"), false));
   SPARROW_RETURN_IF_ERROR(
-      ValidateMlpSpec(FySpec(s), absl::StrCat(name, ".fy")));
+      ValidateMlpSpec(FySpec(s), absl::StrCat(name, ".fy"), false));
   if (s.initial_state == InitialState::kFree && s.num_traces <= 0) {
     return absl::InvalidArgumentError(
         absl::StrCat(name, ": no training traces"));
@@ -46,16 +48,42 @@ absl::Status ValidateStateSpaceRnnSpec(const StateSpaceRnnSpec& s,
   if (s.initial_state == InitialState::kEncoder) {
     const EncoderSpec& e = s.encoder;
     if (e.past_outputs < 0 || e.past_inputs < 0 ||
-        e.past_outputs + e.past_inputs == 0) {
+        e.past_outputs + int64_t{e.past_inputs} == 0) {
       return absl::InvalidArgumentError(
           absl::StrCat(name, ".encoder: past_outputs (", e.past_outputs,
                        ") and past_inputs (", e.past_inputs,
                        ") must be non-negative and not both zero"));
     }
-    SPARROW_RETURN_IF_ERROR(
-        ValidateMlpSpec(EncoderMlpSpec(s), absl::StrCat(name, ".encoder")));
+    // The encoder's input width, in 64 bits: EncoderMlpSpec's int must not
+    // overflow.
+    const int64_t width =
+        int64_t{s.ny} * e.past_outputs + int64_t{s.nu} * e.past_inputs;
+    if (width > kMaxLayerWidth) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          name, ".encoder: past_outputs (", e.past_outputs,
+          ") x outputs + past_inputs (", e.past_inputs, ") x inputs is ", width,
+          "; the encoder may read at most ", kMaxLayerWidth, " values"));
+    }
+    SPARROW_RETURN_IF_ERROR(ValidateMlpSpec(
+        EncoderMlpSpec(s), absl::StrCat(name, ".encoder"), false));
+  }
+  const int64_t params = CountStateSpaceRnnParameters(s);
+  if (limit_params && params > kMaxNetworkParams) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        name, " would have ", params, " parameters; a model may have at most ",
+        kMaxNetworkParams));
   }
   return absl::OkStatus();
+}
+
+int64_t CountStateSpaceRnnParameters(const StateSpaceRnnSpec& s) {
+  int64_t x0 = 0;
+  if (s.initial_state == InitialState::kFree) {
+    x0 = int64_t{s.nx} * s.num_traces;
+  } else if (s.initial_state == InitialState::kEncoder) {
+    x0 = CountMlpParameters(EncoderMlpSpec(s));
+  }
+  return x0 + CountMlpParameters(FxSpec(s)) + CountMlpParameters(FySpec(s));
 }
 
 StateSpaceRnn::StateSpaceRnn(const StateSpaceRnnSpec& spec)

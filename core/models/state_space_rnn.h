@@ -49,8 +49,15 @@ struct StateSpaceRnnSpec {
   EncoderSpec encoder;
 };
 
+// Checks sizes (nx and the encoder's width at most kMaxLayerWidth and, unless
+// limit_params is false, at most kMaxNetworkParams parameters); `name`
+// prefixes the message.
 absl::Status ValidateStateSpaceRnnSpec(const StateSpaceRnnSpec& spec,
-                                       absl::string_view name);
+                                       absl::string_view name,
+                                       bool limit_params = true);
+
+// x0 (or encoder), fx and fy parameters, counted in 64 bits.
+int64_t CountStateSpaceRnnParameters(const StateSpaceRnnSpec& spec);
 
 // A named slice of a parameter vector.
 struct ParamBlock {

@@ -96,25 +96,19 @@ absl::StatusOr<int64_t> CountParameters(const ModelConfig& config, int n_inputs,
     spec.nu = n_inputs;
     spec.ny = n_outputs;
     spec.num_traces = 1;
-    SPARROW_RETURN_IF_ERROR(
-        ValidateStateSpaceRnnSpec(spec, "model.state_space_rnn"));
-    return StateSpaceRnn(spec).num_params();
+    SPARROW_RETURN_IF_ERROR(ValidateStateSpaceRnnSpec(spec,
+                                                      "model.state_space_rnn",
+                                                      /*limit_params=*/false));
+    return CountStateSpaceRnnParameters(spec);
   }
   const int n_in = config.kind == ModelKind::kNarxMlp
                        ? config.lags.dimension(n_inputs, n_outputs)
                        : n_inputs;
   const MlpSpec spec = NetworkSpec(config, n_in, n_outputs);
   SPARROW_RETURN_IF_ERROR(ValidateMlpSpec(
-      spec,
-      config.kind == ModelKind::kNarxMlp ? "model.narx_mlp" : "model.mlp"));
-  const int64_t bias = spec.bias ? 1 : 0;
-  int64_t count = 0;
-  int64_t fan_in = spec.inputs;
-  for (int width : spec.hidden) {
-    count += (fan_in + bias) * width;
-    fan_in = width;
-  }
-  return count + (fan_in + bias) * spec.outputs;
+      spec, config.kind == ModelKind::kNarxMlp ? "model.narx_mlp" : "model.mlp",
+      /*limit_params=*/false));
+  return CountMlpParameters(spec);
 }
 
 Eigen::VectorXd EstimateInitialState(const StateSpaceRnn& rnn,

@@ -20,6 +20,7 @@
 #include "core/util/status_macros.h"
 #include "server/jobs/worker_process.h"
 #include "server/spec/convert.h"
+#include "server/spec/text.h"
 #include "sparrow/v1/checkpoint.pb.h"
 #include "sparrow/v1/worker.pb.h"
 #include "spdlog/spdlog.h"
@@ -54,8 +55,8 @@ absl::StatusOr<v1::Job> SameRequest(const v1::Job& earlier,
           request.spec().SerializeAsString() ||
       earlier.priority() != request.priority()) {
     return absl::AlreadyExistsError(absl::StrCat(
-        "request_id '", request.request_id(), "' was used for job ",
-        earlier.id(),
+        "request_id '", spec::ForMessage(request.request_id()),
+        "' was used for job ", earlier.id(),
         " with a different spec or priority; use a new request_id for a new "
         "job"));
   }
@@ -372,7 +373,8 @@ absl::StatusOr<v1::Job> JobManager::GetJob(const std::string& tenant,
                                            const std::string& id) {
   auto record = store_->GetJob(id);
   if (!record.ok() || record->tenant != tenant) {
-    return absl::NotFoundError(absl::StrCat("job ", id, " not found"));
+    return absl::NotFoundError(
+        absl::StrCat("job ", spec::ForMessage(id), " not found"));
   }
   return std::move(record->job);
 }

@@ -81,6 +81,16 @@ int main(int argc, char** argv) {
                  "Largest dataset upload")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
+  app.add_option("--max-upload-bytes-in-flight", o.uploads.max_in_flight,
+                 "Bytes of all unfinished uploads together (spooled under "
+                 "--data-dir until complete)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--max-upload-bytes-in-flight-per-tenant",
+                 o.uploads.max_in_flight_per_tenant,
+                 "Bytes of one tenant's unfinished uploads")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   app.add_option("--max-message-bytes", l.max_message_bytes,
                  "Largest single gRPC message (upload chunk, prediction)")
       ->check(CLI::PositiveNumber)

@@ -8,26 +8,51 @@
 #include "core/data/csv.h"
 #include "core/util/status_macros.h"
 #include "google/protobuf/util/time_util.h"
+#include "server/spec/text.h"
 #include "spdlog/spdlog.h"
 
 namespace sparrow::server {
 
 namespace {
 
-// Reads the chunks of one upload; nothing is stored unless the offsets are
-// contiguous, the size is within the limit, the checksum matches and the CSV
-// parses as a numeric table.
+// The dataset's name and column names go into string fields of every answer
+// about it, which a client can only parse when they are UTF-8.
+absl::Status CheckNames(absl::string_view name,
+                        const std::vector<std::string>& columns) {
+  for (size_t i = 0; i < columns.size(); ++i) {
+    absl::Status s = spec::CheckUtf8(
+        columns[i], absl::StrCat("column ", i + 1, " of the CSV header"));
+    if (!s.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(s.message(),
+                       "; re-save the file as UTF-8 or rename the column; "
+                       "nothing was stored"));
+    }
+  }
+  return spec::CheckUtf8(name, "the dataset name");
+}
+
+// Streams the chunks of one upload into the spool (UploadSpool: within the
+// bytes-in-flight caps); nothing is stored unless the offsets are contiguous,
+// the size is within the limit, the checksum matches and the CSV parses as a
+// numeric table with UTF-8 names.
 class UploadReactor : public grpc::ServerReadReactor<v1::UploadDatasetRequest> {
  public:
   UploadReactor(const ServiceDeps& deps, grpc::CallbackServerContext* context,
                 v1::UploadDatasetResponse* response)
-      : deps_(deps), response_(response) {
+      : deps_(deps), active_(deps.active_calls), response_(response) {
     auto tenant = Admit(deps_, context);
     if (!tenant.ok()) {
       Done(tenant.status());
       return;
     }
     tenant_ = *tenant;
+    auto upload = deps_.uploads->Begin(tenant_);
+    if (!upload.ok()) {
+      Done(upload.status());
+      return;
+    }
+    upload_ = *std::move(upload);
     StartRead(&chunk_);
   }
 
@@ -55,7 +80,7 @@ class UploadReactor : public grpc::ServerReadReactor<v1::UploadDatasetRequest> {
  private:
   absl::Status Accept() {
     if (received_chunks_++ == 0) name_ = chunk_.name();
-    const int64_t have = static_cast<int64_t>(content_.size());
+    const int64_t have = upload_->size();
     if (chunk_.offset() != have) {
       return absl::InvalidArgumentError(absl::StrFormat(
           "chunk %d has offset %d but %d bytes were received before it; "
@@ -70,12 +95,11 @@ class UploadReactor : public grpc::ServerReadReactor<v1::UploadDatasetRequest> {
           "accepts (sparrowd --max-upload-bytes); nothing was stored",
           deps_.limits->max_upload_bytes));
     }
-    content_.append(chunk_.data());
-    return absl::OkStatus();
+    return upload_->Append(chunk_.data());
   }
 
   absl::Status Complete() {
-    const std::string sha = Sha256Hex(content_);
+    const std::string sha = upload_->FinishSha256Hex();
     const std::string claimed = absl::AsciiStrToLower(chunk_.sha256());
     if (claimed.empty()) {
       return absl::InvalidArgumentError(
@@ -88,7 +112,10 @@ class UploadReactor : public grpc::ServerReadReactor<v1::UploadDatasetRequest> {
           " but the received bytes hash to ", sha,
           "; the upload was corrupted or incomplete; nothing was stored"));
     }
-    auto table = core::data::ParseCsv(content_);
+    SPARROW_ASSIGN_OR_RETURN(const absl::string_view content,
+                             upload_->Content());
+    auto table = core::data::ParseCsv(
+        std::string_view(content.data(), content.size()));
     if (!table.ok()) {
       return absl::InvalidArgumentError(absl::StrCat(
           "the upload is not a numeric CSV Sparrow can train on: ",
@@ -96,10 +123,11 @@ class UploadReactor : public grpc::ServerReadReactor<v1::UploadDatasetRequest> {
           " (every column must hold finite numbers; drop or encode other "
           "columns before uploading); nothing was stored"));
     }
+    SPARROW_RETURN_IF_ERROR(CheckNames(name_, table->header));
     v1::Dataset meta;
     meta.set_id(sha);
     meta.set_name(name_);
-    meta.set_size_bytes(static_cast<int64_t>(content_.size()));
+    meta.set_size_bytes(static_cast<int64_t>(content.size()));
     meta.set_rows(table->num_rows());
     for (const std::string& c : table->header) meta.add_columns(c);
     *meta.mutable_create_time() =
@@ -107,27 +135,28 @@ class UploadReactor : public grpc::ServerReadReactor<v1::UploadDatasetRequest> {
     bool existed = false;
     SPARROW_ASSIGN_OR_RETURN(
         *response_->mutable_dataset(),
-        deps_.store->PutDataset(tenant_, meta, content_, &existed));
+        deps_.store->PutDataset(tenant_, meta, content, &existed));
     response_->set_already_existed(existed);
     if (!existed) {
       spdlog::info("dataset {} tenant {}: stored ({} bytes, {} rows)", sha,
-                   tenant_, content_.size(), table->num_rows());
+                   tenant_, content.size(), table->num_rows());
     }
     return absl::OkStatus();
   }
 
   void Done(const absl::Status& status) {
-    content_.clear();
+    upload_.reset();  // the spool file goes, and its bytes in flight
     const grpc::Status s = ToGrpcStatus(status);
     deps_.metrics->CountRpc("DatasetService.Upload", s.error_code());
     Finish(s);
   }
 
   const ServiceDeps& deps_;
+  ActiveCall active_;
   v1::UploadDatasetResponse* response_;
   std::string tenant_;
   std::string name_;
-  std::string content_;
+  std::unique_ptr<SpooledUpload> upload_;
   int received_chunks_ = 0;
   v1::UploadDatasetRequest chunk_;
 };

@@ -30,7 +30,9 @@ class WatchReactor : public grpc::ServerWriteReactor<v1::ProgressEvent> {
  public:
   WatchReactor(const ServiceDeps& deps, grpc::CallbackServerContext* context,
                const v1::WatchJobRequest& request)
-      : deps_(deps), guard_(std::make_shared<Guard>()) {
+      : deps_(deps),
+        active_(deps.active_calls),
+        guard_(std::make_shared<Guard>()) {
     guard_->reactor = this;
     auto tenant = Admit(deps_, context);
     absl::Status s = tenant.status();
@@ -172,6 +174,7 @@ class WatchReactor : public grpc::ServerWriteReactor<v1::ProgressEvent> {
   }
 
   const ServiceDeps& deps_;
+  ActiveCall active_;
   std::shared_ptr<Guard> guard_;
   std::string job_id_;
   int64_t last_sent_ = 0;

@@ -4,6 +4,7 @@
 #include <cctype>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "core/util/status_macros.h"
 #include "server/spec/convert.h"
 #include "server/spec/predict.h"
@@ -60,26 +61,56 @@ grpc::ServerUnaryReactor* ModelService::Export(
       });
 }
 
+namespace {
+
+// RESOURCE_EXHAUSTED unless an answer of `bytes` fits in one message.
+absl::Status CheckAnswerSize(int64_t bytes, int64_t rows, int64_t values,
+                             const Limits& limits, const char* how) {
+  // The PredictResponse's other fields and framing.
+  constexpr int64_t kOverhead = 1024;
+  if (bytes + kOverhead <= limits.max_message_bytes) return absl::OkStatus();
+  return absl::ResourceExhaustedError(absl::StrFormat(
+      "the predictions for %d rows x %d values would be %s %.1f MiB, more "
+      "than the largest message this server sends, %.1f MiB (sparrowd "
+      "--max-message-bytes); predict fewer rows per call",
+      rows, values, how, bytes / 1048576.0,
+      limits.max_message_bytes / 1048576.0));
+}
+
+}  // namespace
+
 grpc::ServerUnaryReactor* ModelService::Predict(
     grpc::CallbackServerContext* context, const v1::PredictRequest* request,
     v1::PredictResponse* response) {
-  return RunUnary(deps_, context, "ModelService.Predict",
-                  [&](const std::string& tenant) -> absl::Status {
-                    SPARROW_ASSIGN_OR_RETURN(v1::TrainedModel model,
-                                             Load(tenant, request->job_id()));
-                    spec::PredictOptions options;
-                    options.one_step = request->one_step();
-                    options.intervals = request->intervals();
-                    options.x0_samples = request->x0_samples();
-                    SPARROW_ASSIGN_OR_RETURN(
-                        spec::PredictOutput out,
-                        spec::Predict(model, request->csv(), options));
-                    response->set_csv(out.Csv());
-                    response->set_samples(out.y.cols());
-                    if (out.bfr.has_value()) response->set_bfr(*out.bfr);
-                    if (out.rmse.has_value()) response->set_rmse(*out.rmse);
-                    return absl::OkStatus();
-                  });
+  return RunUnary(
+      deps_, context, "ModelService.Predict",
+      [&](const std::string& tenant) -> absl::Status {
+        SPARROW_ASSIGN_OR_RETURN(v1::TrainedModel model,
+                                 Load(tenant, request->job_id()));
+        // Refuse an answer too large to send before spending
+        // seconds computing it; check the exact size after.
+        const int64_t rows = spec::CountCsvDataRows(request->csv());
+        const int64_t values =
+            int64_t{model.num_outputs()} * (request->intervals() ? 3 : 1);
+        SPARROW_RETURN_IF_ERROR(
+            CheckAnswerSize(spec::EstimateCsvBytes(rows, values), rows, values,
+                            *deps_.limits, "about"));
+        spec::PredictOptions options;
+        options.one_step = request->one_step();
+        options.intervals = request->intervals();
+        options.x0_samples = request->x0_samples();
+        SPARROW_ASSIGN_OR_RETURN(spec::PredictOutput out,
+                                 spec::Predict(model, request->csv(), options));
+        std::string csv = out.Csv();
+        SPARROW_RETURN_IF_ERROR(
+            CheckAnswerSize(static_cast<int64_t>(csv.size()), rows, values,
+                            *deps_.limits, "exactly"));
+        response->set_csv(std::move(csv));
+        response->set_samples(out.y.cols());
+        if (out.bfr.has_value()) response->set_bfr(*out.bfr);
+        if (out.rmse.has_value()) response->set_rmse(*out.rmse);
+        return absl::OkStatus();
+      });
 }
 
 }  // namespace sparrow::server

@@ -92,8 +92,9 @@ absl::StatusOr<core::ModelConfig> ToModelConfig(const v1::ModelSpec& m,
           c.output_activation,
           ToActivation(m.mlp().output_activation(), default_output,
                        "model.mlp.output_activation"));
-      SPARROW_RETURN_IF_ERROR(
-          core::ValidateMlpSpec(core::NetworkSpec(c, 1, 1), "model.mlp"));
+      SPARROW_RETURN_IF_ERROR(core::ValidateMlpSpec(core::NetworkSpec(c, 1, 1),
+                                                    "model.mlp",
+                                                    /*limit_params=*/false));
       break;
     }
     case v1::ModelSpec::kNarxMlp: {
@@ -116,8 +117,9 @@ absl::StatusOr<core::ModelConfig> ToModelConfig(const v1::ModelSpec& m,
                                  ">= 0");
       }
       SPARROW_RETURN_IF_ERROR(core::data::ValidateNarxLags(c.lags));
-      SPARROW_RETURN_IF_ERROR(
-          core::ValidateMlpSpec(core::NetworkSpec(c, 1, 1), "model.narx_mlp"));
+      SPARROW_RETURN_IF_ERROR(core::ValidateMlpSpec(core::NetworkSpec(c, 1, 1),
+                                                    "model.narx_mlp",
+                                                    /*limit_params=*/false));
       break;
     }
     case v1::ModelSpec::kStateSpaceRnn: {
@@ -160,10 +162,13 @@ absl::StatusOr<core::ModelConfig> ToModelConfig(const v1::ModelSpec& m,
       }
       c.x0_estimation_samples =
           r.x0_estimation_samples() == 0 ? 100 : r.x0_estimation_samples();
-      core::StateSpaceRnnSpec probe = s;  // data dimensions are not known yet
+      // Sizes only, with data dimensions not known yet; the parameter count is
+      // checked at submission (--max-model-params) and by the trainer.
+      core::StateSpaceRnnSpec probe = s;
       probe.nu = probe.ny = 1;
       SPARROW_RETURN_IF_ERROR(
-          core::ValidateStateSpaceRnnSpec(probe, "model.state_space_rnn"));
+          core::ValidateStateSpaceRnnSpec(probe, "model.state_space_rnn",
+                                          /*limit_params=*/false));
       break;
     }
     case v1::ModelSpec::kLstm:

@@ -140,6 +140,17 @@ std::string PredictOutput::Csv() const {
   return text;
 }
 
+int64_t EstimateCsvBytes(int64_t csv_rows, int64_t values_per_row) {
+  constexpr int64_t kBytesPerValue = 19;
+  return (csv_rows + 1) * values_per_row * kBytesPerValue;  // + the header
+}
+
+int64_t CountCsvDataRows(absl::string_view csv) {
+  const int64_t lines = std::count(csv.begin(), csv.end(), '\n') +
+                        (!csv.empty() && csv.back() != '\n' ? 1 : 0);
+  return std::max<int64_t>(0, lines - 1);
+}
+
 absl::StatusOr<PredictOutput> Predict(const v1::TrainedModel& model,
                                       absl::string_view csv,
                                       const PredictOptions& options) {

@@ -3,6 +3,7 @@
 #ifndef SPARROW_SERVER_SPEC_PREDICT_H_
 #define SPARROW_SERVER_SPEC_PREDICT_H_
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -45,6 +46,18 @@ struct PredictOutput {
   // Gaussian band mean -+ 1.96 sd), one row per sample, values as %.17g.
   std::string Csv() const;
 };
+
+// The size Csv() will have for a CSV input of `csv_rows` data rows and
+// `values_per_row` predicted values per row (outputs, 3x with intervals),
+// assuming 19 bytes per value: %.17g prints 17 significant digits and a point
+// (and a separator follows) for every value that is not a short decimal, which
+// model outputs practically never are. Lets a server refuse an answer too
+// large to send before computing it.
+int64_t EstimateCsvBytes(int64_t csv_rows, int64_t values_per_row);
+
+// Data rows of a CSV text: its lines after the header (a last line without a
+// line break counts; blank lines are counted too, so this is an upper bound).
+int64_t CountCsvDataRows(absl::string_view csv);
 
 // Runs `model` on `csv`, a CSV with a header row holding the model's input
 // columns and, for sequence models, its output columns (read for the NARX

@@ -27,7 +27,10 @@
 #include "core/util/status_macros.h"
 #include "google/protobuf/timestamp.pb.h"
 #include "google/protobuf/util/time_util.h"
+#include "server/internal_error.h"
+#include "server/spec/text.h"
 #include "server/store/store.h"
+#include "spdlog/spdlog.h"
 
 namespace sparrow::server {
 namespace {
@@ -78,6 +81,25 @@ CREATE TABLE IF NOT EXISTS models (
 // How long a statement waits for a lock held by another connection (another
 // process opening the same file) before failing with UNAVAILABLE.
 constexpr int kBusyTimeoutMs = 5000;
+
+// What a client is told when the store fails (server/internal_error.h).
+constexpr char kStoreBusy[] =
+    "the server's store is busy; nothing was changed; retry in a moment";
+constexpr char kStoreUnwritable[] =
+    "the server cannot write to its store; nothing was changed; retry later, "
+    "and if it persists ask the server's operator to check that sparrowd may "
+    "write its --data-dir";
+constexpr char kStoreFull[] =
+    "the server's disk is full; nothing was changed; retry after its "
+    "operator has freed space";
+constexpr char kStoreTooBig[] =
+    "the item is too large for the server's store; nothing was changed";
+constexpr char kStoreDamaged[] =
+    "the server's store is damaged; nothing was changed; report this to the "
+    "server's operator";
+constexpr char kStoreFailed[] =
+    "the server's store failed; nothing was changed; retry, and report it to "
+    "the server's operator if it persists";
 
 constexpr char kBadPageToken[] = "page_token is not a token this server issued";
 
@@ -225,22 +247,28 @@ class Connection {
                              : sqlite3_errstr(rc);
     const std::string message =
         absl::StrCat("store ", path_, ": ", what, ": ", detail);
+    // The path and the SQL are for the log; clients get ClientMessage's.
     switch (rc & 0xff) {
       case SQLITE_BUSY:
       case SQLITE_LOCKED:
+      case SQLITE_PROTOCOL:
+        return WithClientMessage(absl::UnavailableError(message), kStoreBusy);
       case SQLITE_IOERR:
       case SQLITE_CANTOPEN:
       case SQLITE_READONLY:
-      case SQLITE_PROTOCOL:
-        return absl::UnavailableError(message);
+        return WithClientMessage(absl::UnavailableError(message),
+                                 kStoreUnwritable);
       case SQLITE_FULL:
+        return WithClientMessage(absl::ResourceExhaustedError(message),
+                                 kStoreFull);
       case SQLITE_TOOBIG:
-        return absl::ResourceExhaustedError(message);
+        return WithClientMessage(absl::ResourceExhaustedError(message),
+                                 kStoreTooBig);
       case SQLITE_CORRUPT:
       case SQLITE_NOTADB:
-        return absl::DataLossError(message);
+        return WithClientMessage(absl::DataLossError(message), kStoreDamaged);
       default:
-        return absl::InternalError(message);
+        return WithClientMessage(absl::InternalError(message), kStoreFailed);
     }
   }
 
@@ -284,6 +312,36 @@ void Statement::Check(int rc) {
     bind_status_ = connection_->Error(
         rc, absl::StrCat("binding a parameter of ", sqlite3_sql(stmt_)));
   }
+}
+
+// One page of a listing from `select`, whose rows are (seq, id, serialized
+// Message) in seq order after the token's seq. A record that cannot be parsed
+// (e.g. a name that is not UTF-8, stored by an older sparrowd) is logged and
+// left out: one bad row must not hide the rest of the list.
+template <typename Message>
+absl::StatusOr<Page<Message>> ReadPage(Statement& select,
+                                       absl::string_view listing, int page_size,
+                                       absl::string_view what) {
+  Page<Message> page;
+  int64_t last_seq = 0;
+  while (true) {
+    SPARROW_ASSIGN_OR_RETURN(bool row, select.Step());
+    if (!row) break;
+    if (static_cast<int>(page.items.size()) == page_size) {
+      page.next_page_token = EncodePageToken(listing, last_seq);
+      break;
+    }
+    last_seq = select.ColumnInt64(0);
+    auto item = Parse<Message>(select.ColumnBytes(2),
+                               absl::StrCat(what, " ", select.ColumnBytes(1)));
+    if (!item.ok()) {
+      spdlog::error("store: {} left out of a listing: {}", std::string(listing),
+                    std::string(item.status().message()));
+      continue;
+    }
+    page.items.push_back(*std::move(item));
+  }
+  return page;
 }
 
 // A transaction that rolls back unless committed. kWrite takes the write lock
@@ -389,11 +447,13 @@ class SqliteStore final : public Store {
 };
 
 absl::Status DatasetNotFound(const std::string& id) {
-  return absl::NotFoundError(absl::StrCat("dataset ", id, " not found"));
+  return absl::NotFoundError(
+      absl::StrCat("dataset ", spec::ForMessage(id), " not found"));
 }
 
 absl::Status JobNotFound(const std::string& id) {
-  return absl::NotFoundError(absl::StrCat("job ", id, " not found"));
+  return absl::NotFoundError(
+      absl::StrCat("job ", spec::ForMessage(id), " not found"));
 }
 
 absl::StatusOr<std::optional<v1::Dataset>> SqliteStore::FindDataset(
@@ -479,30 +539,11 @@ absl::StatusOr<Page<v1::Dataset>> SqliteStore::ListDatasets(
   SPARROW_ASSIGN_OR_RETURN(
       Statement select,
       connection_.Prepare("SELECT seq, id, meta FROM datasets "
-                          "WHERE tenant = ?1 AND seq > ?2 "
-                          "ORDER BY seq LIMIT ?3"));
+                          "WHERE tenant = ?1 AND seq > ?2 ORDER BY seq"));
   select.BindText(1, tenant);
   select.BindInt64(2, after);
-  // One row more than the page tells whether there is a next page.
-  select.BindInt64(3, int64_t{page_size} + 1);
-  Page<v1::Dataset> page;
-  int64_t last_seq = 0;
-  while (true) {
-    SPARROW_ASSIGN_OR_RETURN(bool row, select.Step());
-    if (!row) break;
-    if (static_cast<int>(page.items.size()) == page_size) {
-      page.next_page_token = EncodePageToken("datasets", last_seq);
-      break;
-    }
-    last_seq = select.ColumnInt64(0);
-    SPARROW_ASSIGN_OR_RETURN(
-        v1::Dataset meta,
-        Parse<v1::Dataset>(select.ColumnBytes(2),
-                           absl::StrCat("dataset ", select.ColumnBytes(1),
-                                        " of tenant ", tenant)));
-    page.items.push_back(std::move(meta));
-  }
-  return page;
+  return ReadPage<v1::Dataset>(select, "datasets", page_size,
+                               absl::StrCat("dataset of tenant ", tenant));
 }
 
 absl::Status SqliteStore::DeleteDataset(const std::string& tenant,
@@ -704,32 +745,14 @@ absl::StatusOr<Page<v1::Job>> SqliteStore::ListJobs(
       Statement select,
       connection_.Prepare(filtered
                               ? "SELECT seq, id, job FROM jobs "
-                                "WHERE tenant = ?1 AND state = ?4 AND seq > ?2 "
-                                "ORDER BY seq LIMIT ?3"
+                                "WHERE tenant = ?1 AND state = ?3 AND seq > ?2 "
+                                "ORDER BY seq"
                               : "SELECT seq, id, job FROM jobs "
-                                "WHERE tenant = ?1 AND seq > ?2 "
-                                "ORDER BY seq LIMIT ?3"));
+                                "WHERE tenant = ?1 AND seq > ?2 ORDER BY seq"));
   select.BindText(1, tenant);
   select.BindInt64(2, after);
-  select.BindInt64(3, int64_t{page_size} + 1);
-  if (filtered) select.BindInt64(4, state);
-  Page<v1::Job> page;
-  int64_t last_seq = 0;
-  while (true) {
-    SPARROW_ASSIGN_OR_RETURN(bool row, select.Step());
-    if (!row) break;
-    if (static_cast<int>(page.items.size()) == page_size) {
-      page.next_page_token = EncodePageToken(listing, last_seq);
-      break;
-    }
-    last_seq = select.ColumnInt64(0);
-    SPARROW_ASSIGN_OR_RETURN(
-        v1::Job job,
-        Parse<v1::Job>(select.ColumnBytes(2),
-                       absl::StrCat("job ", select.ColumnBytes(1))));
-    page.items.push_back(std::move(job));
-  }
-  return page;
+  if (filtered) select.BindInt64(3, state);
+  return ReadPage<v1::Job>(select, listing, page_size, "job");
 }
 
 absl::StatusOr<std::vector<JobRecord>> SqliteStore::JobsInStates(
@@ -751,10 +774,15 @@ absl::StatusOr<std::vector<JobRecord>> SqliteStore::JobsInStates(
     if (!row) break;
     JobRecord record;
     record.tenant = select.ColumnString(0);
-    SPARROW_ASSIGN_OR_RETURN(
-        record.job,
-        Parse<v1::Job>(select.ColumnBytes(2),
-                       absl::StrCat("job ", select.ColumnBytes(1))));
+    auto job = Parse<v1::Job>(select.ColumnBytes(2),
+                              absl::StrCat("job ", select.ColumnBytes(1)));
+    if (!job.ok()) {
+      // One unreadable job must not keep the server from starting.
+      spdlog::error("store: skipping a job it cannot read: {}",
+                    std::string(job.status().message()));
+      continue;
+    }
+    record.job = *std::move(job);
     records.push_back(std::move(record));
   }
   return records;
@@ -787,12 +815,15 @@ SqliteStore::TransitionJob(const std::string& id,
   }
 
   const google::protobuf::Timestamp now = ToTimestamp(absl::Now());
+  // Reasons may quote what a job read (a column, a value); a stored record
+  // must stay parseable, so text that is not UTF-8 is stored repaired.
+  const std::string reason = spec::ToValidUtf8(transition.reason);
   job.set_state(to);
-  job.set_reason(transition.reason);
+  job.set_reason(reason);
   v1::Job::Transition* entry = job.add_history();
   entry->set_state(to);
   *entry->mutable_time() = now;
-  entry->set_reason(transition.reason);
+  entry->set_reason(reason);
   if (to == v1::Job::RUNNING) {
     if (!job.has_start_time()) *job.mutable_start_time() = now;
     job.set_attempts(job.attempts() + 1);
@@ -801,7 +832,9 @@ SqliteStore::TransitionJob(const std::string& id,
   if (transition.worker_crashed) {
     job.set_worker_crashes(job.worker_crashes() + 1);
   }
-  if (!transition.summary.empty()) job.set_summary(transition.summary);
+  if (!transition.summary.empty()) {
+    job.set_summary(spec::ToValidUtf8(transition.summary));
+  }
   job.set_last_seq(job.last_seq() + 1);
 
   v1::ProgressEvent event;
@@ -810,7 +843,7 @@ SqliteStore::TransitionJob(const std::string& id,
   event.set_kind(v1::ProgressEvent::STATE);
   *event.mutable_time() = now;
   event.set_state(to);
-  event.set_reason(transition.reason);
+  event.set_reason(reason);
 
   SPARROW_RETURN_IF_ERROR(UpdateJob(job));
   SPARROW_ASSIGN_OR_RETURN(Statement insert, connection_.Prepare(kInsertEvent));
@@ -1002,6 +1035,38 @@ absl::Status Configure(Connection& connection) {
   return txn.Commit();
 }
 
+// Writes and commits one row, so that a store sparrowd cannot write (a
+// read-only file or directory, a full disk) fails at start-up instead of on
+// the first client's call after the server reported SERVING.
+absl::Status ProbeWrite(Connection& connection) {
+  Transaction txn(&connection);
+  absl::Status s = txn.Begin(Transaction::kWrite);
+  if (s.ok()) {
+    s = connection.Exec(
+        "CREATE TABLE IF NOT EXISTS write_probe (at INTEGER NOT NULL);"
+        "DELETE FROM write_probe;");
+  }
+  if (s.ok()) {
+    s = connection.Exec(absl::StrCat("INSERT INTO write_probe (at) VALUES (",
+                                     absl::ToUnixNanos(absl::Now()), ")")
+                            .c_str());
+  }
+  if (s.ok()) s = txn.Commit();
+  return s;
+}
+
+// The start-up error for a store that cannot be opened for writing, with
+// what to check.
+absl::Status Unwritable(const std::string& path, const absl::Status& cause) {
+  return absl::Status(
+      cause.code(),
+      absl::StrCat(
+          "the store ", path, " cannot be written (", cause.message(),
+          "); check that the user running sparrowd may write that file, its "
+          "directory and the -wal and -shm files beside it (ownership, "
+          "permissions, a read-only mount), and that the disk has free space"));
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Store>> OpenSqliteStore(
@@ -1016,14 +1081,19 @@ absl::StatusOr<std::unique_ptr<Store>> OpenSqliteStore(
       nullptr);
   DbHandle db(raw);  // closed on every path, also when the open failed
   if (rc != SQLITE_OK) {
-    return absl::UnavailableError(absl::StrCat(
-        "cannot open the store ", path, ": ",
-        db != nullptr ? sqlite3_errmsg(db.get()) : sqlite3_errstr(rc),
-        " (does its directory exist and is it writable?)"));
+    return Unwritable(
+        path, absl::UnavailableError(absl::StrCat(
+                  "cannot open it: ", db != nullptr ? sqlite3_errmsg(db.get())
+                                                    : sqlite3_errstr(rc))));
   }
   sqlite3_extended_result_codes(db.get(), 1);
   Connection connection(std::move(db), path);
-  SPARROW_RETURN_IF_ERROR(Configure(connection));
+  absl::Status s = Configure(connection);
+  if (s.ok()) s = ProbeWrite(connection);
+  if (absl::IsUnavailable(s) || absl::IsResourceExhausted(s)) {
+    return Unwritable(path, s);
+  }
+  SPARROW_RETURN_IF_ERROR(s);
   return std::make_unique<SqliteStore>(std::move(connection));
 }
 

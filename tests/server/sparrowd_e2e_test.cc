@@ -521,7 +521,9 @@ TEST_F(SparrowdE2E, HelpListsEveryFlag) {
   for (const char* flag :
        {"--listen", "--data-dir", "--workers", "--checkpoint-every",
         "--event-flush-ms", "--tokens-file", "--tls-cert", "--tls-key",
-        "--metrics-listen", "--max-upload-bytes", "--max-message-bytes",
+        "--metrics-listen", "--max-upload-bytes",
+        "--max-upload-bytes-in-flight",
+        "--max-upload-bytes-in-flight-per-tenant", "--max-message-bytes",
         "--max-queued-jobs", "--max-queued-per-tenant", "--max-model-params",
         "--job-deadline", "--log-level"}) {
     EXPECT_TRUE(absl::StrContains(out, flag)) << flag << " missing in:\n"

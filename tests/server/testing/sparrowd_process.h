@@ -1,10 +1,11 @@
-// A sparrowd child process for tests that drive the real binary (fork/exec of
-// SPARROW_BIN_DIR/sparrowd): its output, the address it reports, its exit
-// code, and signals.
+// A sparrowd child process (fork/exec of the real binary) for the end-to-end
+// tests: its output collected, its "listening on" address, its exit code, and
+// signals. Header-only.
 #ifndef SPARROW_TESTS_SERVER_TESTING_SPARROWD_PROCESS_H_
 #define SPARROW_TESTS_SERVER_TESTING_SPARROWD_PROCESS_H_
 
 #include <fcntl.h>
+#include <grp.h>
 #include <sys/prctl.h>
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -26,7 +27,7 @@
 
 namespace sparrow::server::testing {
 
-inline constexpr char kSparrowd[] = SPARROW_BIN_DIR "/sparrowd";
+inline constexpr char kSparrowdBinary[] = SPARROW_BIN_DIR "/sparrowd";
 
 // A sparrowd child process. Its stdout and stderr go into one pipe that a
 // thread drains into output() (so the child never blocks on a full pipe);
@@ -35,8 +36,12 @@ inline constexpr char kSparrowd[] = SPARROW_BIN_DIR "/sparrowd";
 // SIGKILL too if this process dies first (PR_SET_PDEATHSIG).
 class SparrowdProcess {
  public:
-  explicit SparrowdProcess(const std::vector<std::string>& args) {
-    std::vector<std::string> argv_storage = {kSparrowd};
+  // With run_as_uid set, the child drops to that user (and its group id
+  // equal to it) before exec: how the tests, running as root, see sparrowd
+  // without write permission on its --data-dir.
+  explicit SparrowdProcess(const std::vector<std::string>& args,
+                           std::optional<uid_t> run_as_uid = std::nullopt) {
+    std::vector<std::string> argv_storage = {kSparrowdBinary};
     argv_storage.insert(argv_storage.end(), args.begin(), args.end());
     std::vector<char*> argv;
     for (std::string& a : argv_storage) argv.push_back(a.data());
@@ -54,6 +59,11 @@ class SparrowdProcess {
       if (getppid() != parent) _exit(127);
       dup2(fds[1], STDOUT_FILENO);  // dup2 clears O_CLOEXEC on the copies
       dup2(fds[1], STDERR_FILENO);
+      if (run_as_uid.has_value() &&
+          (setgroups(0, nullptr) != 0 || setgid(*run_as_uid) != 0 ||
+           setuid(*run_as_uid) != 0)) {
+        _exit(126);
+      }
       execv(argv[0], argv.data());
       _exit(127);
     }
@@ -125,10 +135,6 @@ class SparrowdProcess {
 
   bool running() { return pid_ > 0 && !Poll().has_value(); }
 
-  // The child's pid (-1 when the fork failed); valid for signals only while
-  // running().
-  pid_t pid() const { return pid_; }
-
   // Sends `sig` unless the child has already been reaped (its pid may have
   // been reused).
   void Signal(int sig) {
@@ -144,6 +150,10 @@ class SparrowdProcess {
     }
     exit_code_ = 128 + SIGKILL;
   }
+
+  // The child's pid (-1 when the fork failed); valid for signals only while
+  // running().
+  pid_t pid() const { return pid_; }
 
  private:
   void Drain(int fd) {
