@@ -4,7 +4,27 @@ BUILD_TYPE ?= Release
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps configure build test demo bench format clean
+# Sanitizer stages (make sanitize; part of make test): separate build dirs, each with its own
+# bin/sparrowd for the tests that spawn it, and only the fast tests (SPARROW_TEST_FILTER).
+ASAN_DIR ?= build-asan
+TSAN_DIR ?= build-tsan
+ASAN_TESTS ?= ^(core_|server_(service|store|spec|jobs)_|client_|fuzz_)
+TSAN_TESTS ?= ^server_(service|store|jobs)_
+SAN_CMAKE = cmake -G Ninja -DCMAKE_BUILD_TYPE=Release -DSPARROW_BUILD_TESTS=ON \
+  -DSPARROW_BUILD_BENCH=OFF $(CMAKE_FLAGS)
+# UBSan stops at the first error; ASan's and TSan's reports fail the test.
+export UBSAN_OPTIONS ?= print_stacktrace=1:halt_on_error=1
+export ASAN_OPTIONS ?= detect_leaks=1:abort_on_error=0:detect_stack_use_after_return=0
+export TSAN_OPTIONS ?= halt_on_error=1:second_deadlock_stack=1:suppressions=$(CURDIR)/scripts/tsan.supp
+
+# Fuzzing (make fuzz; not part of make test): libFuzzer targets built with clang in FUZZ_DIR,
+# each run for FUZZ_SECONDS from the committed seed corpus (fuzz/README.md).
+FUZZ_DIR ?= build-fuzz
+FUZZ_SECONDS ?= 60
+FUZZ_TARGETS ?= csv_fuzz spec_fuzz model_fuzz checkpoint_fuzz rpc_fuzz
+
+.PHONY: all deps configure build test sanitize sanitize-asan sanitize-tsan fuzz demo bench \
+  format clean
 
 all: build
 
@@ -20,6 +40,35 @@ build: configure
 
 test: build
 	@cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS) --timeout 600
+	@$(MAKE) --no-print-directory sanitize
+
+# Both sanitizer stages. Measured on the 2-core machine (clean build dirs, -j 2):
+#   sanitize-asan  ASan + UBSan (GCC, -O1): core, server spec/store/service/jobs and client
+#                  tests; build TBD, tests TBD
+#   sanitize-tsan  TSan (GCC, -O1): server store/service/jobs tests; build TBD, tests TBD
+sanitize: sanitize-asan sanitize-tsan
+
+sanitize-asan: deps
+	@$(SAN_CMAKE) -S . -B $(ASAN_DIR) -DSPARROW_SANITIZE=address,undefined \
+	  -DSPARROW_TEST_FILTER='$(ASAN_TESTS)' >/dev/null
+	@./scripts/timed "sanitize-asan build" cmake --build $(ASAN_DIR) -j $(JOBS)
+	@cd $(ASAN_DIR) && ../scripts/timed "sanitize-asan tests" \
+	  ctest --output-on-failure -j $(JOBS) --timeout 600
+
+sanitize-tsan: deps
+	@$(SAN_CMAKE) -S . -B $(TSAN_DIR) -DSPARROW_SANITIZE=thread \
+	  -DSPARROW_TEST_FILTER='$(TSAN_TESTS)' >/dev/null
+	@./scripts/timed "sanitize-tsan build" cmake --build $(TSAN_DIR) -j $(JOBS)
+	@cd $(TSAN_DIR) && ../scripts/timed "sanitize-tsan tests" \
+	  ctest --output-on-failure -j $(JOBS) --timeout 600
+
+fuzz:
+	@./scripts/install-deps --with-fuzz
+	@cmake -S . -B $(FUZZ_DIR) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -gline-tables-only" -DCMAKE_CXX_COMPILER=clang++ \
+	  -DSPARROW_BUILD_FUZZ=ON -DSPARROW_BUILD_TESTS=OFF -DSPARROW_BUILD_BENCH=OFF >/dev/null
+	@cmake --build $(FUZZ_DIR) -j $(JOBS) --target fuzz_targets
+	@./fuzz/run.sh $(FUZZ_DIR) $(FUZZ_SECONDS) $(FUZZ_TARGETS)
 
 # The quick start: starts sparrowd with its embedded store in a temporary directory, generates
 # the demo data with the project's own simulator, submits and watches the demo job through the
@@ -31,7 +80,7 @@ bench: build
 	@./bench/run_all.sh $(BUILD_DIR)
 
 format:
-	@find core server client tests bench -name '*.h' -o -name '*.cc' | xargs clang-format -i
+	@find core server client tests bench fuzz -name '*.h' -o -name '*.cc' | xargs clang-format -i
 
 clean:
-	@rm -rf $(BUILD_DIR)
+	@rm -rf $(BUILD_DIR) $(ASAN_DIR) $(TSAN_DIR) $(FUZZ_DIR)
