@@ -13,6 +13,7 @@
 
 #include "core/train/trainer.h"
 #include "fuzz/fuzz_common.h"
+#include "fuzz/resume_copy.h"
 #include "server/spec/convert.h"
 #include "sparrow/v1/checkpoint.pb.h"
 
@@ -20,59 +21,7 @@ namespace {
 
 namespace core = sparrow::core;
 namespace v1 = sparrow::v1;
-
-// --- A copy of server/jobs/job_manager.cc's resume step (IterationBudget,
-// ResumeOptimizer and the `if (resume)` block of JobManager::RunJob), which
-// is private to that file; replace it by the shared function once the job
-// manager exports one.
-
-int* IterationBudget(core::TrainConfig* config) {
-  return config->optimizer == core::OptimizerKind::kSbdl
-             ? &config->sbdl.outer_iterations
-             : &config->max_epochs;
-}
-
-void ResumeOptimizer(const v1::JobCheckpoint& c, core::TrainConfig* config) {
-  const double step = c.step_size();
-  const bool positive = std::isfinite(step) && step > 0;
-  switch (config->optimizer) {
-    case core::OptimizerKind::kSgd:
-    case core::OptimizerKind::kAdam:
-      config->first_order.initial_state = Eigen::Map<const Eigen::VectorXd>(
-          c.optimizer_state().data(), c.optimizer_state_size());
-      break;
-    case core::OptimizerKind::kNailm:
-      if (positive &&
-          config->penalty.kind == core::TrainConfig::Penalty::Kind::kNone) {
-        config->gauss_newton.lambda0 = step;
-      }
-      break;
-    case core::OptimizerKind::kB2ld:
-      if (positive) config->b2ld.epsilon0 = step;
-      break;
-    case core::OptimizerKind::kBling:
-      if (positive) config->bling.alpha0 = step;
-      break;
-    default:
-      break;
-  }
-}
-
-void ApplyCheckpoint(const v1::JobCheckpoint& checkpoint,
-                     core::TrainConfig* config) {
-  const int offset = checkpoint.iteration();
-  const double elapsed = checkpoint.elapsed_seconds();
-  config->initial_params = Eigen::Map<const Eigen::VectorXd>(
-      checkpoint.params().data(), checkpoint.params_size());
-  int* budget = IterationBudget(config);
-  *budget = std::max(1, *budget - offset);
-  ResumeOptimizer(checkpoint, config);
-  if (config->max_seconds > 0) {
-    config->max_seconds = std::max(1e-3, config->max_seconds - elapsed);
-  }
-}
-
-// --- end of the copy.
+using sparrow::fuzz::ApplyCheckpoint;
 
 struct Job {
   core::TrainConfig config;
@@ -105,7 +54,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* bytes, size_t size) {
     return 0;
   }
   core::TrainConfig config = job.config;
-  ApplyCheckpoint(checkpoint, &config);
+  if (!ApplyCheckpoint(checkpoint, &config).ok()) return 0;
   (void)core::Train(config, job.data, nullptr).ok();
   return 0;
 }

@@ -20,8 +20,10 @@ for target in "$@"; do
   # rpc_fuzz runs a server with background threads: per-input leak checks would blame it.
   leaks=1
   [[ $target == rpc_fuzz ]] && leaks=0
+  dict=()
+  [[ -f "$here/$target.dict" ]] && dict=(-dict="$here/$target.dict")
   "$build/fuzz/$target" -max_total_time="$seconds" -timeout=30 -rss_limit_mb=2560 \
-    -print_final_stats=1 -detect_leaks=$leaks -artifact_prefix="$build/artifacts/$target-" \
+    -print_final_stats=1 -detect_leaks=$leaks "${dict[@]}" -artifact_prefix="$build/artifacts/$target-" \
     "$work" "$here/corpus/$target" >"$log" 2>&1
   rc=$?
   last=$(grep -E '^#[0-9]+' "$log" | tail -1)

@@ -21,15 +21,15 @@ Map<const VectorXd> Bias(const double* theta, const Mlp::Layer& l) {
 }  // namespace
 
 absl::Status ValidateMlpSpec(const MlpSpec& spec, absl::string_view name) {
-  if (spec.inputs <= 0) {
+  if (spec.inputs <= 0 || spec.inputs > kMaxLayerWidth) {
     return absl::InvalidArgumentError(
         absl::StrCat(name, ": the number of inputs is ", spec.inputs,
-                     "; it must be positive"));
+                     "; it must be in [1, ", kMaxLayerWidth, "]"));
   }
-  if (spec.outputs <= 0) {
+  if (spec.outputs <= 0 || spec.outputs > kMaxLayerWidth) {
     return absl::InvalidArgumentError(
         absl::StrCat(name, ": the number of outputs is ", spec.outputs,
-                     "; it must be positive"));
+                     "; it must be in [1, ", kMaxLayerWidth, "]"));
   }
   for (size_t i = 0; i < spec.hidden.size(); ++i) {
     if (spec.hidden[i] <= 0) {
@@ -37,10 +37,24 @@ absl::Status ValidateMlpSpec(const MlpSpec& spec, absl::string_view name) {
           absl::StrCat(name, ".hidden[", i, "] is ", spec.hidden[i],
                        "; layer sizes must be positive"));
     }
-    if (spec.hidden[i] > 100000) {
+    if (spec.hidden[i] > kMaxLayerWidth) {
       return absl::InvalidArgumentError(
           absl::StrCat(name, ".hidden[", i, "] is ", spec.hidden[i],
-                       "; layer sizes must be at most 100000"));
+                       "; layer sizes must be at most ", kMaxLayerWidth));
+    }
+  }
+  // In 64 bits: the widths are bounded, their products are not within int.
+  int64_t params = 0;
+  int64_t in = spec.inputs;
+  for (size_t i = 0; i <= spec.hidden.size(); ++i) {
+    const int64_t out =
+        i < spec.hidden.size() ? spec.hidden[i] : int64_t{spec.outputs};
+    params += out * (in + (spec.bias ? 1 : 0));
+    in = out;
+    if (params > kMaxMlpParams) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(name, ": the network has more than ", kMaxMlpParams,
+                       " parameters; use fewer or narrower layers"));
     }
   }
   return absl::OkStatus();

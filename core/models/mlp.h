@@ -11,6 +11,7 @@
 #ifndef SPARROW_CORE_MODELS_MLP_H_
 #define SPARROW_CORE_MODELS_MLP_H_
 
+#include <cstdint>
 #include <vector>
 
 #include "Eigen/Core"
@@ -39,7 +40,13 @@ struct MlpSpec {
   bool bias = true;
 };
 
-// Checks sizes; `name` prefixes the message (e.g. "model.mlp").
+// Largest layer width (hidden, inputs or outputs) an Mlp accepts.
+inline constexpr int kMaxLayerWidth = 100000;
+// Largest number of parameters: an Mlp indexes its parameter vector with int.
+inline constexpr int64_t kMaxMlpParams = 2147483647;
+
+// Checks sizes: every width in [1, kMaxLayerWidth] and at most kMaxMlpParams
+// parameters; `name` prefixes the message (e.g. "model.mlp").
 absl::Status ValidateMlpSpec(const MlpSpec& spec, absl::string_view name);
 
 class Mlp {

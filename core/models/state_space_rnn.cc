@@ -25,15 +25,21 @@ MlpSpec EncoderMlpSpec(const StateSpaceRnnSpec& s) {
 
 absl::Status ValidateStateSpaceRnnSpec(const StateSpaceRnnSpec& s,
                                        absl::string_view name) {
-  if (s.nx <= 0) {
+  if (s.nx <= 0 || s.nx > kMaxLayerWidth) {
     return absl::InvalidArgumentError(absl::StrCat(
-        name, ".nx is ", s.nx, "; the state dimension must be positive"));
+        name, ".nx is ", s.nx, "; the state dimension must be in [1, ",
+        kMaxLayerWidth, "]"));
   }
   if (s.nu <= 0 || s.ny <= 0) {
     return absl::InvalidArgumentError(absl::StrCat(
         name,
         ": the model needs at least one input and one output column (got ",
         s.nu, " inputs, ", s.ny, " outputs)"));
+  }
+  if (s.nu > kMaxLayerWidth || s.ny > kMaxLayerWidth) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(name, ": ", s.nu, " inputs and ", s.ny,
+                     " outputs; at most ", kMaxLayerWidth, " of each"));
   }
   SPARROW_RETURN_IF_ERROR(
       ValidateMlpSpec(FxSpec(s), absl::StrCat(name, ".fx")));
@@ -46,11 +52,20 @@ absl::Status ValidateStateSpaceRnnSpec(const StateSpaceRnnSpec& s,
   if (s.initial_state == InitialState::kEncoder) {
     const EncoderSpec& e = s.encoder;
     if (e.past_outputs < 0 || e.past_inputs < 0 ||
+        e.past_outputs > kMaxLayerWidth || e.past_inputs > kMaxLayerWidth ||
         e.past_outputs + e.past_inputs == 0) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(name, ".encoder: past_outputs (", e.past_outputs,
-                       ") and past_inputs (", e.past_inputs,
-                       ") must be non-negative and not both zero"));
+      return absl::InvalidArgumentError(absl::StrCat(
+          name, ".encoder: past_outputs (", e.past_outputs,
+          ") and past_inputs (", e.past_inputs, ") must be in [0, ",
+          kMaxLayerWidth, "] and not both zero"));
+    }
+    const int64_t encoder_inputs =
+        int64_t{s.ny} * e.past_outputs + int64_t{s.nu} * e.past_inputs;
+    if (encoder_inputs > kMaxLayerWidth) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          name, ".encoder: ", encoder_inputs,
+          " inputs (outputs x past_outputs + inputs x past_inputs); at most ",
+          kMaxLayerWidth));
     }
     SPARROW_RETURN_IF_ERROR(
         ValidateMlpSpec(EncoderMlpSpec(s), absl::StrCat(name, ".encoder")));

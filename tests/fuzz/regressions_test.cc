@@ -1,0 +1,117 @@
+// Inputs the fuzz targets (fuzz/) crashed on, fed through the same code paths
+// as the target that found them. Run under `make sanitize` these fail the way
+// the fuzzer did (UBSan / ASan abort) if the fix regresses; in the plain build
+// they check the error the input gets instead.
+#include <string>
+
+#include "core/train/model.h"
+#include "core/train/trainer.h"
+#include "fuzz/fuzz_common.h"
+#include "fuzz/resume_copy.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "server/spec/convert.h"
+#include "sparrow/v1/checkpoint.pb.h"
+
+namespace sparrow::fuzz {
+namespace {
+
+using ::testing::HasSubstr;
+
+// spec_fuzz's path: JSON -> JobSpec -> TrainConfig -> parameter count.
+absl::Status SpecPath(const std::string& json) {
+  auto spec = spec::ParseJobSpecJson(json);
+  if (!spec.ok()) return spec.status();
+  auto config = spec::ToTrainConfig(*spec);
+  if (!config.ok()) return config.status();
+  return core::CountParameters(config->model, 1, 1).status();
+}
+
+std::string RnnSpec(const std::string& rnn) {
+  return R"({"data": {"csv_path": "x.csv", "inputs": ["u"], "outputs": ["y"]},
+             "model": {"state_space_rnn": )" +
+         rnn + R"(}, "optimizer": {"lbfgs": {}}})";
+}
+
+// nx + nu overflowed int in the fx network's input count (UBSan: signed
+// integer overflow); the message spoke of -2147483648 inputs.
+TEST(FuzzRegressionTest, StateDimensionNearIntMaxIsRefusedByName) {
+  const absl::Status s = SpecPath(RnnSpec(R"({"nx": 2147483647})"));
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), HasSubstr("model.state_space_rnn.nx is 2147483647"));
+  EXPECT_THAT(s.message(), HasSubstr("100000"));
+}
+
+// Widths within the per-layer limit whose product overflowed int in
+// Mlp::Layer::num_params (the parameter count of the submission check).
+TEST(FuzzRegressionTest, TooManyParametersForAnMlpIsRefused) {
+  const absl::Status s =
+      SpecPath(RnnSpec(R"({"nx": 50000, "fx_hidden": [100000]})"));
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), HasSubstr("more than 2147483647 parameters"));
+}
+
+// ny * past_outputs overflowed int in the encoder's input count.
+TEST(FuzzRegressionTest, EncoderWindowOverflowIsRefused) {
+  core::StateSpaceRnnSpec spec;
+  spec.nx = 2;
+  spec.nu = 1;
+  spec.ny = 100000;
+  spec.initial_state = core::InitialState::kEncoder;
+  spec.encoder.past_outputs = 100000;
+  const absl::Status s = core::ValidateStateSpaceRnnSpec(spec, "m");
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), HasSubstr("m.encoder"));
+}
+
+// checkpoint_fuzz's path: a checkpoint applied to a small job, then trained.
+absl::StatusOr<core::TrainResult> Resume(int spec_index,
+                                         const v1::JobCheckpoint& checkpoint) {
+  auto spec = spec::ParseJobSpecJson(kSmallSpecs[spec_index]);
+  if (!spec.ok()) return spec.status();
+  auto config = spec::ToTrainConfig(*spec);
+  if (!config.ok()) return config.status();
+  auto data = spec::LoadTrainData(*spec, *config, SmallCsv());
+  if (!data.ok()) return data.status();
+  const absl::Status applied = ApplyCheckpoint(checkpoint, &*config);
+  if (!applied.ok()) return applied;
+  return core::Train(*config, *data, nullptr);
+}
+
+// An Adam checkpoint whose update count does not fit a long long (UBSan:
+// float-cast-overflow in FirstOrderOptimizer::UnpackState). The state is
+// ignored and the run starts its moments afresh.
+TEST(FuzzRegressionTest, AdamCheckpointWithHugeUpdateCountResumes) {
+  auto reference = Resume(0, v1::JobCheckpoint());
+  ASSERT_TRUE(reference.ok()) << reference.status();
+  const Eigen::Index n = reference->model.params.size();
+  v1::JobCheckpoint checkpoint;
+  checkpoint.set_iteration(1);
+  checkpoint.add_optimizer_state(1e300);
+  for (Eigen::Index k = 0; k < 2 * n; ++k) checkpoint.add_optimizer_state(0);
+  auto resumed = Resume(0, checkpoint);
+  ASSERT_TRUE(resumed.ok()) << resumed.status();
+  EXPECT_TRUE(resumed->model.params.allFinite());
+}
+
+// A checkpoint with a negative iteration overflowed the remaining budget
+// (UBSan: signed integer overflow in the job manager's resume step, copied in
+// fuzz/resume_copy.h) or multiplied it. It is refused, for the job manager to
+// restart the job from the beginning.
+TEST(FuzzRegressionTest, CheckpointWithNegativeIterationIsRefused) {
+  for (int iteration : {-2147483647, -1000}) {
+    v1::JobCheckpoint checkpoint;
+    checkpoint.set_iteration(iteration);
+    auto resumed = Resume(0, checkpoint);
+    EXPECT_EQ(resumed.status().code(), absl::StatusCode::kInvalidArgument)
+        << iteration;
+    EXPECT_THAT(resumed.status().message(), HasSubstr("corrupt checkpoint"));
+  }
+  v1::JobCheckpoint checkpoint;
+  checkpoint.set_iteration(1);
+  checkpoint.set_elapsed_seconds(-1);
+  EXPECT_FALSE(Resume(0, checkpoint).ok());
+}
+
+}  // namespace
+}  // namespace sparrow::fuzz
