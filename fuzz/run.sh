@@ -31,7 +31,7 @@ for target in "$@"; do
   rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -1)
   cov=$(sed -n 's/.* cov: \([0-9]*\).*/\1/p' <<<"$last")
   ft=$(sed -n 's/.* ft: \([0-9]*\).*/\1/p' <<<"$last")
-  crashes=$(find "$build/artifacts" -name "$target-*" -newer "$stamp" | wc -l)
+  crashes=$(find "$build/artifacts" -newer "$stamp" \( -name "$target-crash-*" -o -name "$target-leak-*" -o -name "$target-timeout-*" -o -name "$target-oom-*" \) | wc -l)
   [[ $rc -ne 0 ]] && failed=1
   rows+=("$(printf '%-16s %12s %8s %6s %7s %7s   %s' "$target" "${execs:-?}" "${rate:-?}" \
     "${cov:-?}" "${ft:-?}" "$crashes" "$( [[ $rc -eq 0 ]] && echo ok || echo "exit $rc: $log")")")

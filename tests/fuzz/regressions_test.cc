@@ -12,6 +12,7 @@
 #include "gtest/gtest.h"
 #include "server/spec/convert.h"
 #include "sparrow/v1/checkpoint.pb.h"
+#include "tests/server/testing/service_fixture.h"
 
 namespace sparrow::fuzz {
 namespace {
@@ -111,6 +112,36 @@ TEST(FuzzRegressionTest, CheckpointWithNegativeIterationIsRefused) {
   checkpoint.set_iteration(1);
   checkpoint.set_elapsed_seconds(-1);
   EXPECT_FALSE(Resume(0, checkpoint).ok());
+}
+
+// rpc_fuzz's path: requests to an in-process sparrowd.
+class FuzzRpcRegressionTest : public server::testing::ServiceFixture {};
+
+// An upload whose header has a byte that is not UTF-8 ("u,\xf9,z") was
+// stored; its reply could not be serialized, and the client's
+// ClientWriter::Finish aborted on a gRPC assertion (issue 15, defect 2).
+TEST_F(FuzzRpcRegressionTest, UploadWithInvalidUtf8ColumnNameIsRefused) {
+  const std::string csv = "u,\xf9,z\n1,2,3\n4,5,6\n";
+  const grpc::Status s =
+      UploadRequests({Chunk(0, csv, true, server::Sha256Hex(csv))});
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(s.error_message(), HasSubstr("column 2"));
+  EXPECT_THAT(s.error_message(), HasSubstr("UTF-8"));
+  EXPECT_TRUE(AllDatasetIds().empty());
+  // Truncated and overlong sequences too; well-formed UTF-8 is accepted.
+  for (const std::string bad :
+       {"u,y\xc3\n1,2\n", "\xc0\xafu,y\n1,2\n", "u,\xed\xa0\x80\n1,2\n"}) {
+    EXPECT_EQ(UploadRequests({Chunk(0, bad, true, server::Sha256Hex(bad))})
+                  .error_code(),
+              grpc::StatusCode::INVALID_ARGUMENT);
+  }
+  const std::string good =
+      "u,temp \xc2\xb0"
+      "C,\xe2\x82\xac\n1,2,3\n";
+  const grpc::Status ok =
+      UploadRequests({Chunk(0, good, true, server::Sha256Hex(good))});
+  EXPECT_TRUE(ok.ok()) << ok.error_message();
+  EXPECT_EQ(AllDatasetIds().size(), 1u);
 }
 
 }  // namespace
