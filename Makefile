@@ -13,7 +13,8 @@ TSAN_DIR ?= build-tsan
 # the client's 4000-epoch restart test (106 s under ASan).
 ASAN_TESTS ?= ^(core_|server_(service|store|jobs)_|server_spec_(convert|predict)_|client_|fuzz_)
 ASAN_SKIP ?= WatchDeliversEveryEventOnceAcrossARestart
-# TSan runs the store and event hub tests only: Debian's gRPC and Abseil are not instrumented,
+# TSan runs the store, event hub and job manager tests only (the job manager test drives it
+# without gRPC): Debian's gRPC and Abseil are not instrumented,
 # so every hand-off between gRPC's threads in the service tests (which drive the job manager)
 # is reported as a race; suppressing them took ever broader rules (std::function, absl::StrCat,
 # gRPC's callback tags) that would hide real races in our reactors too.
@@ -56,8 +57,8 @@ test: build
 #   sanitize-asan  ASan + UBSan: core, server spec/store/service/jobs, client and fuzz
 #                  regression tests (620 tests); clean build 54 min at -j 1 (3645 s of
 #                  compile/link steps), tests 274 s at -j 2 (less without the 2 skipped ones)
-#   sanitize-tsan  TSan: store and event hub tests (30); clean build 20 min at -j 1 (1196 s of
-#                  steps), tests 2 s
+#   sanitize-tsan  TSan: store, event hub and job manager tests (31); clean build 20 min at
+#                  -j 1 (1196 s of compile/link steps), tests 3 s
 sanitize: sanitize-asan sanitize-tsan
 
 sanitize-asan: deps
