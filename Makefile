@@ -13,11 +13,11 @@ TSAN_DIR ?= build-tsan
 # the client's 4000-epoch restart test (106 s under ASan).
 ASAN_TESTS ?= ^(core_|server_(service|store|jobs)_|server_spec_(convert|predict)_|client_|fuzz_)
 ASAN_SKIP ?= WatchDeliversEveryEventOnceAcrossARestart
-# TSan runs the store, event hub and job manager tests only (the job manager test drives it
-# without gRPC): Debian's gRPC and Abseil are not instrumented,
-# so every hand-off between gRPC's threads in the service tests (which drive the job manager)
-# is reported as a race; suppressing them took ever broader rules (std::function, absl::StrCat,
-# gRPC's callback tags) that would hide real races in our reactors too.
+# TSan runs the store, event hub and job manager tests (the last drives the job manager without
+# gRPC). Debian's gRPC and Abseil are not instrumented, so in the service tests every hand-off
+# between gRPC's threads is reported as a race; suppressing those took ever broader rules
+# (std::function, absl::StrCat, gRPC's callback tags) that would hide real races in our
+# reactors too.
 TSAN_TESTS ?= ^server_(store|jobs)_
 TSAN_SKIP ?= ^$$
 SAN_CMAKE = cmake -G Ninja -DCMAKE_BUILD_TYPE=Release -DSPARROW_BUILD_TESTS=ON \
@@ -55,8 +55,8 @@ test: build
 # Both sanitizer stages (GCC, -O1). Measured 2026-11-25 on the shared 2-core machine while three
 # other builds ran (load 6-8), so an idle CI machine should need about half:
 #   sanitize-asan  ASan + UBSan: core, server spec/store/service/jobs, client and fuzz
-#                  regression tests (620 tests); clean build 54 min at -j 1 (3645 s of
-#                  compile/link steps), tests 274 s at -j 2 (less without the 2 skipped ones)
+#                  regression tests (640); clean build 54 min at -j 1 (3645 s of compile/link
+#                  steps), tests 62 s at -j 2 (274 s with the two skipped tests, under load)
 #   sanitize-tsan  TSan: store, event hub and job manager tests (31); clean build 20 min at
 #                  -j 1 (1196 s of compile/link steps), tests 3 s
 sanitize: sanitize-asan sanitize-tsan
