@@ -23,9 +23,6 @@ absl::Status CheckCheckpoint(const v1::JobCheckpoint& c) {
     bad = "non-finite parameters";
   } else if (!AllFinite(c.optimizer_state())) {
     bad = "a non-finite optimizer state";
-  } else if (c.optimizer_state_size() > 0 &&
-             (c.optimizer_state(0) < 0 || c.optimizer_state(0) > 1e15)) {
-    bad = "an update count out of range";  // first-order state: t first
   }
   if (bad == nullptr) return absl::OkStatus();
   return absl::DataLossError(

@@ -363,9 +363,12 @@ std::vector<BadInput> BadInputTest::Catalogue() {
   c.push_back({"model over max_model_params", StatusCode::RESOURCE_EXHAUSTED,
                [=] {
                  return SubmitSpec([](v1::JobSpec* s) {
+                   // 1e8 parameters: over the server's limit but within
+                   // what a model can have (2^31 - 1; more is
+                   // INVALID_ARGUMENT, like a layer above 100000).
                    auto* narx = s->mutable_model()->mutable_narx_mlp();
-                   narx->set_hidden(0, 100000);
-                   narx->add_hidden(100000);
+                   narx->set_hidden(0, 10000);
+                   narx->add_hidden(10000);
                  });
                },
                "--max-model-params"});

@@ -52,7 +52,13 @@ void FirstOrderOptimizer::PackState(Eigen::VectorXd* out) const {
 bool FirstOrderOptimizer::UnpackState(const Eigen::VectorXd& in) {
   const Eigen::Index n = state_.m.size();
   const Eigen::Index k = options_.amsgrad ? 3 : 2;
-  if (in.size() != 1 + k * n || !in.allFinite() || in(0) < 0) return false;
+  // The update count must fit its integer (2^53: doubles count exactly that
+  // far); a larger one, e.g. from a corrupt checkpoint, is refused like a
+  // wrong size rather than converted with undefined behavior.
+  if (in.size() != 1 + k * n || !in.allFinite() || !(in(0) >= 0) ||
+      in(0) > 9007199254740992.0) {
+    return false;
+  }
   state_.t = static_cast<long long>(in(0));
   state_.m = in.segment(1, n);
   state_.v = in.segment(1 + n, n);

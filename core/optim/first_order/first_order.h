@@ -65,8 +65,9 @@ class FirstOrderOptimizer {
 
   explicit FirstOrderOptimizer(const FirstOrderOptions& options);
   void Initialize(int num_params);
-  // [t, m, v, v_max (AMSGrad)] as one vector, and back (false when the size
-  // does not fit).
+  // [t, m, v, v_max (AMSGrad)] as one vector, and back (false, leaving the
+  // state as it was, when the size does not fit, a value is not finite or the
+  // update count t is negative or above 2^53).
   void PackState(Eigen::VectorXd* out) const;
   bool UnpackState(const Eigen::VectorXd& in);
   // One epoch over all minibatches; returns the mean batch loss (the full-batch
