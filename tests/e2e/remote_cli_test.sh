@@ -207,7 +207,7 @@ spec "$tmp/quick.json" '{"adam": {"learning_rate": 0.01}}' '{"max_epochs": 200, 
 HIDDEN="64, 64" spec "$tmp/long.json" '{"adam": {"learning_rate": 0.001}}' \
   '{"max_epochs": 100000000, "max_seconds": 20, "report_every": 10}'
 HIDDEN="64, 64" spec "$tmp/restart.json" '{"adam": {"learning_rate": 0.001}}' \
-  '{"max_epochs": 100000000, "max_seconds": 4, "report_every": 10}'
+  '{"max_epochs": 100000000, "max_seconds": 8, "report_every": 10}'
 sed 's/"learning_rate": 0.01/"learning_rate": -1/' "$tmp/quick.json" > "$tmp/bad_option.json"
 sed 's/"inputs": \["u"\]/"inputs": ["v"]/' "$tmp/quick.json" > "$tmp/bad_column.json"
 sed 's/"stopping"/"stoping"/' "$tmp/quick.json" > "$tmp/bad_field.json"
