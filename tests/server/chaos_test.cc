@@ -864,20 +864,13 @@ TEST_F(SparrowdChaos, CancelDuringRecoveryIsRefusedOrApplied) {
     std::filesystem::create_directories(data_dir());
     auto store = OpenSqliteStore(data_dir() + "/sparrow.db");
     ASSERT_TRUE(store.ok()) << store.status();
-    const std::string csv = TanksCsv();
-    v1::Dataset meta;
-    meta.set_id(spec::Sha256Hex(csv));
-    meta.set_name("tanks.csv");
-    meta.set_size_bytes(static_cast<int64_t>(csv.size()));
-    meta.set_rows(400);
-    meta.add_columns("u");
-    meta.add_columns("y");
-    bool existed = false;
-    ASSERT_TRUE((*store)->PutDataset("default", meta, csv, &existed).ok());
+    const std::string dataset_id =
+        testing::PutTanksDataset(store->get(), "default");
     auto create = [&](const std::string& id) {
       v1::Job job;
       job.set_id(id);
-      *job.mutable_spec() = testing::SmallSpec(meta.id(), 20000);
+      *job.mutable_spec() = testing::SmallSpec(dataset_id, 20000);
+      bool existed = false;
       ASSERT_TRUE((*store)->CreateJob("default", job, &existed).ok());
     };
     for (int i = 0; i < kStopping; ++i) {

@@ -42,16 +42,8 @@ TEST(JobManagerConcurrencyTest,
   options.checkpoint_min_interval = absl::ZeroDuration();
   JobManager jobs(store->get(), &hub, &metrics, options);
 
-  const std::string csv = testing::TanksCsv();
-  v1::Dataset meta;
-  meta.set_id(spec::Sha256Hex(csv));
-  meta.set_name("tanks.csv");
-  meta.set_size_bytes(static_cast<int64_t>(csv.size()));
-  meta.set_rows(400);
-  meta.add_columns("u");
-  meta.add_columns("y");
-  bool existed = false;
-  ASSERT_TRUE((*store)->PutDataset("default", meta, csv, &existed).ok());
+  const std::string dataset_id =
+      testing::PutTanksDataset(store->get(), "default");
   ASSERT_TRUE(jobs.Start().ok());
 
   // Three threads submit two jobs each: a short one and one that runs until
@@ -61,9 +53,9 @@ TEST(JobManagerConcurrencyTest,
   for (int t = 0; t < 3; ++t) {
     submitters.emplace_back([&, t] {
       v1::SubmitJobRequest request;
-      *request.mutable_spec() = testing::SmallSpec(meta.id(), 10);
+      *request.mutable_spec() = testing::SmallSpec(dataset_id, 10);
       auto a = jobs.Submit("default", request);
-      *request.mutable_spec() = testing::SmallSpec(meta.id(), 100000);
+      *request.mutable_spec() = testing::SmallSpec(dataset_id, 100000);
       request.set_priority(1);
       auto b = jobs.Submit("default", request);
       ASSERT_TRUE(a.ok() && b.ok());

@@ -281,19 +281,7 @@ class StoreFailureTest : public ::testing::Test {
     std::filesystem::remove_all(dir_);
   }
 
-  std::string PutTanks() {
-    const std::string csv = TanksCsv();
-    v1::Dataset meta;
-    meta.set_id(spec::Sha256Hex(csv));
-    meta.set_size_bytes(static_cast<int64_t>(csv.size()));
-    meta.set_rows(400);
-    meta.add_columns("u");
-    meta.add_columns("y");
-    bool existed = false;
-    auto stored = store_->PutDataset("t", meta, csv, &existed);
-    EXPECT_TRUE(stored.ok()) << stored.status();
-    return meta.id();
-  }
+  std::string PutTanks() { return testing::PutTanksDataset(store_.get(), "t"); }
 
   v1::Job Wait(const std::string& id,
                const std::function<bool(const v1::Job&)>& done) {

@@ -17,6 +17,8 @@
 #include "gtest/gtest.h"
 #include "server/server.h"
 #include "server/service/dataset_service.h"
+#include "server/spec/sha256.h"
+#include "server/store/store.h"
 #include "sparrow/v1/datasets.grpc.pb.h"
 #include "sparrow/v1/jobs.grpc.pb.h"
 #include "sparrow/v1/model_service.grpc.pb.h"
@@ -35,6 +37,24 @@ inline std::string TanksCsv(int samples = 400, uint64_t seed = 1) {
     absl::StrAppendFormat(&csv, "%.17g,%.17g\n", s->u(0, t), s->y(0, t));
   }
   return csv;
+}
+
+// Stores TanksCsv() (400 rows, columns u, y) directly in a store, as an
+// upload would, for tests that drive the job manager or a store without
+// gRPC. Returns the dataset id.
+inline std::string PutTanksDataset(Store* store, const std::string& tenant) {
+  const std::string csv = TanksCsv();
+  v1::Dataset meta;
+  meta.set_id(spec::Sha256Hex(csv));
+  meta.set_name("tanks.csv");
+  meta.set_size_bytes(static_cast<int64_t>(csv.size()));
+  meta.set_rows(400);
+  meta.add_columns("u");
+  meta.add_columns("y");
+  bool existed = false;
+  auto stored = store->PutDataset(tenant, meta, csv, &existed);
+  EXPECT_TRUE(stored.ok()) << stored.status();
+  return meta.id();
 }
 
 // A small NARX job on TanksCsv: trains in well under a second.
