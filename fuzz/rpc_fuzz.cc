@@ -98,6 +98,7 @@ Env* Start() {
   options.listen = "127.0.0.1:0";
   options.data_dir = env->dir.string();
   options.jobs.workers = 1;
+  options.jobs.worker_binary = SPARROW_WORKER_BINARY;
   options.jobs.limits.max_upload_bytes = 1 << 20;
   options.jobs.limits.max_model_params = 2000;
   options.jobs.limits.job_deadline_seconds = 5;
