@@ -56,13 +56,12 @@ test: build
 	@cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS) --timeout 600
 	@$(MAKE) --no-print-directory sanitize
 
-# Both sanitizer stages (GCC, -O1). Measured 2026-11-25 on the shared 2-core machine while three
-# other builds ran (load 6-8), so an idle CI machine should need about half:
+# Both sanitizer stages (GCC, -O1). Measured 2026-11-25 on a clean clone of main on the 2-core
+# machine (`bash .ci/run`): the normal stage (build + 700 tests) about 10 min, then
 #   sanitize-asan  ASan + UBSan: core, server spec/store/service/jobs, client and fuzz
-#                  regression tests (640); clean build 54 min at -j 1 (3645 s of compile/link
-#                  steps), tests 62 s at -j 2 (274 s with the two skipped tests, under load)
-#   sanitize-tsan  TSan: store, event hub and job manager tests (31); clean build 20 min at
-#                  -j 1 (1196 s of compile/link steps), tests 3 s
+#                  regression tests (667): build 686 s, tests 55 s
+#   sanitize-tsan  TSan: store, event hub and job manager tests (34): build 235 s, tests 4 s
+# so a whole `make test` from scratch takes about 27 min.
 sanitize: sanitize-asan sanitize-tsan
 
 sanitize-asan: deps
