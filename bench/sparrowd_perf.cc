@@ -28,8 +28,8 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <iterator>
 #include <iostream>
+#include <iterator>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -179,8 +179,7 @@ SchedStat ReadSchedStat(pid_t pid) {
   if (paren != std::string::npos) {
     // Fields after the command: state is field 3, cutime 16, cstime 17.
     std::istringstream fields(line.substr(paren + 2));
-    std::vector<std::string> f(std::istream_iterator<std::string>(fields),
-                               {});
+    std::vector<std::string> f(std::istream_iterator<std::string>(fields), {});
     if (f.size() > 14) {
       s.cpu += (std::stod(f[13]) + std::stod(f[14])) /
                static_cast<double>(sysconf(_SC_CLK_TCK));

@@ -114,8 +114,8 @@ class UploadReactor : public grpc::ServerReadReactor<v1::UploadDatasetRequest> {
     }
     SPARROW_ASSIGN_OR_RETURN(const absl::string_view content,
                              upload_->Content());
-    auto table = core::data::ParseCsv(
-        std::string_view(content.data(), content.size()));
+    auto table =
+        core::data::ParseCsv(std::string_view(content.data(), content.size()));
     if (!table.ok()) {
       return absl::InvalidArgumentError(absl::StrCat(
           "the upload is not a numeric CSV Sparrow can train on: ",
