@@ -21,6 +21,7 @@
 #include "server/jobs/worker_process.h"
 #include "server/spec/convert.h"
 #include "server/spec/text.h"
+#include "server/worker/worker.h"
 #include "sparrow/v1/checkpoint.pb.h"
 #include "sparrow/v1/worker.pb.h"
 #include "spdlog/spdlog.h"
@@ -705,19 +706,14 @@ class JobManager::AttemptRunner {
              nullptr,
              {v1::Job::RUNNING, v1::Job::CANCELLING}}));
       case Kill::kDeadline:
-        return End(m_->Fail(entry_, DeadlineReason()));
+        return End(m_->Fail(
+            entry_, DeadlineReason(last_iteration_,
+                                   m_->options_.limits.job_deadline_seconds)));
       case Kill::kNone:
         break;
     }
     death_ = DescribeDeath(how);
     return Attempt::kCrashed;
-  }
-
-  std::string DeadlineReason() const {
-    return absl::StrFormat(
-        "stopped at iteration %d: the job ran longer than the per-job "
-        "deadline of %g s (sparrowd --job-deadline)",
-        last_iteration_, m_->options_.limits.job_deadline_seconds);
   }
 
   Attempt Apply(const v1::WorkerReport::Outcome& o) {

@@ -362,10 +362,8 @@ Outcome Stopped(const JobCallback& callback, const v1::WorkerRequest& r) {
       break;
     default:
       o.set_kind(Outcome::DEADLINE);
-      o.set_reason(absl::StrFormat(
-          "stopped at iteration %d: the job ran longer than the per-job "
-          "deadline of %g s (sparrowd --job-deadline)",
-          callback.last_iteration(), r.deadline_seconds()));
+      o.set_reason(
+          DeadlineReason(callback.last_iteration(), r.deadline_seconds()));
       break;
   }
   return o;
@@ -428,6 +426,13 @@ Outcome Train(v1::WorkerRequest* request, JobCallback* callback,
 }
 
 }  // namespace
+
+std::string DeadlineReason(int iteration, double deadline_seconds) {
+  return absl::StrFormat(
+      "stopped at iteration %d: the job ran longer than the per-job deadline "
+      "of %g s (sparrowd --job-deadline)",
+      iteration, deadline_seconds);
+}
 
 int RunWorker(int in_fd, int out_fd, int parent_pid) {
   // A worker never outlives sparrowd, also when sparrowd is SIGKILLed.

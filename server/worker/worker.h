@@ -10,11 +10,17 @@
 #ifndef SPARROW_SERVER_WORKER_WORKER_H_
 #define SPARROW_SERVER_WORKER_WORKER_H_
 
+#include <string>
+
 namespace sparrow::server {
 
 // The first argument that turns sparrowd into a worker:
 // `sparrowd --sparrow-worker PARENT_PID`.
 inline constexpr char kWorkerFlag[] = "--sparrow-worker";
+
+// Why a job that ran past sparrowd's --job-deadline failed; said by the
+// worker that stops itself and by sparrowd when it has to kill the worker.
+std::string DeadlineReason(int iteration, double deadline_seconds);
 
 // The main of a worker process reading in_fd and writing out_fd. Returns the
 // process exit code (0 once an Outcome was sent).
