@@ -30,13 +30,15 @@ absl::Status CheckCheckpoint(const v1::JobCheckpoint& c) {
                    "; it cannot come from a run of this job"));
 }
 
-}  // namespace
-
+// Optimizer iterations the config asks for (epochs, or SBDL outer
+// iterations).
 int* IterationBudget(core::TrainConfig* config) {
   return config->optimizer == core::OptimizerKind::kSbdl
              ? &config->sbdl.outer_iterations
              : &config->max_epochs;
 }
+
+}  // namespace
 
 absl::Status ApplyCheckpoint(const v1::JobCheckpoint& c,
                              core::TrainConfig* config) {

@@ -8,10 +8,6 @@
 
 namespace sparrow::server {
 
-// Optimizer iterations the config asks for (epochs, or SBDL outer
-// iterations).
-int* IterationBudget(core::TrainConfig* config);
-
 // Sets up `config` to go on from `checkpoint`: the iterate, the iterations
 // and wall-clock seconds left (stopping.max_seconds covers every attempt),
 // and what a checkpoint restores beyond the iterate — Adam's / SGD's moments

@@ -121,7 +121,6 @@ std::string WorkerProcess::Wait() {
   }
   reaped_ = true;
   if (WIFSIGNALED(status)) {
-    signaled_ = true;
     const int sig = WTERMSIG(status);
     ended_ =
         absl::StrCat("was killed by signal ", sig, " (", strsignal(sig), ")");

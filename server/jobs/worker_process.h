@@ -40,9 +40,6 @@ class WorkerProcess {
   // Reaps the process and says how it ended: "exited with code 3",
   // "was killed by signal 9 (Killed)". Idempotent.
   std::string Wait();
-  // True when Wait found a signal (a crash or a kill), not an exit.
-  bool signaled() const { return signaled_; }
-  pid_t pid() const { return pid_; }
 
  private:
   WorkerProcess(pid_t pid, int to_worker, int from_worker)
@@ -53,7 +50,6 @@ class WorkerProcess {
   int to_worker_;
   int from_worker_;
   bool reaped_ = false;
-  bool signaled_ = false;
   std::string ended_;
 };
 
