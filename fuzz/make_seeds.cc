@@ -8,6 +8,7 @@
 #include <iostream>
 #include <sstream>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "absl/strings/str_format.h"
@@ -110,8 +111,8 @@ int main(int argc, char** argv) {
     checkpoint.set_iteration(1);
     checkpoint.set_elapsed_seconds(0.01);
     for (double p : result->model.params) checkpoint.add_params(p);
-    if (config->optimizer == sparrow::core::OptimizerKind::kAdam ||
-        config->optimizer == sparrow::core::OptimizerKind::kSgd) {
+    if (std::holds_alternative<sparrow::core::AdamOptions>(config->optimizer) ||
+        std::holds_alternative<sparrow::core::SgdOptions>(config->optimizer)) {
       // Update count, then the first and second moments.
       checkpoint.add_optimizer_state(3);
       for (int k = 0; k < 2 * result->model.params.size(); ++k) {

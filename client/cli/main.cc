@@ -24,6 +24,7 @@
 #include "client/cli/remote.h"
 #include "client/cli/report.h"
 #include "core/data/synthetic.h"
+#include "core/train/methods.h"
 #include "core/train/trainer.h"
 #include "core/util/status_macros.h"
 #include "google/protobuf/util/json_util.h"
@@ -158,10 +159,7 @@ int RunLocal(const RunFlags& f) {
     for (int i = next++; i < f.seeds; i = next++) {
       core::TrainConfig c = *config;
       c.seed = spec->seed() + static_cast<uint64_t>(i);
-      ProgressPrinter progress(show_progress,
-                               c.optimizer == core::OptimizerKind::kSbdl
-                                   ? c.sbdl.outer_iterations
-                                   : c.max_epochs);
+      ProgressPrinter progress(show_progress, core::IterationBudget(c));
       results[i] = core::Train(c, *data, &progress);
     }
   };

@@ -12,6 +12,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
+#include "core/train/methods.h"
 #include "google/protobuf/util/time_util.h"
 #include "nlohmann/json.hpp"
 #include "server/spec/convert.h"
@@ -45,9 +46,7 @@ int ExitForState(v1::Job::State s) {
 int IterationBudget(const v1::JobSpec& spec) {
   auto config = spec::ToTrainConfig(spec);
   if (!config.ok()) return 0;
-  return config->optimizer == core::OptimizerKind::kSbdl
-             ? config->sbdl.outer_iterations
-             : config->max_epochs;
+  return core::IterationBudget(*config);
 }
 
 std::string FormatSeconds(double s) {

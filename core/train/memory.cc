@@ -6,6 +6,7 @@
 #include <numeric>
 
 #include "absl/strings/str_format.h"
+#include "core/train/methods.h"
 #include "core/util/status_macros.h"
 
 namespace sparrow::core {
@@ -26,8 +27,28 @@ double Sum(const std::vector<int>& v) {
   return std::accumulate(v.begin(), v.end(), 0.0);
 }
 
-bool UsesGaussNewton(OptimizerKind kind) {
-  return kind == OptimizerKind::kNails || kind == OptimizerKind::kNailm;
+bool UsesGaussNewton(const OptimizerOptions& o) {
+  return std::holds_alternative<NailsOptions>(o) ||
+         std::holds_alternative<NailmOptions>(o);
+}
+
+// L-BFGS correction pairs the method keeps (at least the default 10 counted
+// for every method).
+int CorrectionPairs(const OptimizerOptions& o) {
+  if (const auto* lbfgs = std::get_if<LbfgsOptions>(&o)) {
+    return std::max(lbfgs->memory, 10);
+  }
+  if (const auto* b2ld = std::get_if<B2ldOptions>(&o)) {
+    return std::max(b2ld->memory, 10);
+  }
+  return 10;
+}
+
+// Jacobian row-building threads of a Gauss-Newton method.
+int GaussNewtonThreads(const OptimizerOptions& o) {
+  if (const auto* nails = std::get_if<NailsOptions>(&o)) return nails->threads;
+  if (const auto* nailm = std::get_if<NailmOptions>(&o)) return nailm->threads;
+  return 1;
 }
 
 // Doubles per sample that a forward and backward pass keep.
@@ -65,7 +86,7 @@ absl::StatusOr<MemoryEstimate> EstimateMemory(const TrainConfig& config,
                          : 0.0));
   // Iterate, gradient, best and checkpoint copies, moments, ADMM variables,
   // and L-BFGS's correction pairs.
-  const int memory = std::max(config.lbfgs.memory, config.b2ld.memory);
+  const int memory = CorrectionPairs(config.optimizer);
   e.parameters = Saturate(kDouble * n * (12 + 2 * memory));
   // A minibatch keeps one batch of activations; Gauss-Newton's tapes and the
   // block methods' cached layer outputs keep every sample.
@@ -77,7 +98,7 @@ absl::StatusOr<MemoryEstimate> EstimateMemory(const TrainConfig& config,
   if (UsesGaussNewton(config.optimizer)) {
     // H and its damped copy, the QR factor and its (n + m) x n stack, and one
     // H per row-building thread; plus each thread's block of 64 rows.
-    const double threads = std::max(1, config.threads);
+    const double threads = std::max(1, GaussNewtonThreads(config.optimizer));
     e.curvature =
         Saturate(kDouble * n * n * (5 + threads) + kDouble * n * 64 * threads);
   }

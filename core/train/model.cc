@@ -121,7 +121,7 @@ Eigen::VectorXd EstimateInitialState(const StateSpaceRnn& rnn,
   InitialStateObjective objective(rnn, params, u, y, std::max(1, n0), loss,
                                   rho_x0);
   LbfgsOptions options;
-  options.max_iterations = 100;
+  options.stop.max_iterations = 100;
   options.gradient_tolerance = 1e-9;
   Rng rng(0x5eed);
   Eigen::VectorXd best = Eigen::VectorXd::Zero(nx);

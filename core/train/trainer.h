@@ -11,47 +11,22 @@
 #include "core/data/dataset.h"
 #include "core/models/pruning.h"
 #include "core/optim/admm/admm.h"
-#include "core/optim/bld/bld.h"
-#include "core/optim/first_order/first_order.h"
-#include "core/optim/gauss_newton/gauss_newton.h"
-#include "core/optim/lbfgs/lbfgs.h"
 #include "core/optim/problem.h"
-#include "core/optim/sbdl/sbdl.h"
 #include "core/train/model.h"
+#include "core/train/optimizer.h"
 
 namespace sparrow::core {
-
-enum class OptimizerKind {
-  kSgd,
-  kAdam,
-  kLbfgs,
-  kNails,
-  kNailm,
-  kSbdl,
-  kB2ld,
-  kBling
-};
 
 struct TrainConfig {
   ModelConfig model;
   Loss loss;
   double rho_x0 = 0.0;     // on free x0 / encoder weights
   double rho_theta = 0.0;  // on network weights and biases
-  OptimizerKind optimizer = OptimizerKind::kAdam;
-  FirstOrderOptions
-      first_order;  // kSgd / kAdam (its stopping fields are overwritten below)
-  LbfgsOptions lbfgs;  // kLbfgs
-  GaussNewtonOptions
-      gauss_newton;  // kNails / kNailm (method set from the kind)
-  // kSbdl: mlp / narx_mlp with the MSE loss (its batch size is batch_size).
-  SbdlOptions sbdl;
-  // kB2ld / kBling: mlp models with the MSE loss. They minimize (1/P) sum
-  // ||yhat - y||^2 + bld_rho ||w||^2; bld_rho = 0 means 1e-3 / n (Palagi &
-  // Seccia), < 0 none. B2LD's sweep budget is max_epochs; BLInG's passes too.
-  B2ldOptions b2ld;
-  BlingOptions bling;
-  double bld_rho = 0.0;
-  int threads = 1;  // Gauss-Newton row building across traces
+  // The method and its options, stopping rules included (optimizer.h). SBDL
+  // trains mlp / narx_mlp with the MSE loss; B2LD and BLInG mlp models with
+  // the MSE loss, minimizing (1/P) sum ||yhat - y||^2 + rho ||w||^2 with
+  // their own rho; NAILS and NAILM state_space_rnn models.
+  OptimizerOptions optimizer = AdamOptions();
   // Non-smooth regularization g, handled by ADMM around NAILS/NAILM (Bemporad
   // §4). tau is in the sum units of the least-squares objective (sum of losses
   // + rho/2 |w|^2), as in the paper.
@@ -62,16 +37,15 @@ struct TrainConfig {
     std::vector<double> levels;  // kQuantization
   } penalty;
   AdmmOptions admm;
-  int batch_size = 0;   // tabular / NARX minibatch; 0 = full batch
-  int bptt_window = 0;  // RNN truncated BPTT; 0 = full BPTT
+  // How the objective splits the data (first-order methods and SBDL's inner
+  // solver): tabular / NARX minibatch (0 = full batch), RNN truncated BPTT
+  // window (0 = full BPTT), and whether minibatches are reshuffled.
+  int batch_size = 0;
+  int bptt_window = 0;
   bool shuffle = true;
-  // Stopping rules shared by every optimizer.
-  int max_epochs = 1000;
-  double max_seconds = 0.0;
-  double tolerance = 0.0;
-  int patience =
-      0;  // validation reports without improvement before stopping; 0 = off
-  int report_every = 1;
+  // Validation reports without improvement before stopping; 0 = off. The
+  // trainer's own rule, on top of the method's stop rules.
+  int patience = 0;
   // Per-channel scaling of inputs and (regression) outputs, fitted on the
   // training split and stored with the model.
   enum class Scaling { kZScore, kMinMax, kNone };
@@ -129,6 +103,9 @@ absl::Status EvaluateSequences(const Model& model,
                                Metrics* metrics);
 absl::Status EvaluateTable(const Model& model, const data::TableData& data,
                            int which, Metrics* metrics);
+// The split `which` of data, by the model's kind (table or sequences).
+absl::Status Evaluate(const Model& model, const TrainData& data, int which,
+                      Metrics* metrics);
 
 }  // namespace sparrow::core
 

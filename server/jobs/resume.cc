@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
+#include "core/train/methods.h"
 
 namespace sparrow::server {
 namespace {
@@ -30,14 +31,6 @@ absl::Status CheckCheckpoint(const v1::JobCheckpoint& c) {
                    "; it cannot come from a run of this job"));
 }
 
-// Optimizer iterations the config asks for (epochs, or SBDL outer
-// iterations).
-int* IterationBudget(core::TrainConfig* config) {
-  return config->optimizer == core::OptimizerKind::kSbdl
-             ? &config->sbdl.outer_iterations
-             : &config->max_epochs;
-}
-
 }  // namespace
 
 absl::Status ApplyCheckpoint(const v1::JobCheckpoint& c,
@@ -45,35 +38,17 @@ absl::Status ApplyCheckpoint(const v1::JobCheckpoint& c,
   if (absl::Status s = CheckCheckpoint(c); !s.ok()) return s;
   config->initial_params =
       Eigen::Map<const Eigen::VectorXd>(c.params().data(), c.params_size());
-  int* budget = IterationBudget(config);
+  int* budget = core::IterationBudget(config);
   *budget = std::max(1, *budget - std::min(*budget, c.iteration()));
-  if (config->max_seconds > 0) {
-    config->max_seconds =
-        std::max(1e-3, config->max_seconds - c.elapsed_seconds());
+  double& max_seconds = core::Stop(config->optimizer).max_seconds;
+  if (max_seconds > 0) {
+    max_seconds = std::max(1e-3, max_seconds - c.elapsed_seconds());
   }
-  const double step = c.step_size();
-  const bool positive = std::isfinite(step) && step > 0;
-  switch (config->optimizer) {
-    case core::OptimizerKind::kSgd:
-    case core::OptimizerKind::kAdam:
-      config->first_order.initial_state = Eigen::Map<const Eigen::VectorXd>(
-          c.optimizer_state().data(), c.optimizer_state_size());
-      break;
-    case core::OptimizerKind::kNailm:
-      if (positive &&
-          config->penalty.kind == core::TrainConfig::Penalty::Kind::kNone) {
-        config->gauss_newton.lambda0 = step;
-      }
-      break;
-    case core::OptimizerKind::kB2ld:
-      if (positive) config->b2ld.epsilon0 = step;
-      break;
-    case core::OptimizerKind::kBling:
-      if (positive) config->bling.alpha0 = step;
-      break;
-    default:
-      break;
-  }
+  core::ResumePoint point;
+  point.step_size = c.step_size();
+  point.state = Eigen::Map<const Eigen::VectorXd>(c.optimizer_state().data(),
+                                                  c.optimizer_state_size());
+  core::ResumeMethod(point, config);
   return absl::OkStatus();
 }
 

@@ -24,12 +24,16 @@ void Scatter(const Eigen::VectorXd& v, const std::vector<int>& idx,
 }  // namespace
 
 absl::Status AdmmOptions::Validate() const {
-  if (!(rho > 0) || !std::isfinite(rho))
-    return OptionError("admm_rho", rho, "positive");
-  if (iterations < 1) return OptionError("admm_iterations", iterations, ">= 1");
+  if (!(rho >= 0) || !std::isfinite(rho))
+    return OptionError("rho", rho, ">= 0 (0 = the default)");
   if (inner_epochs < 1)
-    return OptionError("epochs_per_admm", inner_epochs, ">= 1");
-  return absl::OkStatus();
+    return OptionError("inner_epochs", inner_epochs, ">= 1");
+  return stop.Validate();
+}
+
+double AdmmRho(const AdmmOptions& options, double group_lasso_tau) {
+  if (options.rho > 0) return options.rho;
+  return group_lasso_tau > 0 ? 10.0 * group_lasso_tau : 1.0;
 }
 
 Summary MinimizeAdmm(const AdmmOptions& options,
@@ -38,16 +42,18 @@ Summary MinimizeAdmm(const AdmmOptions& options,
                      const std::vector<int>& split, Eigen::VectorXd* w,
                      IterationCallback* callback) {
   Summary summary;
+  const double rho = AdmmRho(options, 0.0);
   // ADMM has no monotone objective: only the budget, deadline and callback stop
   // it.
-  internal::RunMonitor monitor({options.iterations, options.max_seconds, 0.0,
-                                options.report_every, true},
-                               callback, &summary);
+  StopRules rules = options.stop;
+  rules.tolerance = 0.0;
+  internal::RunMonitor monitor(rules, callback, &summary,
+                               /*allow_non_finite=*/true);
   const double scale = 1.0 / std::max(1, problem.num_samples());
   GaussNewton solver(inner, &problem);
   QuadraticTerm term;
   term.indices = split;
-  term.rho = options.rho;
+  term.rho = rho;
   Eigen::VectorXd nu = Gather(*w, split);
   Eigen::VectorXd u = Eigen::VectorXd::Zero(nu.size());
   Eigen::VectorXd model = *w;
@@ -65,8 +71,8 @@ Summary MinimizeAdmm(const AdmmOptions& options,
     }
     const Eigen::VectorXd theta = Gather(*w, split);
     Eigen::VectorXd next = theta + u;
-    g.Apply(1.0 / options.rho, next);
-    const double dual = options.rho * (next - nu).norm();
+    g.Apply(1.0 / rho, next);
+    const double dual = rho * (next - nu).norm();
     nu = next;
     u += theta - nu;
     const double primal = (theta - nu).norm();

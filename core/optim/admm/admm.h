@@ -21,31 +21,36 @@
 #include "Eigen/Core"
 #include "absl/status/status.h"
 #include "core/optim/gauss_newton/gauss_newton.h"
+#include "core/optim/stop_rules.h"
 #include "core/regularizers/proximal.h"
 
 namespace sparrow::core {
 
 struct AdmmOptions {
-  // Penalty parameter rho > 0 (Bemporad: 10 for quantization, 10 tau_g for
-  // group Lasso).
-  double rho = 1.0;
-  // N_ADMM >= 1: outer iterations; each is one progress report.
-  int iterations = 250;
+  // Penalty parameter rho >= 0; 0 = Bemporad's choice for the group Lasso,
+  // 10 tau_g (his Sec. 5.4), and 1 otherwise. AdmmRho resolves it; the
+  // quantization examples set the paper's 10.
+  double rho = 0.0;
   // E >= 1: Gauss-Newton epochs per ADMM iteration ("E = 1 is a good choice").
   int inner_epochs = 1;
   // Return the iterate whose model (nu spliced in) had the lowest training
   // objective V + g,
   // instead of the last one (Bemporad §4: "optionally the best iterate").
   bool keep_best = false;
-  double max_seconds = 0.0;
-  int report_every = 1;
+  // Iterations are ADMM iterations (N_ADMM, Bemporad's 250 for the damper);
+  // ADMM has no monotone objective, so the tolerance is not used.
+  StopRules stop = {250};
 
   absl::Status Validate() const;
 };
 
-// Runs ADMM from w (warm start: nu = w_S, u = 0). On return *w holds the model:
-// w with w_S = nu. The callback sees that spliced model, so validation and
-// sparsity refer to what is returned.
+// The rho ADMM runs with: options.rho when positive, else 10 tau for a group
+// Lasso of weight tau > 0 (group_lasso_tau; 0 for other penalties), else 1.
+double AdmmRho(const AdmmOptions& options, double group_lasso_tau);
+
+// Runs ADMM from w with rho = AdmmRho(options, 0) (warm start: nu = w_S, u =
+// 0). On return *w holds the model: w with w_S = nu. The callback sees that
+// spliced model, so validation and sparsity refer to what is returned.
 Summary MinimizeAdmm(const AdmmOptions& options,
                      const GaussNewtonOptions& inner,
                      LeastSquaresProblem& problem, const Proximal& g,

@@ -124,11 +124,11 @@ absl::Status B2ldOptions::Validate() const {
     return absl::InvalidArgumentError(
         "gradient_tolerance and relative_decrease must be >= 0");
   }
-  if (max_sweeps < 1) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("the sweep budget is ", max_sweeps, "; it must be >= 1"));
-  }
-  return absl::OkStatus();
+  return stop.Validate();
+}
+
+double BldRho(double rho, int n) {
+  return rho == 0.0 ? 1e-3 / n : std::max(0.0, rho);
 }
 
 Summary MinimizeB2ld(const B2ldOptions& options, LayeredObjective& objective,
@@ -143,9 +143,7 @@ Summary MinimizeB2ld(const B2ldOptions& options, LayeredObjective& objective,
   st.armijo_used.assign(layers, 0);
   st.skipped.assign(layers, 0);
   st.conditions_held = true;
-  internal::RunMonitor monitor(
-      {options.max_sweeps, options.max_seconds, 0.0, options.report_every},
-      callback, &summary);
+  internal::RunMonitor monitor(options.stop, callback, &summary);
   VectorXd grad;
   double f = objective.Evaluate(*w, &grad);
   summary.initial_loss = f;
@@ -183,13 +181,14 @@ Summary MinimizeB2ld(const B2ldOptions& options, LayeredObjective& objective,
       }
       // Each folded sweep still counts against the sweep budget.
       while (epsilon >= largest && largest > 0.0 &&
-             sweep < options.max_sweeps) {
+             sweep < options.stop.max_iterations) {
         epsilon *= options.epsilon_decay;
         ++sweep;
       }
     }
     for (int l : LayerSequence(options.order, layers, &rng)) {
-      if (options.max_seconds > 0 && monitor.Elapsed() >= options.max_seconds) {
+      if (options.stop.max_seconds > 0 &&
+          monitor.Elapsed() >= options.stop.max_seconds) {
         out_of_time = true;
         break;
       }
@@ -221,7 +220,7 @@ Summary MinimizeB2ld(const B2ldOptions& options, LayeredObjective& objective,
         param.epsilon = epsilon;
         LBFGSpp::LBFGSSolver<double, LBFGSpp::LineSearchNocedalWright> solver(
             param);
-        BlockFunctor functor(&objective, &monitor, options.max_seconds);
+        BlockFunctor functor(&objective, &monitor, options.stop.max_seconds);
         VectorXd x = v;
         double fx = f_l;
         try {
@@ -335,19 +334,13 @@ absl::Status BlingOptions::Validate() const {
     return absl::InvalidArgumentError(
         "BLInG updates layers backward or forward");
   }
-  if (max_epochs < 1) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("max_epochs is ", max_epochs, "; it must be >= 1"));
-  }
-  return absl::OkStatus();
+  return stop.Validate();
 }
 
 Summary MinimizeBling(const BlingOptions& options, LayeredObjective& objective,
                       VectorXd* w, IterationCallback* callback) {
   Summary summary;
-  internal::RunMonitor monitor(
-      {options.max_epochs, options.max_seconds, 0.0, options.report_every},
-      callback, &summary);
+  internal::RunMonitor monitor(options.stop, callback, &summary);
   const int layers = objective.num_layers();
   const int rows = objective.num_samples();
   const int batch = std::min(options.batch_size, rows);
@@ -400,8 +393,8 @@ Summary MinimizeBling(const BlingOptions& options, LayeredObjective& objective,
         }
       }
       alpha *= 1.0 - options.decay * alpha;
-      if (options.max_seconds > 0 && (h & 15) == 15 &&
-          monitor.Elapsed() >= options.max_seconds) {
+      if (options.stop.max_seconds > 0 && (h & 15) == 15 &&
+          monitor.Elapsed() >= options.stop.max_seconds) {
         out_of_time = true;
         break;
       }

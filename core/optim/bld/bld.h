@@ -16,6 +16,7 @@
 #include "absl/status/status.h"
 #include "core/optim/bld/layered_objective.h"
 #include "core/optim/problem.h"
+#include "core/optim/stop_rules.h"
 
 namespace sparrow::core {
 
@@ -43,10 +44,13 @@ struct B2ldOptions {
   double armijo_delta = 0.5;
   int armijo_max_steps = 60;
   double sigma = 1e-8;  // forcing function sigma(t) = sigma t^2 of (5)
-  int max_sweeps = 1000;
-  double max_seconds = 0.0;  // 0 = none
-  int report_every = 1;      // sweeps
-  uint64_t seed = 0;         // kReshuffled order
+  // Iterations are sweeps over the layers; the tolerance is not used (B2LD
+  // has its own tests, gradient_tolerance and relative_decrease).
+  StopRules stop;
+  uint64_t seed = 0;  // kReshuffled order
+  // rho of f, the weight decay of the objective the trainer builds (not used
+  // by MinimizeB2ld itself): 0 = 1e-3 / n (the paper's), < 0 = none.
+  double rho = 0.0;
 
   absl::Status Validate() const;
 };
@@ -61,6 +65,10 @@ struct B2ldStats {
   // assumed; the Armijo point satisfies (5) by construction).
   bool conditions_held = true;
 };
+
+// The weight decay rho of f for a network of n parameters: `rho` as in
+// B2ldOptions::rho.
+double BldRho(double rho, int n);
 
 Summary MinimizeB2ld(const B2ldOptions& options, LayeredObjective& objective,
                      Eigen::VectorXd* w, IterationCallback* callback,
@@ -79,10 +87,10 @@ struct BlingOptions {
   // The IG baseline: one step on all layers along the full minibatch
   // gradient, normalized by its norm.
   bool simultaneous = false;
-  int max_epochs = 1000;     // passes over the data
-  double max_seconds = 0.0;  // 0 = none
-  int report_every = 1;
+  // Iterations are epochs (passes over the data); the tolerance is not used.
+  StopRules stop;
   uint64_t seed = 0;
+  double rho = 0.0;  // as B2ldOptions::rho
 
   absl::Status Validate() const;
 };

@@ -19,12 +19,7 @@ absl::Status FirstOrderOptions::Validate() const {
   if (!(beta2 >= 0.0 && beta2 < 1.0))
     return OptionError("beta2", beta2, "in [0, 1)");
   if (!(epsilon > 0.0)) return OptionError("epsilon", epsilon, "positive");
-  if (max_epochs < 1)
-    return OptionError("max_epochs", max_epochs, "at least 1");
-  if (!(max_seconds >= 0.0))
-    return OptionError("max_seconds", max_seconds, ">= 0");
-  if (!(tolerance >= 0.0)) return OptionError("tolerance", tolerance, ">= 0");
-  return absl::OkStatus();
+  return stop.Validate();
 }
 
 FirstOrderOptimizer::FirstOrderOptimizer(const FirstOrderOptions& options)
@@ -129,9 +124,7 @@ Summary MinimizeFirstOrder(const FirstOrderOptions& options,
                            Objective& objective, Eigen::VectorXd* w,
                            IterationCallback* callback) {
   Summary summary;
-  internal::RunMonitor monitor({options.max_epochs, options.max_seconds,
-                                options.tolerance, options.report_every},
-                               callback, &summary);
+  internal::RunMonitor monitor(options.stop, callback, &summary);
   FirstOrderOptimizer optimizer(options);
   optimizer.Initialize(objective.num_params());
   if (options.initial_state.size() > 0) {

@@ -7,13 +7,14 @@
 #include "absl/status/status.h"
 #include "core/optim/internal/run_monitor.h"
 #include "core/optim/problem.h"
+#include "core/optim/stop_rules.h"
 
 namespace sparrow::core {
 
 struct FirstOrderOptions {
   enum class Method { kSgd, kAdam };
   Method method = Method::kAdam;
-  // Step size; SGD default 0.01 is set by the caller, Adam's 1e-3 here. > 0.
+  // Step size, > 0: Adam's 1e-3 (Kingma & Ba); SgdOptions sets SGD's 0.01.
   double learning_rate = 1e-3;
   // SGD: heavy-ball momentum in [0, 1); Nesterov's variant when nesterov is
   // set.
@@ -25,19 +26,27 @@ struct FirstOrderOptions {
   double epsilon = 1e-8;
   // AMSGrad: divide by the running maximum of the second-moment estimate.
   bool amsgrad = false;
-  // Stopping rules: epochs (>= 1), wall clock (0 = none), and the per-epoch
-  // decrease of the reported loss below which the run counts as converged (0 =
-  // never).
-  int max_epochs = 1000;
-  double max_seconds = 0.0;
-  double tolerance = 0.0;
-  int report_every = 1;
+  // Iterations are epochs; tolerance is the absolute change of the epoch's
+  // reported loss.
+  StopRules stop;
   uint64_t seed = 0;  // minibatch order
   // Resume: a state reported in IterationRecord::optimizer_state (update
   // count and moments); ignored when its size does not fit the problem.
   Eigen::VectorXd initial_state;
 
   absl::Status Validate() const;
+};
+
+// The two first-order methods as the trainer's optimizer choices: the same
+// options with the method (and SGD's step size) fixed.
+struct SgdOptions : FirstOrderOptions {
+  SgdOptions() {
+    method = Method::kSgd;
+    learning_rate = 0.01;
+  }
+};
+struct AdamOptions : FirstOrderOptions {
+  AdamOptions() { method = Method::kAdam; }
 };
 
 // A non-smooth term handled by a proximal step after every update (proximal

@@ -25,8 +25,7 @@ absl::Status GaussNewtonOptions::Validate() const {
   if (!(c3 > 1)) return OptionError("c3", c3, "> 1");
   if (max_trials < 1) return OptionError("max_trials", max_trials, ">= 1");
   if (!(epsilon_v >= 0)) return OptionError("epsilon_v", epsilon_v, ">= 0");
-  if (max_epochs < 1) return OptionError("max_epochs", max_epochs, ">= 1");
-  return absl::OkStatus();
+  return stop.Validate();
 }
 
 double QuadraticTerm::Value(const Eigen::VectorXd& w) const {
@@ -229,10 +228,12 @@ Summary MinimizeGaussNewton(const GaussNewtonOptions& options,
   // epsilon_v is in the sum units of the least-squares problem; the monitor
   // sees the mean loss every optimizer reports.
   const double scale = 1.0 / std::max(1, problem.num_samples());
-  internal::RunMonitor monitor(
-      {options.max_epochs, options.max_seconds, options.epsilon_v * scale,
-       options.report_every},
-      callback, &summary);
+  const double epsilon_v = options.stop.tolerance > 0
+                               ? options.stop.tolerance * problem.num_samples()
+                               : options.epsilon_v;
+  StopRules rules = options.stop;
+  rules.tolerance = epsilon_v * scale;
+  internal::RunMonitor monitor(rules, callback, &summary);
   GaussNewton solver(options, &problem);
   double previous = problem.Value(*w) * scale;
   summary.initial_loss = previous;

@@ -15,6 +15,7 @@
 #include "absl/status/status.h"
 #include "core/optim/gauss_newton/least_squares.h"
 #include "core/optim/problem.h"
+#include "core/optim/stop_rules.h"
 
 namespace sparrow::core {
 
@@ -48,7 +49,8 @@ struct GaussNewtonOptions {
   int max_trials = 20;
   // Converged when |V(h-1) - V(h)| <= epsilon_v, V in the sum units of
   // LeastSquaresProblem as in the paper (the corrected test of ALGORITHMS.md
-  // §2.4); >= 0.
+  // §2.4); >= 0. A positive stop.tolerance replaces it: the same test on the
+  // mean loss every optimizer reports, i.e. epsilon_v = tolerance * N.
   double epsilon_v = 1e-6;
   // How each step's least-squares problem is solved: the normal equations
   // A^T A by Cholesky (fast; squares the condition number), or a streaming
@@ -56,11 +58,22 @@ struct GaussNewtonOptions {
   // (n_p + 64) / 64 times the work per row block).
   enum class Solver { kCholesky, kQr };
   Solver solver = Solver::kCholesky;
-  int max_epochs = 250;
-  double max_seconds = 0.0;
-  int report_every = 1;
+  // Iterations are epochs; 250 is the paper's budget for the MR damper.
+  StopRules stop = {250};
 
   absl::Status Validate() const;
+};
+
+// NAILS (Algorithm 1) and NAILM (Algorithm 2) as the trainer's optimizer
+// choices. threads: Jacobian rows are built across traces on this many
+// threads (>= 1).
+struct NailsOptions : GaussNewtonOptions {
+  NailsOptions() { method = Method::kLineSearch; }
+  int threads = 1;
+};
+struct NailmOptions : GaussNewtonOptions {
+  NailmOptions() { method = Method::kLevenbergMarquardt; }
+  int threads = 1;
 };
 
 // rho/2 |w_S - center|^2 on the indices S: the augmentation ADMM adds to the

@@ -10,26 +10,19 @@
 
 #include "absl/strings/str_format.h"
 #include "core/optim/problem.h"
+#include "core/optim/stop_rules.h"
 
 namespace sparrow::core::internal {
 
-struct StopRules {
-  int max_iterations = 1000;
-  double max_seconds = 0.0;  // 0 = no deadline
-  // Converged when the objective changed by at most this over one iteration
-  // (0 = never).
-  double tolerance = 0.0;
-  int report_every = 1;
-  // Record a non-finite loss instead of stopping with kDiverged (ADMM, whose
-  // reported model nu may be briefly unstable while theta is fine).
-  bool allow_non_finite = false;
-};
-
 class RunMonitor {
  public:
+  // allow_non_finite: record a non-finite loss instead of stopping with
+  // kDiverged (ADMM, whose reported model nu may be briefly unstable while
+  // theta is fine). The tolerance test is the absolute one of StopRules.
   RunMonitor(const StopRules& rules, IterationCallback* callback,
-             Summary* summary)
+             Summary* summary, bool allow_non_finite = false)
       : rules_(rules),
+        allow_non_finite_(allow_non_finite),
         callback_(callback),
         summary_(summary),
         start_(std::chrono::steady_clock::now()) {}
@@ -49,7 +42,7 @@ class RunMonitor {
       std::vector<std::pair<std::string, double>> extras = {}) {
     summary_->iterations = it;
     summary_->final_loss = loss;
-    if (!std::isfinite(loss) && !rules_.allow_non_finite) {
+    if (!std::isfinite(loss) && !allow_non_finite_) {
       summary_->message = absl::StrFormat(
           "the loss became %s at iteration %d; try a smaller learning rate or "
           "step, or "
@@ -99,6 +92,7 @@ class RunMonitor {
 
  private:
   StopRules rules_;
+  bool allow_non_finite_;
   IterationCallback* callback_;
   Summary* summary_;
   std::chrono::steady_clock::time_point start_;

@@ -74,11 +74,7 @@ absl::Status LbfgsOptions::Validate() const {
     return absl::InvalidArgumentError(absl::StrCat(
         "max_line_search is ", max_line_search, "; it must be >= 1"));
   }
-  if (max_iterations < 1) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "max_iterations is ", max_iterations, "; it must be >= 1"));
-  }
-  return absl::OkStatus();
+  return stop.Validate();
 }
 
 Summary MinimizeLbfgs(const LbfgsOptions& options, Objective& objective,
@@ -86,19 +82,19 @@ Summary MinimizeLbfgs(const LbfgsOptions& options, Objective& objective,
   Summary summary;
   // The tolerance test runs inside LBFGS++ (past/delta); the monitor handles
   // the rest.
-  internal::RunMonitor monitor(
-      {options.max_iterations, options.max_seconds, 0.0, options.report_every},
-      callback, &summary);
+  StopRules rules = options.stop;
+  rules.tolerance = 0.0;
+  internal::RunMonitor monitor(rules, callback, &summary);
   LBFGSpp::LBFGSParam<double> param;
   param.m = options.memory;
   param.epsilon = options.gradient_tolerance;
   param.epsilon_rel = options.gradient_tolerance;
-  param.max_iterations = options.max_iterations;
+  param.max_iterations = options.stop.max_iterations;
   param.max_linesearch = options.max_line_search;
   param.linesearch = LBFGSpp::LBFGS_LINESEARCH_BACKTRACKING_STRONG_WOLFE;
-  if (options.tolerance > 0.0) {
+  if (options.stop.tolerance > 0.0) {
     param.past = 1;
-    param.delta = options.tolerance;
+    param.delta = options.stop.tolerance;
   }
   LBFGSpp::LBFGSSolver<double, LBFGSpp::LineSearchNocedalWright> solver(param);
   Adapter adapter(objective, &monitor);
@@ -107,8 +103,8 @@ Summary MinimizeLbfgs(const LbfgsOptions& options, Objective& objective,
   Termination termination = Termination::kConverged;
   try {
     const int k = solver.minimize(adapter, x, fx);
-    termination = k >= options.max_iterations ? Termination::kMaxIterations
-                                              : Termination::kConverged;
+    termination = k >= options.stop.max_iterations ? Termination::kMaxIterations
+                                                   : Termination::kConverged;
     if (!std::isfinite(fx)) {
       // LBFGS++ 0.1 can end its line search on a rejected (non-finite) trial
       // point, whose zero gradient then passes the convergence test.

@@ -12,19 +12,17 @@
 #include "Eigen/Core"
 #include "absl/status/status.h"
 #include "core/optim/problem.h"
+#include "core/optim/stop_rules.h"
 
 namespace sparrow::core {
 
 struct LbfgsOptions {
   int memory = 10;                   // correction pairs kept, >= 1
   double gradient_tolerance = 1e-8;  // converged when |g| <= tol * max(1, |w|)
-  int max_line_search = 40;   // function evaluations per line search, >= 1
-  int max_iterations = 1000;  // >= 1
-  double max_seconds = 0.0;   // 0 = none
-  // Converged when |f_prev - f| <= tolerance * max(|f|, |f_prev|, 1) over
-  // one iteration (LBFGS++'s relative test; 0 = never).
-  double tolerance = 0.0;
-  int report_every = 1;
+  int max_line_search = 40;  // function evaluations per line search, >= 1
+  // Iterations are LBFGS++ iterations; the tolerance test is LBFGS++'s
+  // relative one, |f_prev - f| <= tolerance * max(|f|, |f_prev|, 1).
+  StopRules stop;
 
   absl::Status Validate() const;
 };

@@ -181,8 +181,6 @@ absl::Status SbdlOptions::Validate(int num_layers) const {
     return OptionError("kappa_weight", kappa_weight, ">= 0");
   if (!(noise_variance >= 0.0) || !std::isfinite(noise_variance))
     return OptionError("noise_variance", noise_variance, ">= 0 (0 = estimate)");
-  if (outer_iterations < 1)
-    return OptionError("outer_iterations", outer_iterations, "at least 1");
   if (inner_epochs < 1)
     return OptionError("inner_epochs", inner_epochs, "at least 1");
   if (!(learning_rate > 0.0) || !std::isfinite(learning_rate))
@@ -196,9 +194,7 @@ absl::Status SbdlOptions::Validate(int num_layers) const {
   }
   if (stall_iterations < 0)
     return OptionError("stall_iterations", stall_iterations, ">= 0");
-  if (!(max_seconds >= 0.0))
-    return OptionError("max_seconds", max_seconds, ">= 0");
-  return absl::OkStatus();
+  return stop.Validate();
 }
 
 SbdlGroupLayout MakeSbdlGroups(const SbdlOptions& options,
@@ -262,9 +258,10 @@ Summary MinimizeSbdl(const SbdlOptions& options,
                      SbdlObjective& objective, Eigen::VectorXd* w,
                      SbdlResult* result, IterationCallback* callback) {
   Summary summary;
-  internal::RunMonitor monitor({options.outer_iterations, options.max_seconds,
-                                /*tolerance=*/0.0, /*report_every=*/1},
-                               callback, &summary);
+  internal::RunMonitor monitor(
+      {options.stop.max_iterations, options.stop.max_seconds,
+       /*tolerance=*/0.0, /*report_every=*/1},
+      callback, &summary);
   const int n = objective.num_params();
   const SbdlGroupLayout layout = MakeSbdlGroups(options, layers);
   const size_t num_groups = layout.groups.size();
@@ -324,7 +321,8 @@ Summary MinimizeSbdl(const SbdlOptions& options,
               ? adam.Step(objective, w)
               : newton.Step(w);
       if (!std::isfinite(v)) break;
-      if (options.max_seconds > 0 && monitor.Elapsed() >= options.max_seconds)
+      if (options.stop.max_seconds > 0 &&
+          monitor.Elapsed() >= options.stop.max_seconds)
         break;
       // sigma^2 follows the fit, so the prior keeps its Bayesian weight; the
       // epoch's own loss gives it without another pass over the data.

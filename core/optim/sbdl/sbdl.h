@@ -30,6 +30,7 @@
 #include "Eigen/Core"
 #include "absl/status/status.h"
 #include "core/optim/problem.h"
+#include "core/optim/stop_rules.h"
 
 namespace sparrow::core {
 
@@ -65,7 +66,6 @@ struct SbdlOptions {
   // the mean squared training residual: exactly at every hyperparameter
   // update, and from the loss each inner epoch reports in between.
   double noise_variance = 0.0;
-  int outer_iterations = 10;  // T_max >= 1
   // Inner solver of step 1, warm-started; its state (Adam moments, Newton
   // damping) carries over between outer iterations.
   enum class Inner { kProximalAdam, kProximalNewton };
@@ -82,7 +82,10 @@ struct SbdlOptions {
   // Stop when the support and the validation metric have not improved for
   // this many outer iterations (0 = run all T_max).
   int stall_iterations = 3;
-  double max_seconds = 0.0;
+  // Iterations are outer iterations (T_max, 10), each one progress record;
+  // tolerance and report_every are not used (stall_iterations is SBDL's
+  // convergence test).
+  StopRules stop = {10};
   uint64_t seed = 0;  // minibatch order
 
   // `num_layers` is the number of weight matrices lambda must match.

@@ -35,7 +35,7 @@ TEST_P(FirstOrderConvergenceTest, ReachesThePlantedLeastSquaresSolution) {
   for (int batches : {1, 8}) {
     LeastSquares problem(5, 400, batches, 3);
     FirstOrderOptions options = GetParam().options;
-    options.max_epochs = 400;
+    options.stop.max_iterations = 400;
     Eigen::VectorXd w = Eigen::VectorXd::Zero(5);
     const Summary s = MinimizeFirstOrder(options, problem, &w, nullptr);
     EXPECT_LT((w - problem.solution()).norm(), 1e-3)
@@ -66,14 +66,15 @@ TEST(FirstOrderTest, ValidationNamesTheField) {
   o.beta2 = 1.0;
   EXPECT_NE(o.Validate().message().find("beta2"), std::string::npos);
   o = FirstOrderOptions();
-  o.max_epochs = 0;
-  EXPECT_NE(o.Validate().message().find("max_epochs"), std::string::npos);
+  o.stop.max_iterations = 0;
+  EXPECT_NE(o.Validate().message().find("stop.max_iterations"),
+            std::string::npos);
 }
 
 TEST(FirstOrderTest, DivergenceIsReportedAndTheLastFiniteIterateKept) {
   LeastSquares problem(5, 100, 1, 3);
   FirstOrderOptions options = Sgd(1e3, 0.0, false);
-  options.max_epochs = 10000;
+  options.stop.max_iterations = 10000;
   Eigen::VectorXd w = Eigen::VectorXd::Zero(5);
   const Summary s = MinimizeFirstOrder(options, problem, &w, nullptr);
   EXPECT_EQ(s.termination, Termination::kDiverged);
@@ -85,8 +86,8 @@ TEST(FirstOrderTest, DivergenceIsReportedAndTheLastFiniteIterateKept) {
 TEST(FirstOrderTest, ToleranceStopsAConvergedRun) {
   LeastSquares problem(5, 400, 1, 3);
   FirstOrderOptions options = Adam(0.05, false);
-  options.max_epochs = 100000;
-  options.tolerance = 1e-12;
+  options.stop.max_iterations = 100000;
+  options.stop.tolerance = 1e-12;
   Eigen::VectorXd w = Eigen::VectorXd::Zero(5);
   const Summary s = MinimizeFirstOrder(options, problem, &w, nullptr);
   EXPECT_EQ(s.termination, Termination::kConverged) << s.BriefReport();
@@ -116,7 +117,7 @@ TEST(FirstOrderTest, CallbackAbortsAndFinishes) {
        {CallbackResult::kAbort, CallbackResult::kFinish}) {
     LeastSquares problem(5, 100, 1, 3);
     FirstOrderOptions options = Adam(0.01, false);
-    options.max_epochs = 1000;
+    options.stop.max_iterations = 1000;
     CountingCallback callback(7, answer);
     Eigen::VectorXd w = Eigen::VectorXd::Zero(5);
     const Summary s = MinimizeFirstOrder(options, problem, &w, &callback);
@@ -133,7 +134,7 @@ TEST(FirstOrderTest, SameSeedSameIterates) {
   for (Eigen::VectorXd* w : {&a, &b}) {
     LeastSquares problem(5, 100, 4, 3);
     FirstOrderOptions options = Adam(0.01, false);
-    options.max_epochs = 20;
+    options.stop.max_iterations = 20;
     options.seed = 9;
     *w = Eigen::VectorXd::Zero(5);
     MinimizeFirstOrder(options, problem, w, nullptr);
@@ -166,14 +167,14 @@ TEST(FirstOrderTest, ResumingFromAReportedStateContinuesExactly) {
   for (bool amsgrad : {false, true}) {
     LeastSquares problem(5, 100, 1, 3);
     FirstOrderOptions options = Adam(0.05, amsgrad);
-    options.max_epochs = 20;
+    options.stop.max_iterations = 20;
     Eigen::VectorXd straight = Eigen::VectorXd::Zero(5);
     StateCapture capture(10);
     MinimizeFirstOrder(options, problem, &straight, &capture);
     ASSERT_EQ(capture.state.size(), 1 + (amsgrad ? 3 : 2) * 5);
     EXPECT_EQ(capture.state(0), 10.0);  // the update count
 
-    options.max_epochs = 10;
+    options.stop.max_iterations = 10;
     options.initial_state = capture.state;
     Eigen::VectorXd resumed = capture.params;
     MinimizeFirstOrder(options, problem, &resumed, nullptr);

@@ -341,8 +341,12 @@ TEST(GaussNewtonTest, OptionsValidateAndNameTheField) {
   EXPECT_NE(o.Validate().message().find("min_cosine"), std::string::npos);
   EXPECT_TRUE(AdmmOptions().Validate().ok());
   AdmmOptions a;
-  a.rho = 0;
-  EXPECT_NE(a.Validate().message().find("admm_rho"), std::string::npos);
+  a.rho = -1;
+  EXPECT_NE(a.Validate().message().find("rho is -1"), std::string::npos);
+  a.rho = 0;  // Bemporad's default, resolved by AdmmRho
+  EXPECT_TRUE(a.Validate().ok());
+  EXPECT_EQ(AdmmRho(a, 0.0), 1.0);
+  EXPECT_EQ(AdmmRho(a, 0.3), 3.0);
 }
 
 TEST(AdmmTest, L1ReachesTheLassoSolution) {
@@ -368,7 +372,7 @@ TEST(AdmmTest, L1ReachesTheLassoSolution) {
   GaussNewtonOptions inner;
   AdmmOptions options;
   options.rho = 10.0;
-  options.iterations = 300;
+  options.stop.max_iterations = 300;
   VectorXd w = VectorXd::Zero(6);
   std::vector<int> split = {0, 1, 2, 3, 4, 5};
   const Summary s =
@@ -388,7 +392,7 @@ TEST(AdmmTest, QuantizedResultLiesInTheSet) {
   ASSERT_TRUE(g.ok());
   AdmmOptions options;
   options.rho = 10.0;
-  options.iterations = 50;
+  options.stop.max_iterations = 50;
   VectorXd w = VectorXd::Zero(6);
   MinimizeAdmm(options, GaussNewtonOptions(), problem, **g, {0, 1, 2, 3, 4, 5},
                &w, nullptr);
@@ -405,7 +409,7 @@ TEST(AdmmTest, OnlyTheSplitIsPenalized) {
   auto g = MakeL1(1e6);  // zeroes everything it touches
   AdmmOptions options;
   options.rho = 10.0;
-  options.iterations = 100;
+  options.stop.max_iterations = 100;
   VectorXd w = VectorXd::Zero(6);
   MinimizeAdmm(options, GaussNewtonOptions(), problem, *g, {0, 1, 2}, &w,
                nullptr);

@@ -10,7 +10,7 @@ TEST(LbfgsTest, MinimizesRosenbrock) {
   testing::Rosenbrock problem(10);
   Eigen::VectorXd w = Eigen::VectorXd::Constant(10, -1.0);
   LbfgsOptions options;
-  options.max_iterations = 2000;
+  options.stop.max_iterations = 2000;
   const Summary s = MinimizeLbfgs(options, problem, &w, nullptr);
   EXPECT_LT((w - Eigen::VectorXd::Ones(10)).norm(), 1e-5) << s.BriefReport();
   EXPECT_LT(s.final_loss, 1e-10);
@@ -29,7 +29,7 @@ TEST(LbfgsTest, IterationBudgetIsHonoured) {
   testing::Rosenbrock problem(10);
   Eigen::VectorXd w = Eigen::VectorXd::Constant(10, -1.0);
   LbfgsOptions options;
-  options.max_iterations = 5;
+  options.stop.max_iterations = 5;
   const Summary s = MinimizeLbfgs(options, problem, &w, nullptr);
   EXPECT_EQ(s.termination, Termination::kMaxIterations);
   EXPECT_LE(s.iterations, 5);

@@ -73,8 +73,8 @@ TEST(SbdlOptionsTest, ValidationNamesTheField) {
   EXPECT_THAT(message(o, 2), HasSubstr("noise_variance is -2"));
 
   o = SbdlOptions();
-  o.outer_iterations = 0;
-  EXPECT_THAT(message(o, 2), HasSubstr("outer_iterations is 0"));
+  o.stop.max_iterations = 0;
+  EXPECT_THAT(message(o, 2), HasSubstr("stop.max_iterations is 0"));
   o = SbdlOptions();
   o.inner_epochs = 0;
   EXPECT_THAT(message(o, 2), HasSubstr("inner_epochs is 0"));
@@ -88,7 +88,7 @@ TEST(SbdlOptionsTest, ValidationNamesTheField) {
   o.stall_iterations = -1;
   EXPECT_THAT(message(o, 2), HasSubstr("stall_iterations is -1"));
   o = SbdlOptions();
-  o.max_seconds = -1.0;
+  o.stop.max_seconds = -1.0;
   EXPECT_THAT(message(o, 2), HasSubstr("max_seconds is -1"));
 
   o = SbdlOptions();
@@ -479,7 +479,7 @@ VectorXd StartingPoint(const Mlp& mlp, const Synthetic& d, double init_scale,
   if (pretrain_epochs > 0) {
     FirstOrderOptions adam;
     adam.learning_rate = 1e-2;
-    adam.max_epochs = pretrain_epochs;
+    adam.stop.max_iterations = pretrain_epochs;
     adam.seed = seed;
     TableObjective objective(&mlp, &d.x, &d.y, Loss{}, 1e-4, 100, true);
     MinimizeFirstOrder(adam, objective, &w, nullptr);
@@ -500,7 +500,7 @@ SbdlOptions EndToEndOptions() {
   o.groups = SbdlGroups::kRow;
   o.lambda = {3.0};
   o.inner_epochs = 50;
-  o.outer_iterations = 10;
+  o.stop.max_iterations = 10;
   o.learning_rate = 1e-2;
   o.stall_iterations = 0;
   o.seed = 1;
@@ -632,7 +632,7 @@ TEST(MinimizeSbdlTest, SameSeedSameWeights) {
   const Mlp mlp = EightInputNetwork();
   const Synthetic d = TwoRelevantInputs(400, 1);
   SbdlOptions options = EndToEndOptions();
-  options.outer_iterations = 3;
+  options.stop.max_iterations = 3;
   const VectorXd start = StartingPoint(mlp, d, 0.3, 20, 1);
   const SbdlRun a = RunSbdl(options, mlp, d, 100, start);
   const SbdlRun b = RunSbdl(options, mlp, d, 100, start);
@@ -650,7 +650,7 @@ TEST(MinimizeSbdlTest, ProgressRecordsPerOuterIteration) {
   const Mlp mlp = EightInputNetwork();
   const Synthetic d = TwoRelevantInputs(200, 2);
   SbdlOptions options = EndToEndOptions();
-  options.outer_iterations = 4;
+  options.stop.max_iterations = 4;
   options.inner_epochs = 5;
   const SbdlRun run =
       RunSbdl(options, mlp, d, 0, StartingPoint(mlp, d, 1.0, 0, 1));
@@ -714,7 +714,7 @@ TEST(MinimizeSbdlTest, ReturnsTheIterateWithTheBestValidationMetric) {
   SbdlOptions options = EndToEndOptions();
   options.groups = SbdlGroups::kElement;
   options.kappa_weight = 0.05;  // something is pruned after every iteration
-  options.outer_iterations = 5;
+  options.stop.max_iterations = 5;
   options.inner_epochs = 5;
   BestAtCallback callback(2);
   const SbdlRun run =
@@ -741,7 +741,7 @@ TEST(MinimizeSbdlTest, StopsWhenSupportAndMetricStall) {
   SbdlOptions options = EndToEndOptions();
   options.reweight = false;
   options.lambda = {0.0};  // nothing is ever pruned
-  options.outer_iterations = 20;
+  options.stop.max_iterations = 20;
   options.inner_epochs = 2;
   options.stall_iterations = 3;
   BestAtCallback callback(1);  // the metric never improves after iteration 1
@@ -763,7 +763,7 @@ TEST(MinimizeSbdlTest, InitialLossIsTheLossAtTheStartingPoint) {
   const Mlp mlp = EightInputNetwork();
   const Synthetic d = TwoRelevantInputs(200, 6);
   SbdlOptions options = EndToEndOptions();
-  options.outer_iterations = 2;
+  options.stop.max_iterations = 2;
   options.inner_epochs = 20;
   const VectorXd start = StartingPoint(mlp, d, 1.0, 0, 1);
   TableObjective objective(&mlp, &d.x, &d.y, Loss{}, 1e-4, 0, false);
@@ -778,7 +778,7 @@ TEST(MinimizeSbdlTest, FixedWeightBaselineZeroesGroupsForGood) {
   SbdlOptions options = EndToEndOptions();
   options.reweight = false;
   options.lambda = {30.0};
-  options.outer_iterations = 6;
+  options.stop.max_iterations = 6;
   options.inner_epochs = 20;
   // Without reweighting the thresholds do not apply: only exact zeros are
   // pruned.
@@ -830,7 +830,7 @@ TEST(MinimizeSbdlTest, FixedWeightBaselineWithoutPenaltyPrunesNothing) {
   options.lambda = {0.0};
   options.kappa_weight = 1e9;
   options.kappa_variance = 1e9;
-  options.outer_iterations = 2;
+  options.stop.max_iterations = 2;
   options.inner_epochs = 5;
   const SbdlRun run =
       RunSbdl(options, mlp, d, 0, StartingPoint(mlp, d, 1.0, 0, 1));
@@ -850,7 +850,7 @@ TEST(MinimizeSbdlTest, MaskedWeightsStayExactlyZeroThroughLaterEpochs) {
     options.kappa_weight = 0.1;
     options.inner = inner;
     options.inner_epochs = 10;
-    options.outer_iterations = 4;
+    options.stop.max_iterations = 4;
     options.learning_rate = 1e-2;
     options.stall_iterations = 0;
     const SbdlGroupLayout layout = MakeSbdlGroups(options, WeightLayers(mlp));

@@ -27,27 +27,36 @@ TrainData SineData() {
   return d;
 }
 
-TrainConfig BldConfig(OptimizerKind kind) {
+enum class Kind { kB2ld, kBling };
+
+TrainConfig BldConfig(Kind kind) {
   TrainConfig c;
   c.model.kind = ModelKind::kMlp;
   c.model.hidden = {10, 10, 10};
   c.model.activation = Activation::kSigmoid;
   c.model.bias = false;
-  c.optimizer = kind;
-  c.max_epochs = kind == OptimizerKind::kB2ld ? 40 : 200;
-  c.bling.batch_size = 50;
+  if (kind == Kind::kB2ld) {
+    B2ldOptions o;
+    o.stop.max_iterations = 40;
+    c.optimizer = o;
+  } else {
+    BlingOptions o;
+    o.stop.max_iterations = 200;
+    o.batch_size = 50;
+    c.optimizer = o;
+  }
   c.seed = 3;
   return c;
 }
 
 TEST(BldTrainerTest, B2ldAndBlingFitHeldOutData) {
   const TrainData data = SineData();
-  for (OptimizerKind kind : {OptimizerKind::kB2ld, OptimizerKind::kBling}) {
+  for (Kind kind : {Kind::kB2ld, Kind::kBling}) {
     auto r = Train(BldConfig(kind), data, nullptr);
     ASSERT_TRUE(r.ok()) << r.status();
     // The target's standard deviation is about 3.9 in data units.
     EXPECT_LT(r->metrics.test_rmse, 1.0)
-        << (kind == OptimizerKind::kB2ld ? "b2ld" : "bling");
+        << (kind == Kind::kB2ld ? "b2ld" : "bling");
     EXPECT_LT(r->summary.final_loss, r->summary.initial_loss);
     // 2*10 + 10*10 + 10*10 + 10*1 weights, no biases.
     EXPECT_EQ(r->model.params.size(), 230);
@@ -55,7 +64,7 @@ TEST(BldTrainerTest, B2ldAndBlingFitHeldOutData) {
 }
 
 TEST(BldTrainerTest, B2ldReportsPerLayerUpdates) {
-  auto r = Train(BldConfig(OptimizerKind::kB2ld), SineData(), nullptr);
+  auto r = Train(BldConfig(Kind::kB2ld), SineData(), nullptr);
   ASSERT_TRUE(r.ok()) << r.status();
   ASSERT_FALSE(r->summary.history.empty());
   int found = 0;
@@ -69,17 +78,17 @@ TEST(BldTrainerTest, B2ldReportsPerLayerUpdates) {
 }
 
 TEST(BldTrainerTest, OnlyLeastSquaresMlps) {
-  TrainConfig c = BldConfig(OptimizerKind::kB2ld);
+  TrainConfig c = BldConfig(Kind::kB2ld);
   c.loss.kind = LossKind::kSoftmaxCrossEntropy;
   EXPECT_FALSE(c.Validate().ok());
-  c = BldConfig(OptimizerKind::kBling);
+  c = BldConfig(Kind::kBling);
   c.model.kind = ModelKind::kNarxMlp;
   c.model.lags.input_lags = c.model.lags.output_lags = 1;
   const absl::Status s = c.Validate();
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.message().find("optimizer.bling"), std::string::npos);
-  c = BldConfig(OptimizerKind::kB2ld);
-  c.b2ld.epsilon_decay = 2.0;
+  c = BldConfig(Kind::kB2ld);
+  std::get<B2ldOptions>(c.optimizer).epsilon_decay = 2.0;
   EXPECT_NE(c.Validate().message().find("optimizer.b2ld.delta"),
             std::string::npos);
 }

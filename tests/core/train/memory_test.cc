@@ -8,7 +8,7 @@ namespace {
 constexpr int64_t kGiB = int64_t{1} << 30;
 
 TrainConfig Rnn(int nx, std::vector<int> fx, std::vector<int> fy,
-                OptimizerKind optimizer) {
+                OptimizerOptions optimizer) {
   TrainConfig c;
   c.model.kind = ModelKind::kStateSpaceRnn;
   c.model.rnn.nx = nx;
@@ -21,7 +21,7 @@ TrainConfig Rnn(int nx, std::vector<int> fx, std::vector<int> fy,
 // The model of the report that crashed sparrowd: ~160k parameters, whose
 // Gauss-Newton matrix alone is 200 GB.
 TEST(MemoryTest, GaussNewtonOnALargeRnnNeedsHundredsOfGigabytes) {
-  const TrainConfig c = Rnn(200, {300}, {200}, OptimizerKind::kNailm);
+  const TrainConfig c = Rnn(200, {300}, {200}, NailmOptions());
   auto n = CountParameters(c.model, 1, 1);
   ASSERT_TRUE(n.ok());
   EXPECT_GT(*n, 150000);
@@ -37,7 +37,7 @@ TEST(MemoryTest, GaussNewtonOnALargeRnnNeedsHundredsOfGigabytes) {
 // ~12.5k parameters reached 5 GB of RSS under NAILM: the estimate must not be
 // below what was measured.
 TEST(MemoryTest, GaussNewtonEstimateCoversTheMeasuredPeak) {
-  const TrainConfig c = Rnn(50, {100}, {40}, OptimizerKind::kNailm);
+  const TrainConfig c = Rnn(50, {100}, {40}, NailmOptions());
   auto n = CountParameters(c.model, 1, 1);
   ASSERT_TRUE(n.ok());
   ASSERT_GT(*n, 12000);
@@ -49,7 +49,7 @@ TEST(MemoryTest, GaussNewtonEstimateCoversTheMeasuredPeak) {
 
 // The same model trained by a first-order method needs no n x n matrix.
 TEST(MemoryTest, FirstOrderNeedsLittle) {
-  const TrainConfig c = Rnn(50, {100}, {40}, OptimizerKind::kAdam);
+  const TrainConfig c = Rnn(50, {100}, {40}, AdamOptions());
   auto e = EstimateMemory(c, 1, 1, 2000, 50000);
   ASSERT_TRUE(e.ok());
   EXPECT_EQ(e->curvature, 0);
@@ -57,9 +57,9 @@ TEST(MemoryTest, FirstOrderNeedsLittle) {
 }
 
 TEST(MemoryTest, MoreThreadsMoreGaussNewtonMatrices) {
-  TrainConfig c = Rnn(20, {30}, {10}, OptimizerKind::kNails);
+  TrainConfig c = Rnn(20, {30}, {10}, NailsOptions());
   auto one = EstimateMemory(c, 1, 1, 1000, 0);
-  c.threads = 4;
+  std::get<NailsOptions>(c.optimizer).threads = 4;
   auto four = EstimateMemory(c, 1, 1, 1000, 0);
   ASSERT_TRUE(one.ok() && four.ok());
   EXPECT_GT(four->curvature, one->curvature);
@@ -82,7 +82,7 @@ TEST(MemoryTest, DataGrowsWithRowsAndNarxLags) {
 }
 
 TEST(MemoryTest, ImpossibleModelIsAnError) {
-  TrainConfig c = Rnn(0, {4}, {4}, OptimizerKind::kNails);
+  TrainConfig c = Rnn(0, {4}, {4}, NailsOptions());
   EXPECT_FALSE(EstimateMemory(c, 1, 1, 100, 0).ok());
 }
 

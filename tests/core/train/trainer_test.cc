@@ -52,8 +52,9 @@ TrainConfig RnnConfig() {
   c.model.init_scale = 0.5;
   c.rho_x0 = 1e-3;
   c.rho_theta = 1e-4;
-  c.optimizer = OptimizerKind::kLbfgs;
-  c.max_epochs = 300;
+  LbfgsOptions lbfgs;
+  lbfgs.stop.max_iterations = 300;
+  c.optimizer = lbfgs;
   c.seed = 3;
   return c;
 }
@@ -74,10 +75,11 @@ TEST(TrainerTest, SameSeedGivesBitIdenticalModels) {
   TrainData data;
   data.train_seq = TeacherData(200, 1);
   TrainConfig c = RnnConfig();
-  c.optimizer = OptimizerKind::kAdam;
-  c.first_order.learning_rate = 0.01;
+  AdamOptions adam;
+  adam.learning_rate = 0.01;
+  adam.stop.max_iterations = 20;
+  c.optimizer = adam;
   c.bptt_window = 50;
-  c.max_epochs = 20;
   auto a = Train(c, data, nullptr);
   auto b = Train(c, data, nullptr);
   c.seed = 4;
@@ -106,7 +108,7 @@ TEST(TrainerTest, CallbackCancelsTheRun) {
   TrainData data;
   data.train_seq = TeacherData(200, 1);
   TrainConfig c = RnnConfig();
-  c.optimizer = OptimizerKind::kAdam;
+  c.optimizer = AdamOptions();
   AbortAfter abort(5);
   auto r = Train(c, data, &abort);
   ASSERT_TRUE(r.ok());
@@ -120,10 +122,10 @@ TEST(TrainerTest, ValidationPatienceStopsEarlyAndKeepsTheBestIterate) {
   data.train_seq = TeacherData(200, 1);
   data.validation_seq = TeacherData(150, 5);
   TrainConfig c = RnnConfig();
-  c.optimizer = OptimizerKind::kSgd;
-  c.first_order.method = FirstOrderOptions::Method::kSgd;
-  c.first_order.learning_rate = 0.5;  // large steps: validation stalls quickly
-  c.max_epochs = 2000;
+  SgdOptions sgd;
+  sgd.learning_rate = 0.5;  // large steps: validation stalls quickly
+  sgd.stop.max_iterations = 2000;
+  c.optimizer = sgd;
   c.patience = 5;
   auto r = Train(c, data, nullptr);
   ASSERT_TRUE(r.ok());
@@ -159,8 +161,9 @@ TEST(TrainerTest, NarxOnCascadedTanksReportsOneStepAndSimulation) {
   c.model.kind = ModelKind::kNarxMlp;
   c.model.lags = {2, 2, true};
   c.model.hidden = {10};
-  c.optimizer = OptimizerKind::kLbfgs;
-  c.max_epochs = 200;
+  LbfgsOptions lbfgs;
+  lbfgs.stop.max_iterations = 200;
+  c.optimizer = lbfgs;
   c.rho_theta = 1e-3;
   auto r = Train(c, data, nullptr);
   ASSERT_TRUE(r.ok()) << r.status();
@@ -192,10 +195,11 @@ TEST(TrainerTest, MlpRegressionAndClassification) {
   TrainConfig c;
   c.model.kind = ModelKind::kMlp;
   c.model.hidden = {16};
-  c.optimizer = OptimizerKind::kAdam;
-  c.first_order.learning_rate = 0.01;
+  AdamOptions adam;
+  adam.learning_rate = 0.01;
+  adam.stop.max_iterations = 300;
+  c.optimizer = adam;
   c.batch_size = 32;
-  c.max_epochs = 300;
   auto r = Train(c, reg, nullptr);
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_LT(r->metrics.test_rmse, 0.3);  // target std is about 4
@@ -214,12 +218,19 @@ TEST(TrainerTest, GaussNewtonMethodsFitTeacherDataInFewEpochs) {
   TrainData data;
   data.train_seq = TeacherData(400, 1);
   data.test_seq = TeacherData(300, 2);
-  for (OptimizerKind kind : {OptimizerKind::kNails, OptimizerKind::kNailm}) {
+  for (bool nailm : {false, true}) {
     int fitted = 0;
     for (int seed = 1; seed <= 8; ++seed) {
       TrainConfig c = RnnConfig();
-      c.optimizer = kind;
-      c.max_epochs = 60;
+      if (nailm) {
+        NailmOptions o;
+        o.stop.max_iterations = 60;
+        c.optimizer = o;
+      } else {
+        NailsOptions o;
+        o.stop.max_iterations = 60;
+        c.optimizer = o;
+      }
       c.seed = seed;
       c.rho_x0 = 1e-2;
       c.rho_theta = 1e-3;
@@ -228,8 +239,7 @@ TEST(TrainerTest, GaussNewtonMethodsFitTeacherDataInFewEpochs) {
       EXPECT_EQ(r->metrics.model_order, 2.0);
       if (r->metrics.train_bfr > 95.0 && r->metrics.test_bfr > 90.0) ++fitted;
     }
-    EXPECT_GE(fitted, kind == OptimizerKind::kNailm ? 8 : 6)
-        << (kind == OptimizerKind::kNailm ? "NAILM" : "NAILS");
+    EXPECT_GE(fitted, nailm ? 8 : 6) << (nailm ? "NAILM" : "NAILS");
   }
 }
 
@@ -237,8 +247,10 @@ TEST(TrainerTest, AdmmPenaltiesShapeTheModel) {
   TrainData data;
   data.train_seq = TeacherData(300, 1);
   TrainConfig c = RnnConfig();
-  c.optimizer = OptimizerKind::kNailm;
-  c.admm.iterations = 40;
+  NailmOptions nailm;
+  nailm.stop.max_iterations = 300;
+  c.optimizer = nailm;
+  c.admm.stop.max_iterations = 40;
   c.admm.rho = 10.0;
   c.penalty.kind = TrainConfig::Penalty::Kind::kL1;
   c.penalty.tau = 5.0;
@@ -266,7 +278,7 @@ TEST(TrainerTest, AdmmPenaltiesShapeTheModel) {
         << v;
   }
 
-  c.optimizer = OptimizerKind::kAdam;
+  c.optimizer = AdamOptions();
   EXPECT_EQ(Train(c, data, nullptr).status().code(),
             absl::StatusCode::kInvalidArgument);
 }
@@ -288,8 +300,9 @@ TEST(TrainerTest, InvalidConfigNamesTheField) {
   c.rho_theta = -1;
   EXPECT_NE(c.Validate().message().find("rho_theta"), std::string::npos);
   c = RnnConfig();
-  c.max_epochs = 0;
-  EXPECT_NE(c.Validate().message().find("max_epochs"), std::string::npos);
+  std::get<LbfgsOptions>(c.optimizer).stop.max_iterations = 0;
+  EXPECT_NE(c.Validate().message().find("optimizer.lbfgs.stop.max_iterations"),
+            std::string::npos);
 }
 
 }  // namespace

@@ -153,10 +153,10 @@ TEST(ConvertTest, NailsMinCosineDefaultsOnAndZeroTurnsItOff) {
   };
   auto unset = config("{}");
   ASSERT_TRUE(unset.ok()) << unset.status();
-  EXPECT_EQ(unset->gauss_newton.min_cosine, 1e-5);
+  EXPECT_EQ(std::get<core::NailsOptions>(unset->optimizer).min_cosine, 1e-5);
   auto off = config("{\"min_cosine\": 0}");
   ASSERT_TRUE(off.ok()) << off.status();
-  EXPECT_EQ(off->gauss_newton.min_cosine, 0.0);
+  EXPECT_EQ(std::get<core::NailsOptions>(off->optimizer).min_cosine, 0.0);
   ExpectError(
       Load(Replace(kRnnSpec, "\"lbfgs\": {}", "\"nails\": {\"min_cosine\": 1}"),
            Csv(200)),

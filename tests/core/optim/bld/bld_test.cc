@@ -103,7 +103,7 @@ TEST(B2ldTest, ReachesAStationaryPointWithConditionsHolding) {
   B2ldOptions o;
   o.gradient_tolerance = 1e-4;
   o.relative_decrease = 0.0;  // stop on the gradient only
-  o.max_sweeps = 2000;
+  o.stop.max_iterations = 2000;
   VectorXd w = p.w0;
   B2ldStats stats;
   const double f0 = f.Evaluate(w, nullptr);
@@ -134,7 +134,7 @@ TEST(B2ldTest, ExactLastLayerZeroesItsBlockGradient) {
   B2ldOptions o;
   o.exact_last_layer = true;
   o.order = LayerOrder::kForward;  // the last layer is solved last
-  o.max_sweeps = 1;
+  o.stop.max_iterations = 1;
   VectorXd w = p.w0;
   B2ldStats stats;
   MinimizeB2ld(o, f, &w, nullptr, &stats);
@@ -149,7 +149,7 @@ TEST(B2ldTest, DeterministicAndValidated) {
   Problem p({4, 3});
   LayeredObjective f(&p.mlp, &p.x, &p.y, 1e-4);
   B2ldOptions o;
-  o.max_sweeps = 5;
+  o.stop.max_iterations = 5;
   o.order = LayerOrder::kReshuffled;
   o.seed = 3;
   VectorXd a = p.w0, b = p.w0;
@@ -170,7 +170,7 @@ TEST(BlingTest, LayerwiseAndSimultaneousStepsDecreaseTheObjective) {
     BlingOptions o;
     o.simultaneous = simultaneous;
     o.batch_size = 20;
-    o.max_epochs = 60;
+    o.stop.max_iterations = 60;
     VectorXd w = p.w0;
     const double f0 = f.Evaluate(w, nullptr);
     const Summary s = MinimizeBling(o, f, &w, nullptr);
@@ -187,7 +187,7 @@ TEST(BlingTest, EachLayerStepIsBoundedByAlpha) {
   LayeredObjective f(&p.mlp, &p.x, &p.y, 0.0);
   BlingOptions o;
   o.batch_size = 32;
-  o.max_epochs = 1;
+  o.stop.max_iterations = 1;
   o.alpha0 = 0.01;
   o.beta = 1e-12;
   VectorXd w = p.w0;
@@ -209,7 +209,7 @@ TEST(BlingTest, OrdersAndMinibatchSchemesAreDeterministic) {
       o.order = order;
       o.minibatch = scheme;
       o.batch_size = 16;
-      o.max_epochs = 3;
+      o.stop.max_iterations = 3;
       o.seed = 9;
       VectorXd a = p.w0, b = p.w0;
       MinimizeBling(o, f, &a, nullptr);

@@ -1,0 +1,50 @@
+// SGD and Adam (core/optim/first_order) on the model's objective.
+#include "core/optim/first_order/first_order.h"
+
+#include "core/train/methods.h"
+
+namespace sparrow::core {
+namespace {
+
+absl::StatusOr<MethodResult> Run(FirstOrderOptions o, const TrainConfig& config,
+                                 TrainSetup* setup, Eigen::VectorXd* w,
+                                 IterationCallback* callback) {
+  o.seed = config.seed;
+  MethodResult result;
+  result.summary = MinimizeFirstOrder(o, *setup->objective, w, callback);
+  return result;
+}
+
+}  // namespace
+
+absl::Status CheckMethod(const SgdOptions& options, const TrainConfig&) {
+  return OptionsStatus(options.Validate(), "sgd");
+}
+absl::Status CheckMethod(const AdamOptions& options, const TrainConfig&) {
+  return OptionsStatus(options.Validate(), "adam");
+}
+
+absl::StatusOr<MethodResult> RunMethod(const SgdOptions& options,
+                                       const TrainConfig& config,
+                                       TrainSetup* setup, Eigen::VectorXd* w,
+                                       IterationCallback* callback, Model*) {
+  return Run(options, config, setup, w, callback);
+}
+absl::StatusOr<MethodResult> RunMethod(const AdamOptions& options,
+                                       const TrainConfig& config,
+                                       TrainSetup* setup, Eigen::VectorXd* w,
+                                       IterationCallback* callback, Model*) {
+  return Run(options, config, setup, w, callback);
+}
+
+// The moments and step count continue where the checkpoint left them.
+void ResumeMethod(const ResumePoint& point, const TrainConfig&,
+                  SgdOptions* options) {
+  options->initial_state = point.state;
+}
+void ResumeMethod(const ResumePoint& point, const TrainConfig&,
+                  AdamOptions* options) {
+  options->initial_state = point.state;
+}
+
+}  // namespace sparrow::core

@@ -1,0 +1,24 @@
+// Full-batch L-BFGS (core/optim/lbfgs) on the model's objective.
+#include "core/optim/lbfgs/lbfgs.h"
+
+#include "core/train/methods.h"
+
+namespace sparrow::core {
+
+absl::Status CheckMethod(const LbfgsOptions& options, const TrainConfig&) {
+  return OptionsStatus(options.Validate(), "lbfgs");
+}
+
+absl::StatusOr<MethodResult> RunMethod(const LbfgsOptions& options,
+                                       const TrainConfig&, TrainSetup* setup,
+                                       Eigen::VectorXd* w,
+                                       IterationCallback* callback, Model*) {
+  MethodResult result;
+  result.summary = MinimizeLbfgs(options, *setup->objective, w, callback);
+  return result;
+}
+
+// L-BFGS's memory starts afresh from the checkpoint's iterate.
+void ResumeMethod(const ResumePoint&, const TrainConfig&, LbfgsOptions*) {}
+
+}  // namespace sparrow::core

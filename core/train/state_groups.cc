@@ -1,0 +1,44 @@
+#include "core/train/state_groups.h"
+
+#include <algorithm>
+
+namespace sparrow::core {
+
+std::vector<std::vector<int>> StateGroups(const StateSpaceRnn& rnn) {
+  const int nx = rnn.spec().nx;
+  std::vector<std::vector<int>> groups(nx);
+  const Mlp::Layer& fx_first = rnn.fx().layers().front();
+  const Mlp::Layer& fx_last = rnn.fx().layers().back();
+  const Mlp::Layer& fy_first = rnn.fy().layers().front();
+  for (int i = 0; i < nx; ++i) {
+    std::vector<int>& g = groups[i];
+    for (int r = 0; r < fx_first.out; ++r) {
+      g.push_back(rnn.fx_offset() + fx_first.weight_offset + i * fx_first.out +
+                  r);
+    }
+    for (int r = 0; r < fy_first.out; ++r) {
+      g.push_back(rnn.fy_offset() + fy_first.weight_offset + i * fy_first.out +
+                  r);
+    }
+    for (int c = 0; c < fx_last.in; ++c) {
+      const int k =
+          rnn.fx_offset() + fx_last.weight_offset + c * fx_last.out + i;
+      // With no hidden layer the first and last fx layers coincide.
+      if (std::find(g.begin(), g.end(), k) == g.end()) g.push_back(k);
+    }
+    g.push_back(rnn.fx_offset() + fx_last.bias_offset + i);
+  }
+  return groups;
+}
+
+double ModelOrder(const StateSpaceRnn& rnn, const Eigen::VectorXd& w) {
+  int order = 0;
+  for (const std::vector<int>& g : StateGroups(rnn)) {
+    bool any = false;
+    for (int i : g) any = any || w(i) != 0.0;
+    order += any;
+  }
+  return order;
+}
+
+}  // namespace sparrow::core
