@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "core/metrics/metrics.h"
+#include "core/train/model_registry.h"
 #include "core/train/setup.h"
 #include "core/train/trainer.h"
 #include "core/util/status_macros.h"
@@ -118,7 +119,7 @@ absl::Status EvaluateTable(const Model& model, const data::TableData& data,
 
 absl::Status Evaluate(const Model& model, const TrainData& data, int which,
                       Metrics* metrics) {
-  if (model.config.kind == ModelKind::kMlp) {
+  if (!FamilyOf(model.config.kind).sequence()) {
     const data::TableData* parts[] = {&data.train_table, &data.validation_table,
                                       &data.test_table};
     return EvaluateTable(model, *parts[which], which, metrics);

@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_format.h"
 #include "core/train/methods.h"
+#include "core/train/model_registry.h"
 #include "core/util/status_macros.h"
 
 namespace sparrow::core {
@@ -21,10 +22,6 @@ int64_t Saturate(double bytes) {
       static_cast<double>(std::numeric_limits<int64_t>::max() / 2);
   return bytes >= kMax ? static_cast<int64_t>(kMax)
                        : static_cast<int64_t>(std::ceil(bytes));
-}
-
-double Sum(const std::vector<int>& v) {
-  return std::accumulate(v.begin(), v.end(), 0.0);
 }
 
 bool UsesGaussNewton(const OptimizerOptions& o) {
@@ -51,19 +48,6 @@ int GaussNewtonThreads(const OptimizerOptions& o) {
   return 1;
 }
 
-// Doubles per sample that a forward and backward pass keep.
-double ActivationWidth(const TrainConfig& config, int inputs, int outputs) {
-  const ModelConfig& m = config.model;
-  if (m.kind == ModelKind::kStateSpaceRnn) {
-    return m.rnn.nx + Sum(m.rnn.fx_hidden) + Sum(m.rnn.fy_hidden) + outputs +
-           inputs;
-  }
-  const double in = m.kind == ModelKind::kNarxMlp
-                        ? m.lags.dimension(inputs, outputs)
-                        : inputs;
-  return in + Sum(m.hidden) + outputs;
-}
-
 }  // namespace
 
 absl::StatusOr<MemoryEstimate> EstimateMemory(const TrainConfig& config,
@@ -74,16 +58,16 @@ absl::StatusOr<MemoryEstimate> EstimateMemory(const TrainConfig& config,
                            CountParameters(config.model, inputs, outputs));
   const double n = static_cast<double>(params);
   const double samples = static_cast<double>(std::max<int64_t>(rows, 0));
-  const double width = ActivationWidth(config, inputs, outputs);
+  const ModelFamily& family = FamilyOf(config.model.kind);
+  const double width = family.ActivationWidth(config.model, inputs, outputs);
   MemoryEstimate e;
   e.process = Saturate(kProcessBytes);
   // The raw file while it is parsed, the parsed columns, their scaled copies
   // and the splits; NARX regressors once more.
-  e.data = Saturate(static_cast<double>(std::max<int64_t>(file_bytes, 0)) +
-                    4 * kDouble * samples * (inputs + outputs) +
-                    (config.model.kind == ModelKind::kNarxMlp
-                         ? 2 * kDouble * samples * width
-                         : 0.0));
+  e.data = Saturate(
+      static_cast<double>(std::max<int64_t>(file_bytes, 0)) +
+      4 * kDouble * samples * (inputs + outputs) +
+      (family.BuildsRegressors() ? 2 * kDouble * samples * width : 0.0));
   // Iterate, gradient, best and checkpoint copies, moments, ADMM variables,
   // and L-BFGS's correction pairs.
   const int memory = CorrectionPairs(config.optimizer);

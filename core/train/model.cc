@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/models/narx_mlp.h"
 #include "core/optim/lbfgs/lbfgs.h"
+#include "core/train/model_registry.h"
 #include "core/util/status_macros.h"
 
 namespace sparrow::core {
@@ -91,24 +92,7 @@ MlpSpec NetworkSpec(const ModelConfig& c, int n_in, int n_out) {
 
 absl::StatusOr<int64_t> CountParameters(const ModelConfig& config, int n_inputs,
                                         int n_outputs) {
-  if (config.kind == ModelKind::kStateSpaceRnn) {
-    StateSpaceRnnSpec spec = config.rnn;
-    spec.nu = n_inputs;
-    spec.ny = n_outputs;
-    spec.num_traces = 1;
-    SPARROW_RETURN_IF_ERROR(ValidateStateSpaceRnnSpec(spec,
-                                                      "model.state_space_rnn",
-                                                      /*limit_params=*/false));
-    return CountStateSpaceRnnParameters(spec);
-  }
-  const int n_in = config.kind == ModelKind::kNarxMlp
-                       ? config.lags.dimension(n_inputs, n_outputs)
-                       : n_inputs;
-  const MlpSpec spec = NetworkSpec(config, n_in, n_outputs);
-  SPARROW_RETURN_IF_ERROR(ValidateMlpSpec(
-      spec, config.kind == ModelKind::kNarxMlp ? "model.narx_mlp" : "model.mlp",
-      /*limit_params=*/false));
-  return CountMlpParameters(spec);
+  return FamilyOf(config.kind).CountParameters(config, n_inputs, n_outputs);
 }
 
 Eigen::VectorXd EstimateInitialState(const StateSpaceRnn& rnn,

@@ -3,7 +3,8 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
-#include "core/data/narx.h"
+#include "core/models/pruning.h"
+#include "core/train/model_registry.h"
 #include "core/util/status_macros.h"
 
 namespace sparrow::core {
@@ -23,6 +24,14 @@ data::Normalizer FitScaling(TrainConfig::Scaling scaling,
       blocks.empty() ? 0 : static_cast<int>(blocks.front()->rows()));
 }
 
+}  // namespace
+
+data::Normalizer FitInputScaling(
+    const TrainConfig& config,
+    const std::vector<const Eigen::MatrixXd*>& blocks) {
+  return FitScaling(config.scaling, blocks);
+}
+
 // Targets of a classification loss stay 0/1 or labels.
 data::Normalizer FitOutputScaling(
     const TrainConfig& config,
@@ -31,6 +40,8 @@ data::Normalizer FitOutputScaling(
                                                   : config.scaling,
                     blocks);
 }
+
+namespace {
 
 // Normalizes every trace with the given scalings.
 data::SequenceData Scaled(const data::SequenceData& seq,
@@ -43,6 +54,8 @@ data::SequenceData Scaled(const data::SequenceData& seq,
   }
   return s;
 }
+
+}  // namespace
 
 // An MLP on the rows of setup->train_table (static MLP, or NARX on its
 // regressors), with the table objective.
@@ -58,39 +71,6 @@ absl::Status SetupNetwork(const TrainConfig& config, int n_in, int n_out,
       &setup->mlp, &setup->train_table.x, &setup->train_table.y, config.loss,
       config.rho_theta, config.batch_size, config.shuffle);
   return absl::OkStatus();
-}
-
-// A softmax classifier on a single label column gets one output per class.
-absl::Status OneHotOutputs(const data::TableData& t, Model* model,
-                           TrainSetup* setup, int* n_out) {
-  *n_out = static_cast<int>(t.y.maxCoeff()) + 1;
-  SPARROW_ASSIGN_OR_RETURN(setup->train_table.y, OneHot(t.y, *n_out));
-  model->output_scaling = data::Normalizer::Identity(*n_out);
-  model->output_names.assign(*n_out, "");
-  for (int c = 0; c < *n_out; ++c) {
-    model->output_names[c] = absl::StrCat(t.output_names[0], "=", c);
-  }
-  return absl::OkStatus();
-}
-
-absl::Status SetupMlp(const TrainConfig& config, const TrainData& data,
-                      Rng* rng, Model* model, TrainSetup* setup) {
-  const data::TableData& t = data.train_table;
-  if (t.num_samples() == 0)
-    return absl::InvalidArgumentError("the training split is empty");
-  setup->train_table = t;
-  model->input_names = t.input_names;
-  model->output_names = t.output_names;
-  model->input_scaling = FitScaling(config.scaling, {&t.x});
-  model->output_scaling = FitOutputScaling(config, {&t.y});
-  model->input_scaling.Apply(&setup->train_table.x);
-  model->output_scaling.Apply(&setup->train_table.y);
-  int n_out = static_cast<int>(t.y.rows());
-  if (config.loss.kind == LossKind::kSoftmaxCrossEntropy && n_out == 1) {
-    SPARROW_RETURN_IF_ERROR(OneHotOutputs(t, model, setup, &n_out));
-  }
-  return SetupNetwork(config, static_cast<int>(t.x.rows()), n_out, "model.mlp",
-                      rng, model, setup);
 }
 
 // Scalings fitted on the training traces; the scaled traces in the setup.
@@ -112,76 +92,6 @@ absl::Status ScaleTraces(const TrainConfig& config, const TrainData& data,
   return absl::OkStatus();
 }
 
-absl::Status SetupNarx(const TrainConfig& config, const TrainData& data,
-                       Rng* rng, Model* model, TrainSetup* setup) {
-  SPARROW_RETURN_IF_ERROR(ScaleTraces(config, data, model, setup));
-  SPARROW_ASSIGN_OR_RETURN(
-      setup->train_table,
-      data::BuildNarxRegressors(setup->train_seq, config.model.lags));
-  SPARROW_RETURN_IF_ERROR(
-      SetupNetwork(config, static_cast<int>(setup->train_table.x.rows()),
-                   data.train_seq.n_y, "model.narx_mlp", rng, model, setup));
-  if (config.model.simulation_error) {
-    setup->one_step.reset(
-        static_cast<TableObjective*>(setup->objective.release()));
-    setup->objective = std::make_unique<NarxSimulationObjective>(
-        &setup->mlp, config.model.lags, &setup->train_seq.traces, config.loss,
-        config.rho_theta, setup->one_step.get());
-  }
-  return absl::OkStatus();
-}
-
-// Every trace must be longer than the encoder window plus one sample.
-absl::Status CheckTraceLengths(const TrainData& data, int warmup) {
-  const struct {
-    const data::SequenceData* part;
-    const char* name;
-  } parts[] = {{&data.train_seq, "training"},
-               {&data.validation_seq, "validation"},
-               {&data.test_seq, "test"}};
-  for (const auto& [part, name] : parts) {
-    for (size_t t = 0; t < part->traces.size(); ++t) {
-      const int length = part->traces[t].length();
-      if (length > warmup + 1) continue;
-      std::string message =
-          absl::StrCat(name, " trace ", t + 1, " has ", length,
-                       " samples; the model needs more than ", warmup + 1);
-      if (part == &data.train_seq) {
-        absl::StrAppend(&message, " (the encoder uses the first ", warmup, ")");
-      }
-      return absl::InvalidArgumentError(message);
-    }
-  }
-  return absl::OkStatus();
-}
-
-absl::Status SetupRnn(const TrainConfig& config, const TrainData& data,
-                      Rng* rng, Model* model, TrainSetup* setup) {
-  SPARROW_RETURN_IF_ERROR(ScaleTraces(config, data, model, setup));
-  const data::SequenceData& s = data.train_seq;
-  StateSpaceRnnSpec& spec = model->config.rnn;
-  spec.nu = s.n_u;
-  spec.ny = s.n_y;
-  spec.num_traces = static_cast<int>(s.traces.size());
-  SPARROW_RETURN_IF_ERROR(
-      ValidateStateSpaceRnnSpec(spec, "model.state_space_rnn"));
-  setup->rnn = StateSpaceRnn(spec);
-  SPARROW_RETURN_IF_ERROR(CheckTraceLengths(data, setup->rnn.warmup()));
-  model->params.resize(setup->rnn.num_params());
-  setup->rnn.Initialize(config.model.init_scale, rng, model->params.data());
-  setup->objective = std::make_unique<SequenceObjective>(
-      &setup->rnn, &setup->train_seq.traces, config.loss, config.rho_x0,
-      config.rho_theta, config.bptt_window, config.shuffle);
-  // Sparsity counts network weights only: free initial states are not part
-  // of the model.
-  if (spec.initial_state == InitialState::kFree) {
-    setup->skip = setup->rnn.x0_size();
-  }
-  return absl::OkStatus();
-}
-
-}  // namespace
-
 bool IsClassification(const Loss& loss) { return loss.kind != LossKind::kMse; }
 
 absl::StatusOr<Eigen::MatrixXd> OneHot(const Eigen::MatrixXd& labels,
@@ -199,17 +109,16 @@ absl::StatusOr<Eigen::MatrixXd> OneHot(const Eigen::MatrixXd& labels,
   return y;
 }
 
+void DescribeNetwork(const TrainSetup& setup, const Eigen::VectorXd& params,
+                     Metrics* metrics) {
+  metrics->layers = WeightSparsity(setup.mlp, params.data());
+  metrics->removed = DeadUnitNames(FindDeadUnits(setup.mlp, params.data()),
+                                   setup.train_table.input_names);
+}
+
 absl::Status BuildSetup(const TrainConfig& config, const TrainData& data,
                         Rng* rng, Model* model, TrainSetup* setup) {
-  switch (config.model.kind) {
-    case ModelKind::kMlp:
-      return SetupMlp(config, data, rng, model, setup);
-    case ModelKind::kNarxMlp:
-      return SetupNarx(config, data, rng, model, setup);
-    case ModelKind::kStateSpaceRnn:
-      return SetupRnn(config, data, rng, model, setup);
-  }
-  return absl::InvalidArgumentError("unknown model kind");
+  return FamilyOf(config.model.kind).Setup(config, data, rng, model, setup);
 }
 
 }  // namespace sparrow::core

@@ -43,9 +43,6 @@ struct TrainSetup {
   int skip = 0;
 };
 
-// Fills the model's scalings, names and initial parameters and builds the
-// setup for its kind. InvalidArgument names what is wrong with the data or
-// the model spec.
 // True for the classification losses (their targets are labels or 0/1).
 bool IsClassification(const Loss& loss);
 
@@ -54,6 +51,31 @@ bool IsClassification(const Loss& loss);
 absl::StatusOr<Eigen::MatrixXd> OneHot(const Eigen::MatrixXd& labels,
                                        int classes);
 
+// Building blocks of the model families (core/train/models/):
+// Scalings fitted on the training split, per channel; a classification loss
+// leaves its targets unscaled.
+data::Normalizer FitInputScaling(
+    const TrainConfig& config,
+    const std::vector<const Eigen::MatrixXd*>& blocks);
+data::Normalizer FitOutputScaling(
+    const TrainConfig& config,
+    const std::vector<const Eigen::MatrixXd*>& blocks);
+// Fits the scalings on the training traces and puts the scaled traces, and
+// the channel names, in the setup and the model.
+absl::Status ScaleTraces(const TrainConfig& config, const TrainData& data,
+                         Model* model, TrainSetup* setup);
+// An MLP on the rows of setup->train_table (static MLP, or NARX on its
+// regressors) with the table objective; initializes model->params.
+absl::Status SetupNetwork(const TrainConfig& config, int n_in, int n_out,
+                          absl::string_view name, Rng* rng, Model* model,
+                          TrainSetup* setup);
+// Per-layer sparsity and removed units of the trained network.
+void DescribeNetwork(const TrainSetup& setup, const Eigen::VectorXd& params,
+                     Metrics* metrics);
+
+// Fills the model's scalings, names and initial parameters and builds the
+// setup for its kind (FamilyOf(kind).Setup). InvalidArgument names what is
+// wrong with the data or the model spec.
 absl::Status BuildSetup(const TrainConfig& config, const TrainData& data,
                         Rng* rng, Model* model, TrainSetup* setup);
 

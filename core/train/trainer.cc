@@ -7,8 +7,8 @@
 #include "core/data/narx.h"
 #include "core/metrics/metrics.h"
 #include "core/train/methods.h"
+#include "core/train/model_registry.h"
 #include "core/train/setup.h"
-#include "core/train/state_groups.h"
 #include "core/util/option_error.h"
 #include "core/util/status_macros.h"
 
@@ -36,9 +36,9 @@ class ValidationMonitor : public IterationCallback {
   ValidationMonitor(Model* model, const TrainConfig& config,
                     const TrainData& data, int skip, IterationCallback* user)
       : model_(model), config_(config), data_(data), user_(user), skip_(skip) {
-    active_ = model->config.kind == ModelKind::kMlp
-                  ? data.validation_table.num_samples() > 0
-                  : !data.validation_seq.traces.empty();
+    active_ = FamilyOf(model->config.kind).sequence()
+                  ? !data.validation_seq.traces.empty()
+                  : data.validation_table.num_samples() > 0;
   }
   CallbackResult OnIteration(IterationRecord* r) override {
     if (active_ && r->params != nullptr && !Validate(r)) {
@@ -154,13 +154,7 @@ absl::Status EvaluateAll(const TrainData& data, const TrainSetup& setup,
       ComputeSparsity(model.params.tail(model.params.size() - setup.skip));
   m.sparsity_pct = sp.zero_pct;
   m.remaining_pct = sp.remaining_pct;
-  if (model.config.kind == ModelKind::kStateSpaceRnn) {
-    m.model_order = ModelOrder(setup.rnn, model.params);
-  } else {
-    m.layers = WeightSparsity(setup.mlp, model.params.data());
-    m.removed = DeadUnitNames(FindDeadUnits(setup.mlp, model.params.data()),
-                              setup.train_table.input_names);
-  }
+  FamilyOf(model.config.kind).DescribeStructure(setup, model.params, &m);
   return absl::OkStatus();
 }
 

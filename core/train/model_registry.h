@@ -1,0 +1,69 @@
+// The model registry: one ModelFamily per ModelKind, each in its own file
+// under core/train/models/, registered by one line in model_registry.cc.
+// Everything the trainer and the service do per model kind goes through it:
+// counting parameters before a job is accepted, estimating its memory,
+// building the model and its objective, and describing the trained model's
+// structure. (The spec's ModelSpec oneof maps to a kind in translate/.)
+//
+// Families are stateless singletons, safe to use from any thread.
+#ifndef SPARROW_CORE_TRAIN_MODEL_REGISTRY_H_
+#define SPARROW_CORE_TRAIN_MODEL_REGISTRY_H_
+
+#include <cstdint>
+#include <memory>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "core/train/model.h"
+#include "core/train/setup.h"
+#include "core/train/trainer.h"
+#include "core/util/random.h"
+
+namespace sparrow::core {
+
+class ModelFamily {
+ public:
+  virtual ~ModelFamily() = default;
+
+  // The model's name in specs and messages: "mlp", "narx_mlp", ...
+  virtual const char* name() const = 0;
+  // Trains and predicts on traces (TrainData's *_seq fields) rather than on
+  // table rows.
+  virtual bool sequence() const = 0;
+
+  // Trainable parameters on n_inputs input and n_outputs output channels,
+  // without building the model; InvalidArgument names the bad model field.
+  virtual absl::StatusOr<int64_t> CountParameters(const ModelConfig& config,
+                                                  int n_inputs,
+                                                  int n_outputs) const = 0;
+  // Doubles per sample that a forward and backward pass keep.
+  virtual double ActivationWidth(const ModelConfig& config, int inputs,
+                                 int outputs) const = 0;
+  // The model trains on a table of regressors built from the traces (two
+  // more copies of the data).
+  virtual bool BuildsRegressors() const { return false; }
+
+  // Fills the model's scalings, names and initial parameters from the
+  // training data and builds the setup: the model's structures, the scaled
+  // data and the objective.
+  virtual absl::Status Setup(const TrainConfig& config, const TrainData& data,
+                             Rng* rng, Model* model,
+                             TrainSetup* setup) const = 0;
+  // What the trained parameters' zeros mean for the model: its order
+  // (state-space RNN), per-layer sparsity and removed units (MLPs).
+  virtual void DescribeStructure(const TrainSetup& setup,
+                                 const Eigen::VectorXd& params,
+                                 Metrics* metrics) const = 0;
+};
+
+// The family of a kind. Every ModelKind has one.
+const ModelFamily& FamilyOf(ModelKind kind);
+
+// The families, one per file in core/train/models/.
+std::unique_ptr<ModelFamily> MakeMlpFamily();
+std::unique_ptr<ModelFamily> MakeNarxMlpFamily();
+std::unique_ptr<ModelFamily> MakeStateSpaceRnnFamily();
+
+}  // namespace sparrow::core
+
+#endif  // SPARROW_CORE_TRAIN_MODEL_REGISTRY_H_

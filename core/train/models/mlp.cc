@@ -1,0 +1,78 @@
+// The static MLP on table rows (ModelKind::kMlp): regression, or
+// classification with a sigmoid or softmax output.
+#include <numeric>
+
+#include "absl/strings/str_cat.h"
+#include "core/train/model_registry.h"
+#include "core/util/status_macros.h"
+
+namespace sparrow::core {
+namespace {
+
+// A softmax classifier on a single label column gets one output per class.
+absl::Status OneHotOutputs(const data::TableData& t, Model* model,
+                           TrainSetup* setup, int* n_out) {
+  *n_out = static_cast<int>(t.y.maxCoeff()) + 1;
+  SPARROW_ASSIGN_OR_RETURN(setup->train_table.y, OneHot(t.y, *n_out));
+  model->output_scaling = data::Normalizer::Identity(*n_out);
+  model->output_names.assign(*n_out, "");
+  for (int c = 0; c < *n_out; ++c) {
+    model->output_names[c] = absl::StrCat(t.output_names[0], "=", c);
+  }
+  return absl::OkStatus();
+}
+
+class MlpFamily : public ModelFamily {
+ public:
+  const char* name() const override { return "mlp"; }
+  bool sequence() const override { return false; }
+
+  absl::StatusOr<int64_t> CountParameters(const ModelConfig& config,
+                                          int n_inputs,
+                                          int n_outputs) const override {
+    const MlpSpec spec = NetworkSpec(config, n_inputs, n_outputs);
+    SPARROW_RETURN_IF_ERROR(
+        ValidateMlpSpec(spec, "model.mlp", /*limit_params=*/false));
+    return CountMlpParameters(spec);
+  }
+
+  double ActivationWidth(const ModelConfig& config, int inputs,
+                         int outputs) const override {
+    return inputs +
+           std::accumulate(config.hidden.begin(), config.hidden.end(), 0.0) +
+           outputs;
+  }
+
+  absl::Status Setup(const TrainConfig& config, const TrainData& data, Rng* rng,
+                     Model* model, TrainSetup* setup) const override {
+    const data::TableData& t = data.train_table;
+    if (t.num_samples() == 0)
+      return absl::InvalidArgumentError("the training split is empty");
+    setup->train_table = t;
+    model->input_names = t.input_names;
+    model->output_names = t.output_names;
+    model->input_scaling = FitInputScaling(config, {&t.x});
+    model->output_scaling = FitOutputScaling(config, {&t.y});
+    model->input_scaling.Apply(&setup->train_table.x);
+    model->output_scaling.Apply(&setup->train_table.y);
+    int n_out = static_cast<int>(t.y.rows());
+    if (config.loss.kind == LossKind::kSoftmaxCrossEntropy && n_out == 1) {
+      SPARROW_RETURN_IF_ERROR(OneHotOutputs(t, model, setup, &n_out));
+    }
+    return SetupNetwork(config, static_cast<int>(t.x.rows()), n_out,
+                        "model.mlp", rng, model, setup);
+  }
+
+  void DescribeStructure(const TrainSetup& setup, const Eigen::VectorXd& params,
+                         Metrics* metrics) const override {
+    DescribeNetwork(setup, params, metrics);
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<ModelFamily> MakeMlpFamily() {
+  return std::make_unique<MlpFamily>();
+}
+
+}  // namespace sparrow::core

@@ -1,0 +1,101 @@
+// The state-space RNN (ModelKind::kStateSpaceRnn) of Bemporad's NAILS paper:
+// x+ = fx(x, u), y = fy(x, u), with a free or encoded initial state.
+#include <numeric>
+
+#include "absl/strings/str_cat.h"
+#include "core/train/model_registry.h"
+#include "core/train/state_groups.h"
+#include "core/util/status_macros.h"
+
+namespace sparrow::core {
+namespace {
+
+double Sum(const std::vector<int>& v) {
+  return std::accumulate(v.begin(), v.end(), 0.0);
+}
+
+// Every trace must be longer than the encoder window plus one sample.
+absl::Status CheckTraceLengths(const TrainData& data, int warmup) {
+  const struct {
+    const data::SequenceData* part;
+    const char* name;
+  } parts[] = {{&data.train_seq, "training"},
+               {&data.validation_seq, "validation"},
+               {&data.test_seq, "test"}};
+  for (const auto& [part, name] : parts) {
+    for (size_t t = 0; t < part->traces.size(); ++t) {
+      const int length = part->traces[t].length();
+      if (length > warmup + 1) continue;
+      std::string message =
+          absl::StrCat(name, " trace ", t + 1, " has ", length,
+                       " samples; the model needs more than ", warmup + 1);
+      if (part == &data.train_seq) {
+        absl::StrAppend(&message, " (the encoder uses the first ", warmup, ")");
+      }
+      return absl::InvalidArgumentError(message);
+    }
+  }
+  return absl::OkStatus();
+}
+
+class StateSpaceRnnFamily : public ModelFamily {
+ public:
+  const char* name() const override { return "state_space_rnn"; }
+  bool sequence() const override { return true; }
+
+  absl::StatusOr<int64_t> CountParameters(const ModelConfig& config,
+                                          int n_inputs,
+                                          int n_outputs) const override {
+    StateSpaceRnnSpec spec = config.rnn;
+    spec.nu = n_inputs;
+    spec.ny = n_outputs;
+    spec.num_traces = 1;  // a free x0 counted for one trace
+    SPARROW_RETURN_IF_ERROR(ValidateStateSpaceRnnSpec(
+        spec, "model.state_space_rnn", /*limit_params=*/false));
+    return CountStateSpaceRnnParameters(spec);
+  }
+
+  double ActivationWidth(const ModelConfig& config, int inputs,
+                         int outputs) const override {
+    return config.rnn.nx + Sum(config.rnn.fx_hidden) +
+           Sum(config.rnn.fy_hidden) + outputs + inputs;
+  }
+
+  absl::Status Setup(const TrainConfig& config, const TrainData& data, Rng* rng,
+                     Model* model, TrainSetup* setup) const override {
+    SPARROW_RETURN_IF_ERROR(ScaleTraces(config, data, model, setup));
+    const data::SequenceData& s = data.train_seq;
+    StateSpaceRnnSpec& spec = model->config.rnn;
+    spec.nu = s.n_u;
+    spec.ny = s.n_y;
+    spec.num_traces = static_cast<int>(s.traces.size());
+    SPARROW_RETURN_IF_ERROR(
+        ValidateStateSpaceRnnSpec(spec, "model.state_space_rnn"));
+    setup->rnn = StateSpaceRnn(spec);
+    SPARROW_RETURN_IF_ERROR(CheckTraceLengths(data, setup->rnn.warmup()));
+    model->params.resize(setup->rnn.num_params());
+    setup->rnn.Initialize(config.model.init_scale, rng, model->params.data());
+    setup->objective = std::make_unique<SequenceObjective>(
+        &setup->rnn, &setup->train_seq.traces, config.loss, config.rho_x0,
+        config.rho_theta, config.bptt_window, config.shuffle);
+    // Sparsity counts network weights only: free initial states are not
+    // part of the model.
+    if (spec.initial_state == InitialState::kFree) {
+      setup->skip = setup->rnn.x0_size();
+    }
+    return absl::OkStatus();
+  }
+
+  void DescribeStructure(const TrainSetup& setup, const Eigen::VectorXd& params,
+                         Metrics* metrics) const override {
+    metrics->model_order = ModelOrder(setup.rnn, params);
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<ModelFamily> MakeStateSpaceRnnFamily() {
+  return std::make_unique<StateSpaceRnnFamily>();
+}
+
+}  // namespace sparrow::core
