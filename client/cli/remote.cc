@@ -15,6 +15,7 @@
 #include "google/protobuf/util/time_util.h"
 #include "nlohmann/json.hpp"
 #include "server/spec/convert.h"
+#include "sparrow/v1/job_state.h"
 
 namespace sparrow::cli {
 namespace {
@@ -29,11 +30,6 @@ std::string Lower(const std::string& s) { return absl::AsciiStrToLower(s); }
 
 std::string StateName(v1::Job::State s) {
   return Lower(v1::Job::State_Name(s));
-}
-
-bool IsFinal(v1::Job::State s) {
-  return s == v1::Job::SUCCEEDED || s == v1::Job::FAILED ||
-         s == v1::Job::CANCELLED;
 }
 
 int ExitForState(v1::Job::State s) {
@@ -312,7 +308,7 @@ int RemoteCommands::Watch(const std::string& job_id, int64_t after,
     if (e.kind() == v1::ProgressEvent::STATE) {
       if (line_open) std::cout << "\n";
       line_open = false;
-      if (have_unprinted && IsFinal(e.state())) {
+      if (have_unprinted && v1::IsFinal(e.state())) {
         std::cout << EventLine(unprinted, budget) << "\n";
       }
       have_unprinted = false;

@@ -23,16 +23,12 @@
 #include "server/spec/text.h"
 #include "server/worker/worker.h"
 #include "sparrow/v1/checkpoint.pb.h"
+#include "sparrow/v1/job_state.h"
 #include "sparrow/v1/worker.pb.h"
 #include "spdlog/spdlog.h"
 
 namespace sparrow::server {
 namespace {
-
-bool IsFinal(v1::Job::State s) {
-  return s == v1::Job::SUCCEEDED || s == v1::Job::FAILED ||
-         s == v1::Job::CANCELLED;
-}
 
 std::string NewJobId() {
   static std::mutex mu;
@@ -217,7 +213,7 @@ absl::StatusOr<v1::Job> JobManager::Transition(
   spdlog::info("job {} tenant {}: {} ({})", id, tenant,
                v1::Job::State_Name(transition.to), transition.reason);
   const v1::Job& job = updated.first;
-  if (IsFinal(job.state()) && job.has_start_time()) {
+  if (v1::IsFinal(job.state()) && job.has_start_time()) {
     const absl::Time started =
         absl::FromUnixSeconds(job.start_time().seconds()) +
         absl::Nanoseconds(job.start_time().nanos());
@@ -385,7 +381,7 @@ absl::StatusOr<v1::Job> JobManager::Cancel(const std::string& tenant,
   SPARROW_ASSIGN_OR_RETURN(v1::Job job, GetJob(tenant, id));
   // States only move forward: a job that has ended stays ended. (Checked
   // before running_, which still holds a job for a moment after it ended.)
-  if (IsFinal(job.state())) {
+  if (v1::IsFinal(job.state())) {
     return absl::FailedPreconditionError(
         absl::StrCat("job ", id, " already ", Lower(job.state()),
                      "; only queued or running jobs can be cancelled"));
@@ -453,11 +449,11 @@ absl::StatusOr<v1::Job> JobManager::Cancel(const std::string& tenant,
       }
       SPARROW_ASSIGN_OR_RETURN(job, GetJob(tenant, id));
     }
-    if (!IsFinal(job.state())) return cancelling.status();
+    if (!v1::IsFinal(job.state())) return cancelling.status();
   } else {
     SPARROW_ASSIGN_OR_RETURN(job, GetJob(tenant, id));
   }
-  if (IsFinal(job.state())) {
+  if (v1::IsFinal(job.state())) {
     return absl::FailedPreconditionError(
         absl::StrCat("job ", id, " already ", Lower(job.state()),
                      "; only queued or running jobs can be cancelled"));

@@ -30,6 +30,7 @@
 #include "server/internal_error.h"
 #include "server/spec/text.h"
 #include "server/store/store.h"
+#include "sparrow/v1/job_state.h"
 #include "spdlog/spdlog.h"
 
 namespace sparrow::server {
@@ -106,11 +107,6 @@ constexpr char kBadPageToken[] = "page_token is not a token this server issued";
 google::protobuf::Timestamp ToTimestamp(absl::Time t) {
   return google::protobuf::util::TimeUtil::NanosecondsToTimestamp(
       absl::ToUnixNanos(t));
-}
-
-bool IsFinal(v1::Job::State state) {
-  return state == v1::Job::SUCCEEDED || state == v1::Job::FAILED ||
-         state == v1::Job::CANCELLED;
 }
 
 template <typename Message>
@@ -828,7 +824,7 @@ SqliteStore::TransitionJob(const std::string& id,
     if (!job.has_start_time()) *job.mutable_start_time() = now;
     job.set_attempts(job.attempts() + 1);
   }
-  if (IsFinal(to)) *job.mutable_end_time() = now;
+  if (v1::IsFinal(to)) *job.mutable_end_time() = now;
   if (transition.worker_crashed) {
     job.set_worker_crashes(job.worker_crashes() + 1);
   }
