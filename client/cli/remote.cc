@@ -115,6 +115,12 @@ absl::StatusOr<v1::Job::State> ParseState(const std::string& name) {
 }  // namespace
 
 void RemoteCommands::AddTo(CLI::App* app) {
+  AddSubmitCommands(app);
+  AddJobCommands(app);
+  AddModelCommands(app);
+}
+
+void RemoteCommands::AddSubmitCommands(CLI::App* app) {
   upload_ = app->add_subcommand(
       "upload",
       "Upload a CSV dataset to sparrowd (skipped when the server already has "
@@ -144,7 +150,9 @@ void RemoteCommands::AddTo(CLI::App* app) {
                     "Print {\"job_id\": ...} (with --watch: then one JSON "
                     "object per event)");
   submit_connection_.AddTo(submit_);
+}
 
+void RemoteCommands::AddJobCommands(CLI::App* app) {
   watch_ = app->add_subcommand(
       "watch",
       "Follow a job's progress live until it ends; survives server restarts. "
@@ -183,7 +191,9 @@ void RemoteCommands::AddTo(CLI::App* app) {
   cancel_->add_option("job", job_, "Job id")->required();
   cancel_->add_flag("--json", json_, "Print the job as JSON");
   cancel_connection_.AddTo(cancel_);
+}
 
+void RemoteCommands::AddModelCommands(CLI::App* app) {
   model_ = app->add_subcommand("model", "Trained models of finished jobs");
   model_->require_subcommand(1);
   model_get_ = model_->add_subcommand(
