@@ -53,6 +53,7 @@
 #include "server/service/dataset_service.h"
 #include "server/spec/convert.h"
 #include "sparrow/v1/datasets.grpc.pb.h"
+#include "sparrow/v1/job_state.h"
 #include "sparrow/v1/jobs.grpc.pb.h"
 
 namespace sparrow::bench {
@@ -465,11 +466,6 @@ std::string ProjectCsv(const std::string& csv,
   return out;
 }
 
-bool IsFinal(v1::Job::State s) {
-  return s == v1::Job::SUCCEEDED || s == v1::Job::FAILED ||
-         s == v1::Job::CANCELLED;
-}
-
 // ---- A: the overhead of a job through sparrowd ------------------------------
 
 struct LocalRun {
@@ -564,7 +560,7 @@ absl::StatusOr<ServiceRun> RunService(Client* client, pid_t server,
     if (e.kind() == v1::ProgressEvent::ITERATION) {
       r.optimizer = e.elapsed_seconds();
       r.iterations = e.iteration();
-    } else if (IsFinal(e.state())) {
+    } else if (v1::IsFinal(e.state())) {
       r.wall = Seconds(Clock::now() - t0);
       received = UnixNow();
       final_state = e.state();
@@ -987,7 +983,7 @@ int Load(const std::string& sparrowd, const fs::path& work, int jobs,
       while (reader->Read(&e)) {
         p->events.fetch_add(1);
         p->last_seq.store(e.seq());
-        if (e.kind() == v1::ProgressEvent::STATE && IsFinal(e.state())) {
+        if (v1::IsFinalEvent(e)) {
           p->final_state = e.state();
         }
       }

@@ -32,32 +32,9 @@ absl::StatusOr<std::string> ReadPem(const std::string& path, const char* flag) {
   return s.str();
 }
 
-}  // namespace
-
-absl::StatusOr<std::unique_ptr<SparrowServer>> SparrowServer::Start(
+// The server's credentials: TLS with --tls-cert and --tls-key, else none.
+absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> Credentials(
     const ServerOptions& options) {
-  std::unique_ptr<SparrowServer> server(new SparrowServer());
-  server->options_ = options;
-  std::error_code ec;
-  std::filesystem::create_directories(options.data_dir, ec);
-  if (ec) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--data-dir '", options.data_dir,
-                     "' cannot be created: ", ec.message()));
-  }
-  SPARROW_ASSIGN_OR_RETURN(
-      server->store_,
-      OpenSqliteStore(
-          (std::filesystem::path(options.data_dir) / "sparrow.db").string()));
-  SPARROW_ASSIGN_OR_RETURN(
-      server->uploads_,
-      UploadSpool::Open(
-          (std::filesystem::path(options.data_dir) / "uploads").string(),
-          options.uploads));
-  if (!options.tokens_file.empty()) {
-    SPARROW_ASSIGN_OR_RETURN(server->auth_,
-                             Authenticator::FromFile(options.tokens_file));
-  }
   std::shared_ptr<grpc::ServerCredentials> credentials =
       grpc::InsecureServerCredentials();
   if (options.tls_cert.empty() != options.tls_key.empty()) {
@@ -74,30 +51,85 @@ absl::StatusOr<std::unique_ptr<SparrowServer>> SparrowServer::Start(
     ssl.pem_key_cert_pairs.push_back(pair);
     credentials = grpc::SslServerCredentials(ssl);
   }
+  return credentials;
+}
 
-  server->hub_ = std::make_unique<EventHub>();
-  server->jobs_ =
-      std::make_unique<JobManager>(server->store_.get(), server->hub_.get(),
-                                   &server->metrics_, options.jobs);
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<SparrowServer>> SparrowServer::Start(
+    const ServerOptions& options) {
+  std::unique_ptr<SparrowServer> server(new SparrowServer());
+  server->options_ = options;
+  SPARROW_RETURN_IF_ERROR(server->OpenStorage());
+  SPARROW_ASSIGN_OR_RETURN(std::shared_ptr<grpc::ServerCredentials> credentials,
+                           Credentials(options));
+  server->CreateServices();
+  SPARROW_RETURN_IF_ERROR(server->Listen(credentials));
+  // Calls wait (UNAVAILABLE) for the recovery: before it the job manager
+  // knows no stored job, so a Cancel would be acknowledged and forgotten and
+  // a Submit could be queued twice (by itself and by the recovery).
+  SPARROW_RETURN_IF_ERROR(server->jobs_->Start());
+  server->starting_ = false;
+  SPARROW_RETURN_IF_ERROR(server->ServeMetrics());
+  server->server_->GetHealthCheckService()->SetServingStatus(true);
+  spdlog::info("sparrowd listening on {} (data in {}, {} workers{})",
+               server->address(), options.data_dir, options.jobs.workers,
+               server->auth_.enabled() ? ", bearer tokens required" : "");
+  return server;
+}
+
+absl::Status SparrowServer::OpenStorage() {
+  const ServerOptions& options = options_;
+  std::error_code ec;
+  std::filesystem::create_directories(options.data_dir, ec);
+  if (ec) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--data-dir '", options.data_dir,
+                     "' cannot be created: ", ec.message()));
+  }
+  SPARROW_ASSIGN_OR_RETURN(
+      store_,
+      OpenSqliteStore(
+          (std::filesystem::path(options.data_dir) / "sparrow.db").string()));
+  SPARROW_ASSIGN_OR_RETURN(
+      uploads_,
+      UploadSpool::Open(
+          (std::filesystem::path(options.data_dir) / "uploads").string(),
+          options.uploads));
+  if (!options.tokens_file.empty()) {
+    SPARROW_ASSIGN_OR_RETURN(auth_,
+                             Authenticator::FromFile(options.tokens_file));
+  }
+  return absl::OkStatus();
+}
+
+void SparrowServer::CreateServices() {
+  hub_ = std::make_unique<EventHub>();
+  jobs_ = std::make_unique<JobManager>(store_.get(), hub_.get(), &metrics_,
+                                       options_.jobs);
   ServiceDeps deps;
-  deps.store = server->store_.get();
-  deps.jobs = server->jobs_.get();
-  deps.hub = server->hub_.get();
-  deps.metrics = &server->metrics_;
-  deps.auth = &server->auth_;
-  deps.limits = &server->options_.jobs.limits;
-  deps.starting = &server->starting_;
-  deps.draining = &server->draining_;
-  deps.active_calls = &server->active_calls_;
-  deps.uploads = server->uploads_.get();
-  server->dataset_service_ = std::make_unique<DatasetService>(deps);
-  server->job_service_ = std::make_unique<JobService>(deps);
-  server->model_service_ = std::make_unique<ModelService>(deps);
+  deps.store = store_.get();
+  deps.jobs = jobs_.get();
+  deps.hub = hub_.get();
+  deps.metrics = &metrics_;
+  deps.auth = &auth_;
+  deps.limits = &options_.jobs.limits;
+  deps.starting = &starting_;
+  deps.draining = &draining_;
+  deps.active_calls = &active_calls_;
+  deps.uploads = uploads_.get();
+  dataset_service_ = std::make_unique<DatasetService>(deps);
+  job_service_ = std::make_unique<JobService>(deps);
+  model_service_ = std::make_unique<ModelService>(deps);
+}
 
+absl::Status SparrowServer::Listen(
+    std::shared_ptr<grpc::ServerCredentials> credentials) {
+  const ServerOptions& options = options_;
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
-  builder.AddListeningPort(options.listen, credentials, &server->port_);
+  builder.AddListeningPort(options.listen, credentials, &port_);
   // A second sparrowd on the same port must fail to start, not split the
   // clients between two stores (gRPC sets SO_REUSEPORT by default).
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
@@ -112,37 +144,30 @@ absl::StatusOr<std::unique_ptr<SparrowServer>> SparrowServer::Start(
   builder.AddChannelArgument(
       GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 10000);
   builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PING_STRIKES, 0);
-  builder.RegisterService(server->dataset_service_.get());
-  builder.RegisterService(server->job_service_.get());
-  builder.RegisterService(server->model_service_.get());
-  server->server_ = builder.BuildAndStart();
-  if (server->server_ == nullptr || server->port_ == 0) {
+  builder.RegisterService(dataset_service_.get());
+  builder.RegisterService(job_service_.get());
+  builder.RegisterService(model_service_.get());
+  server_ = builder.BuildAndStart();
+  if (server_ == nullptr || port_ == 0) {
     return absl::UnavailableError(
         absl::StrCat("cannot listen on --listen ", options.listen,
                      " (address in use, or not HOST:PORT?)"));
   }
-  // Calls wait (UNAVAILABLE) for the recovery: before it the job manager
-  // knows no stored job, so a Cancel would be acknowledged and forgotten and
-  // a Submit could be queued twice (by itself and by the recovery).
-  SPARROW_RETURN_IF_ERROR(server->jobs_->Start());
-  server->starting_ = false;
-  if (!options.metrics_listen.empty()) {
-    try {
-      server->exposer_ =
-          std::make_unique<prometheus::Exposer>(options.metrics_listen);
-      server->exposer_->RegisterCollectable(server->metrics_.registry());
-    } catch (const std::exception& e) {
-      server->Shutdown(absl::ZeroDuration());
-      return absl::UnavailableError(
-          absl::StrCat("cannot serve /metrics on --metrics-listen ",
-                       options.metrics_listen, ": ", e.what()));
-    }
+  return absl::OkStatus();
+}
+
+absl::Status SparrowServer::ServeMetrics() {
+  if (options_.metrics_listen.empty()) return absl::OkStatus();
+  try {
+    exposer_ = std::make_unique<prometheus::Exposer>(options_.metrics_listen);
+    exposer_->RegisterCollectable(metrics_.registry());
+  } catch (const std::exception& e) {
+    Shutdown(absl::ZeroDuration());
+    return absl::UnavailableError(
+        absl::StrCat("cannot serve /metrics on --metrics-listen ",
+                     options_.metrics_listen, ": ", e.what()));
   }
-  server->server_->GetHealthCheckService()->SetServingStatus(true);
-  spdlog::info("sparrowd listening on {} (data in {}, {} workers{})",
-               server->address(), options.data_dir, options.jobs.workers,
-               server->auth_.enabled() ? ", bearer tokens required" : "");
-  return server;
+  return absl::OkStatus();
 }
 
 std::string SparrowServer::address() const {

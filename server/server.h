@@ -10,6 +10,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "grpcpp/security/server_credentials.h"
 #include "grpcpp/server.h"
 #include "server/auth.h"
 #include "server/jobs/event_hub.h"
@@ -62,6 +63,16 @@ class SparrowServer {
 
  private:
   SparrowServer() = default;
+
+  // The stages of Start, in order.
+  // Creates data_dir, opens the store and the upload spool, reads the tokens.
+  absl::Status OpenStorage();
+  // The event hub, the job manager and the three services over them.
+  void CreateServices();
+  // Builds the gRPC server and binds options_.listen.
+  absl::Status Listen(std::shared_ptr<grpc::ServerCredentials> credentials);
+  // Serves /metrics when options_.metrics_listen is set.
+  absl::Status ServeMetrics();
 
   ServerOptions options_;
   std::unique_ptr<Store> store_;

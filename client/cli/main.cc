@@ -108,33 +108,88 @@ struct RunFlags {
   std::string model_out;
 };
 
-int RunLocal(const RunFlags& f) {
+// A local run's inputs: the spec, its training configuration and its data.
+struct LocalRun {
+  v1::JobSpec spec;
+  core::TrainConfig config;
+  core::TrainData data;
+  spec::DataSummary data_summary;
+};
+
+// Checks the flags, then reads the spec and the CSV it names.
+absl::StatusOr<LocalRun> LoadLocalRun(const RunFlags& f) {
   if (!f.local) {
-    return Fail(absl::InvalidArgumentError(
+    return absl::InvalidArgumentError(
         "only local runs are available: pass --local (submitting to sparrowd "
         "comes with the "
-        "service)"));
+        "service)");
   }
   if (f.seeds < 1)
-    return Fail(absl::InvalidArgumentError("--seeds must be at least 1"));
+    return absl::InvalidArgumentError("--seeds must be at least 1");
   if (f.threads < 0)
-    return Fail(absl::InvalidArgumentError("--threads must be >= 0"));
-  auto text = ReadFile(f.spec_path, "the job spec");
-  if (!text.ok()) return Fail(text.status());
-  auto spec = spec::ParseJobSpecJson(*text);
-  if (!spec.ok()) return Fail(spec.status());
-  auto config = spec::ToTrainConfig(*spec);
-  if (!config.ok()) return Fail(config.status());
-  if (spec->data().source_case() != v1::DataSource::kCsvPath) {
-    return Fail(
-        absl::InvalidArgumentError("data.csv_path is required for --local runs "
-                                   "(data.dataset_id needs sparrowd)"));
+    return absl::InvalidArgumentError("--threads must be >= 0");
+  LocalRun run;
+  SPARROW_ASSIGN_OR_RETURN(std::string text,
+                           ReadFile(f.spec_path, "the job spec"));
+  SPARROW_ASSIGN_OR_RETURN(run.spec, spec::ParseJobSpecJson(text));
+  SPARROW_ASSIGN_OR_RETURN(run.config, spec::ToTrainConfig(run.spec));
+  if (run.spec.data().source_case() != v1::DataSource::kCsvPath) {
+    return absl::InvalidArgumentError(
+        "data.csv_path is required for --local runs "
+        "(data.dataset_id needs sparrowd)");
   }
-  auto csv = ReadFile(spec->data().csv_path(), "data.csv_path");
-  if (!csv.ok()) return Fail(csv.status());
-  spec::DataSummary data_summary;
-  auto data = spec::LoadTrainData(*spec, *config, *csv, &data_summary);
-  if (!data.ok()) return Fail(data.status());
+  SPARROW_ASSIGN_OR_RETURN(
+      std::string csv, ReadFile(run.spec.data().csv_path(), "data.csv_path"));
+  SPARROW_ASSIGN_OR_RETURN(
+      run.data,
+      spec::LoadTrainData(run.spec, run.config, csv, &run.data_summary));
+  return run;
+}
+
+// Multi-start (jax-sysid's parallel_fit): trains seeds spec.seed, spec.seed +
+// 1, ... in parallel on `threads` threads.
+std::vector<absl::StatusOr<core::TrainResult>> TrainSeeds(const LocalRun& run,
+                                                          int seeds,
+                                                          int threads,
+                                                          bool show_progress) {
+  std::vector<absl::StatusOr<core::TrainResult>> results(
+      seeds, absl::UnknownError("not run"));
+  std::atomic<int> next{0};
+  auto worker = [&] {
+    for (int i = next++; i < seeds; i = next++) {
+      core::TrainConfig c = run.config;
+      c.seed = run.spec.seed() + static_cast<uint64_t>(i);
+      ProgressPrinter progress(show_progress, core::IterationBudget(c));
+      results[i] = core::Train(c, run.data, &progress);
+    }
+  };
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t) pool.emplace_back(worker);
+  for (std::thread& t : pool) t.join();
+  return results;
+}
+
+// Writes the model to `path`: JSON for a .json name, else binary protobuf.
+absl::Status WriteModel(const v1::TrainedModel& model,
+                        const std::string& path) {
+  std::ofstream out(path, std::ios::binary);
+  const bool json_out =
+      path.size() > 5 && path.substr(path.size() - 5) == ".json";
+  if (json_out) {
+    out << spec::ToJson(model);
+  } else {
+    model.SerializeToOstream(&out);
+  }
+  if (!out) {
+    return absl::InvalidArgumentError("cannot write the model to " + path);
+  }
+  return absl::OkStatus();
+}
+
+int RunLocal(const RunFlags& f) {
+  absl::StatusOr<LocalRun> run = LoadLocalRun(f);
+  if (!run.ok()) return Fail(run.status());
+  const v1::JobSpec& spec = run->spec;
 
   std::signal(SIGINT, OnSignal);
   const int threads = std::max(
@@ -146,52 +201,28 @@ int RunLocal(const RunFlags& f) {
   if (!f.json) {
     std::cerr << absl::StrFormat(
         "sparrow: training %s (%d seed%s on %d thread%s)\n",
-        spec->name().empty() ? f.spec_path : spec->name(), f.seeds,
+        spec.name().empty() ? f.spec_path : spec.name(), f.seeds,
         f.seeds > 1 ? "s" : "", threads, threads > 1 ? "s" : "");
-    std::cerr << DataLine(data_summary, spec->data().drop_missing());
+    std::cerr << DataLine(run->data_summary, spec.data().drop_missing());
   }
-  // Multi-start (jax-sysid's parallel_fit): seeds spec.seed, spec.seed + 1, ...
-  // in parallel.
-  std::vector<absl::StatusOr<core::TrainResult>> results(
-      f.seeds, absl::UnknownError("not run"));
-  std::atomic<int> next{0};
-  auto worker = [&] {
-    for (int i = next++; i < f.seeds; i = next++) {
-      core::TrainConfig c = *config;
-      c.seed = spec->seed() + static_cast<uint64_t>(i);
-      ProgressPrinter progress(show_progress, core::IterationBudget(c));
-      results[i] = core::Train(c, *data, &progress);
-    }
-  };
-  std::vector<std::thread> pool;
-  for (int t = 0; t < threads; ++t) pool.emplace_back(worker);
-  for (std::thread& t : pool) t.join();
+  const std::vector<absl::StatusOr<core::TrainResult>> results =
+      TrainSeeds(*run, f.seeds, threads, show_progress);
 
   std::vector<RunReport> reports;
   for (int i = 0; i < f.seeds; ++i) {
     if (!results[i].ok()) return Fail(results[i].status());
-    reports.push_back(MakeReport(spec->seed() + i, *results[i]));
+    reports.push_back(MakeReport(spec.seed() + i, *results[i]));
   }
   const int best = BestRun(reports);
   if (!f.model_out.empty()) {
-    v1::TrainedModel model = spec::ToProto(*spec, *results[best]);
+    v1::TrainedModel model = spec::ToProto(spec, *results[best]);
     model.set_seed(reports[best].seed);
-    std::ofstream out(f.model_out, std::ios::binary);
-    const bool json_out = f.model_out.size() > 5 &&
-                          f.model_out.substr(f.model_out.size() - 5) == ".json";
-    if (json_out) {
-      out << spec::ToJson(model);
-    } else {
-      model.SerializeToOstream(&out);
-    }
-    if (!out) {
-      return Fail(absl::InvalidArgumentError("cannot write the model to " +
-                                             f.model_out));
-    }
+    if (absl::Status s = WriteModel(model, f.model_out); !s.ok())
+      return Fail(s);
   }
   if (f.json) {
     nlohmann::json report = ReportJson(reports, best);
-    report["data"] = DataJson(data_summary);
+    report["data"] = DataJson(run->data_summary);
     std::cout << report.dump(2) << "\n";
   } else {
     std::cout << ReportTable(reports, best);
@@ -347,23 +378,10 @@ int Datagen(const DatagenFlags& f) {
   return kExitOk;
 }
 
-int Main(int argc, char** argv) {
-  CLI::App app{
-      "sparrow: train state-space RNNs, NARX and feedforward networks with "
-      "NAILS/NAILM (Gauss-Newton / Levenberg-Marquardt), SBDL, L-BFGS, "
-      "Adam/AMSGrad and SGD, locally or on sparrowd.\n"
-      "Examples:\n"
-      "  sparrow run --local examples/damper_adam.json --seeds 5 --json\n"
-      "  sparrow submit examples/demo.json --watch --server 127.0.0.1:50051\n"
-      "Remote subcommands read the server address and token from --server / "
-      "--token or SPARROW_ADDR / SPARROW_TOKEN.\n"
-      "Exit codes: 0 success, 1 the job failed or was cancelled, 2 usage or "
-      "input error, 3 server or connection error."};
-  app.require_subcommand(1);
-  app.set_version_flag("--version", "sparrow 0.1.0");
-
-  RunFlags run;
-  CLI::App* run_cmd = app.add_subcommand(
+// The flags of `sparrow run`.
+CLI::App* AddRunCommand(CLI::App* app, RunFlags* flags) {
+  RunFlags& run = *flags;
+  CLI::App* run_cmd = app->add_subcommand(
       "run",
       "Train a job spec.\n"
       "Example: sparrow run --local examples/damper_adam.json --seeds 5 "
@@ -386,13 +404,17 @@ int Main(int argc, char** argv) {
   run_cmd->add_option("-o,--output", run.model_out,
                       "Write the trained model (best seed) here: .json for "
                       "JSON, else protobuf");
+  return run_cmd;
+}
 
-  DatagenFlags gen;
+// The flags of `sparrow datagen`.
+CLI::App* AddDatagenCommand(CLI::App* app, DatagenFlags* flags) {
+  DatagenFlags& gen = *flags;
   CLI::App* gen_cmd =
-      app.add_subcommand("datagen",
-                         "Generate synthetic benchmark data as CSV.\n"
-                         "Example: sparrow datagen cascaded-tanks --samples "
-                         "2048 --seed 1 -o tanks.csv");
+      app->add_subcommand("datagen",
+                          "Generate synthetic benchmark data as CSV.\n"
+                          "Example: sparrow datagen cascaded-tanks --samples "
+                          "2048 --seed 1 -o tanks.csv");
   gen_cmd->add_option("system", gen.system, "cascaded-tanks | binary-system")
       ->required()
       ->check(CLI::IsMember({"cascaded-tanks", "binary-system"}));
@@ -404,9 +426,13 @@ int Main(int argc, char** argv) {
   gen_cmd->add_option("--seed", gen.seed, "Random seed")->capture_default_str();
   gen_cmd->add_option("-o,--output", gen.out, "Output CSV file")->required();
   gen_cmd->add_flag("--json", gen.json, "Print a JSON summary");
+  return gen_cmd;
+}
 
-  PredictFlags pred;
-  CLI::App* pred_cmd = app.add_subcommand(
+// The flags of `sparrow predict` (its connection flags are RemoteCommands').
+CLI::App* AddPredictCommand(CLI::App* app, PredictFlags* flags) {
+  PredictFlags& pred = *flags;
+  CLI::App* pred_cmd = app->add_subcommand(
       "predict",
       "Run a trained model on new data: the model of a job on sparrowd, or a "
       "model file with --local (free-run simulation for sequence models "
@@ -443,6 +469,30 @@ int Main(int argc, char** argv) {
   pred_cmd->add_option("-o,--output", pred.out,
                        "Write the predictions to this CSV");
   pred_cmd->add_flag("--json", pred.json, "Print a JSON summary");
+  return pred_cmd;
+}
+
+int Main(int argc, char** argv) {
+  CLI::App app{
+      "sparrow: train state-space RNNs, NARX and feedforward networks with "
+      "NAILS/NAILM (Gauss-Newton / Levenberg-Marquardt), SBDL, L-BFGS, "
+      "Adam/AMSGrad and SGD, locally or on sparrowd.\n"
+      "Examples:\n"
+      "  sparrow run --local examples/damper_adam.json --seeds 5 --json\n"
+      "  sparrow submit examples/demo.json --watch --server 127.0.0.1:50051\n"
+      "Remote subcommands read the server address and token from --server / "
+      "--token or SPARROW_ADDR / SPARROW_TOKEN.\n"
+      "Exit codes: 0 success, 1 the job failed or was cancelled, 2 usage or "
+      "input error, 3 server or connection error."};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "sparrow 0.1.0");
+
+  RunFlags run;
+  CLI::App* run_cmd = AddRunCommand(&app, &run);
+  DatagenFlags gen;
+  CLI::App* gen_cmd = AddDatagenCommand(&app, &gen);
+  PredictFlags pred;
+  CLI::App* pred_cmd = AddPredictCommand(&app, &pred);
   RemoteCommands remote;
   remote.predict_connection().AddTo(pred_cmd);
   remote.AddTo(&app);

@@ -16,6 +16,7 @@
 #include "google/protobuf/util/time_util.h"
 #include "nlohmann/json.hpp"
 #include "server/spec/convert.h"
+#include "sparrow/v1/job_state.h"
 
 namespace sparrow::cli {
 namespace {
@@ -30,11 +31,6 @@ std::string Lower(const std::string& s) { return absl::AsciiStrToLower(s); }
 
 std::string StateName(v1::Job::State s) {
   return Lower(v1::Job::State_Name(s));
-}
-
-bool IsFinal(v1::Job::State s) {
-  return s == v1::Job::SUCCEEDED || s == v1::Job::FAILED ||
-         s == v1::Job::CANCELLED;
 }
 
 int ExitForState(v1::Job::State s) {
@@ -118,6 +114,12 @@ absl::StatusOr<v1::Job::State> ParseState(const std::string& name) {
 }  // namespace
 
 void RemoteCommands::AddTo(CLI::App* app) {
+  AddSubmitCommands(app);
+  AddJobCommands(app);
+  AddModelCommands(app);
+}
+
+void RemoteCommands::AddSubmitCommands(CLI::App* app) {
   upload_ = app->add_subcommand(
       "upload",
       "Upload a CSV dataset to sparrowd (skipped when the server already has "
@@ -147,7 +149,9 @@ void RemoteCommands::AddTo(CLI::App* app) {
                     "Print {\"job_id\": ...} (with --watch: then one JSON "
                     "object per event)");
   submit_connection_.AddTo(submit_);
+}
 
+void RemoteCommands::AddJobCommands(CLI::App* app) {
   watch_ = app->add_subcommand(
       "watch",
       "Follow a job's progress live until it ends; survives server restarts. "
@@ -186,7 +190,9 @@ void RemoteCommands::AddTo(CLI::App* app) {
   cancel_->add_option("job", job_, "Job id")->required();
   cancel_->add_flag("--json", json_, "Print the job as JSON");
   cancel_connection_.AddTo(cancel_);
+}
 
+void RemoteCommands::AddModelCommands(CLI::App* app) {
   model_ = app->add_subcommand("model", "Trained models of finished jobs");
   model_->require_subcommand(1);
   model_get_ = model_->add_subcommand(
@@ -311,7 +317,7 @@ int RemoteCommands::Watch(const std::string& job_id, int64_t after,
     if (e.kind() == v1::ProgressEvent::STATE) {
       if (line_open) std::cout << "\n";
       line_open = false;
-      if (have_unprinted && IsFinal(e.state())) {
+      if (have_unprinted && v1::IsFinal(e.state())) {
         std::cout << EventLine(unprinted, budget) << "\n";
       }
       have_unprinted = false;

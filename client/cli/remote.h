@@ -34,6 +34,11 @@ class RemoteCommands {
   ConnectionFlags& predict_connection() { return predict_connection_; }
 
  private:
+  // The subcommands AddTo adds, in the order of `sparrow --help`: upload and
+  // submit; watch, status, list and cancel; model get and health.
+  void AddSubmitCommands(CLI::App* app);
+  void AddJobCommands(CLI::App* app);
+  void AddModelCommands(CLI::App* app);
   int Upload();
   int Submit();
   int Watch(const std::string& job, int64_t after, bool json,

@@ -16,6 +16,7 @@
 #include "grpcpp/support/byte_buffer.h"
 #include "server/spec/sha256.h"
 #include "server/spec/text.h"
+#include "sparrow/v1/job_state.h"
 
 namespace sparrow::client {
 namespace {
@@ -339,12 +340,7 @@ absl::StatusOr<v1::Job> Client::Watch(
       backoff = options_.initial_backoff;
       if (event.seq() <= last) continue;  // never deliver twice
       last = event.seq();
-      if (event.kind() == v1::ProgressEvent::STATE &&
-          (event.state() == v1::Job::SUCCEEDED ||
-           event.state() == v1::Job::FAILED ||
-           event.state() == v1::Job::CANCELLED)) {
-        final_seen = true;
-      }
+      if (v1::IsFinalEvent(event)) final_seen = true;
       if (!on_event(event)) {
         stopped = true;
         context->TryCancel();

@@ -393,6 +393,201 @@ absl::StatusOr<std::vector<std::string>> ReadHeader(
   return ParseHeader(line, fields);
 }
 
+// Which file columns ParseCsv reads, and how.
+struct ColumnPlan {
+  std::vector<int> selected;  // The selected file columns, in output order.
+  // slot[c] >= 0: file column c is categorical, its categories are
+  // categories[slot[c]].
+  std::vector<int> slot;
+  std::vector<int> categorical_columns;  // File columns, by slot.
+  std::vector<int> numeric;  // The selected numeric columns, in order.
+};
+
+absl::StatusOr<ColumnPlan> PlanColumns(const std::vector<std::string>& header,
+                                       const CsvOptions& options) {
+  ColumnPlan plan;
+  if (options.columns.empty()) {
+    plan.selected.resize(header.size());
+    for (size_t c = 0; c < header.size(); ++c)
+      plan.selected[c] = static_cast<int>(c);
+  } else {
+    SPARROW_ASSIGN_OR_RETURN(plan.selected,
+                             ResolveColumns(header, options.columns));
+  }
+  plan.slot.assign(header.size(), -1);
+  SPARROW_ASSIGN_OR_RETURN(std::vector<int> categorical,
+                           ResolveColumns(header, options.categorical));
+  for (const int c : categorical) {
+    if (std::find(plan.selected.begin(), plan.selected.end(), c) ==
+        plan.selected.end()) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "categorical column '%s' is not among the selected columns; select "
+          "it as well",
+          header[c]));
+    }
+    if (plan.slot[c] < 0) {
+      plan.slot[c] = static_cast<int>(plan.categorical_columns.size());
+      plan.categorical_columns.push_back(c);
+    }
+  }
+  for (const int c : plan.selected) {
+    if (plan.slot[c] < 0) plan.numeric.push_back(c);
+  }
+  return plan;
+}
+
+// What the data lines hold: `values` has the numeric columns of each row, one
+// row after another; `categories` the categorical columns.
+struct ParsedRows {
+  std::vector<double> values;
+  std::vector<Categories> categories;
+  int64_t num_rows = 0;
+};
+
+// A data line must have one field per header column.
+absl::Status CheckFieldCount(const std::vector<Field>& fields,
+                             const std::vector<std::string>& header,
+                             int64_t line_number) {
+  const size_t num_fields = header.size();
+  if (fields.size() == num_fields) return absl::OkStatus();
+  const bool short_row = fields.size() < num_fields;
+  return absl::InvalidArgumentError(absl::StrFormat(
+      "line %d: expected %d fields (one per header column), got %d; %s",
+      line_number, num_fields, fields.size(),
+      short_row ? absl::StrCat("column '", header[fields.size()],
+                               "' and later ones are missing")
+                : absl::StrCat("extra fields after the last column '",
+                               header.back(), "'")));
+}
+
+// Reads the data lines that follow the header.
+absl::StatusOr<ParsedRows> ReadRows(std::string_view buffer, LineReader* lines,
+                                    const std::vector<std::string>& header,
+                                    const ColumnPlan& plan,
+                                    const CsvOptions& options,
+                                    std::vector<Field>* fields) {
+  ParsedRows rows;
+  rows.categories.resize(plan.categorical_columns.size());
+  // One data row per line at most: reserving avoids regrowth on big files.
+  rows.values.reserve(
+      plan.numeric.size() *
+      static_cast<size_t>(std::count(buffer.begin(), buffer.end(), '\n') + 1));
+  int64_t first_blank_line = 0;
+  std::string_view line;
+  while (lines->Next(&line)) {
+    if (IsBlank(line)) {
+      if (first_blank_line == 0) first_blank_line = lines->number();
+      continue;
+    }
+    if (first_blank_line != 0) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "line %d is blank but line %d has data; blank lines are only "
+          "allowed at the end of the file",
+          first_blank_line, lines->number()));
+    }
+    SPARROW_RETURN_IF_ERROR(SplitFields(line, lines->number(), fields));
+    if (fields->size() == header.size() + 1) DropTrailingEmptyField(fields);
+    SPARROW_RETURN_IF_ERROR(CheckFieldCount(*fields, header, lines->number()));
+    for (const int c : plan.numeric) {
+      double value = 0.0;
+      SPARROW_RETURN_IF_ERROR(ParseValue((*fields)[c], lines->number(),
+                                         header[c], options.keep_missing,
+                                         &value));
+      rows.values.push_back(value);
+    }
+    for (size_t k = 0; k < plan.categorical_columns.size(); ++k) {
+      const int c = plan.categorical_columns[k];
+      SPARROW_RETURN_IF_ERROR(ParseCategory((*fields)[c], lines->number(),
+                                            header[c], options.keep_missing,
+                                            &rows.categories[k]));
+    }
+    ++rows.num_rows;
+  }
+  if (rows.num_rows == 0) {
+    return absl::InvalidArgumentError(
+        "the CSV buffer has a header (line 1) but no data rows");
+  }
+  return rows;
+}
+
+// The table's columns and header when a categorical column has one output
+// row per level (its levels sorted by SortLevels); returns the table's width.
+int DescribeColumns(const std::vector<std::string>& header,
+                    const ColumnPlan& plan,
+                    const std::vector<std::vector<std::string>>& levels,
+                    CsvTable* table) {
+  int width = 0;
+  for (const int c : plan.selected) {
+    CsvColumn column;
+    column.name = header[c];
+    column.first = width;
+    if (plan.slot[c] >= 0) {
+      column.categorical = true;
+      column.levels = levels[plan.slot[c]];
+      for (const std::string& level : column.levels) {
+        table->header.push_back(absl::StrCat(column.name, "=", level));
+      }
+    } else {
+      table->header.push_back(column.name);
+    }
+    width += column.width();
+    table->columns.push_back(std::move(column));
+  }
+  return width;
+}
+
+// The table of the parsed rows: numeric columns as they are, categorical ones
+// one-hot encoded.
+CsvTable BuildTable(const std::vector<std::string>& header,
+                    const ColumnPlan& plan, const ParsedRows& rows) {
+  // `values` holds the rows one after another: a column-major matrix with one
+  // data row per column.
+  const int64_t num_rows = rows.num_rows;
+  const Eigen::Map<const Eigen::MatrixXd> parsed(
+      rows.values.data(), static_cast<Eigen::Index>(plan.numeric.size()),
+      num_rows);
+  CsvTable table;
+  if (plan.categorical_columns.empty()) {
+    table.values = parsed;
+    for (const int c : plan.selected) {
+      CsvColumn column;
+      column.name = header[c];
+      column.first = static_cast<int>(table.columns.size());
+      table.columns.push_back(std::move(column));
+      table.header.push_back(header[c]);
+    }
+    return table;
+  }
+  const size_t num_categorical = plan.categorical_columns.size();
+  std::vector<std::vector<std::string>> levels(num_categorical);
+  std::vector<std::vector<int>> ranks(num_categorical);
+  for (size_t k = 0; k < num_categorical; ++k) {
+    ranks[k] = SortLevels(rows.categories[k], &levels[k]);
+  }
+  const int width = DescribeColumns(header, plan, levels, &table);
+  table.values.setZero(width, num_rows);
+  int next_numeric = 0;
+  for (size_t i = 0; i < plan.selected.size(); ++i) {
+    const CsvColumn& column = table.columns[i];
+    const int k = plan.slot[plan.selected[i]];
+    if (k < 0) {
+      table.values.row(column.first) = parsed.row(next_numeric++);
+      continue;
+    }
+    for (int64_t r = 0; r < num_rows; ++r) {
+      const int code = rows.categories[k].codes[r];
+      if (code < 0) {
+        table.values.col(r)
+            .segment(column.first, column.width())
+            .setConstant(std::numeric_limits<double>::quiet_NaN());
+      } else {
+        table.values(column.first + ranks[k][code], r) = 1.0;
+      }
+    }
+  }
+  return table;
+}
+
 }  // namespace
 
 absl::StatusOr<CsvTable> ParseCsv(std::string_view buffer) {
@@ -421,149 +616,10 @@ absl::StatusOr<CsvTable> ParseCsv(std::string_view buffer,
   std::vector<Field> fields;
   SPARROW_ASSIGN_OR_RETURN(std::vector<std::string> header,
                            ReadHeader(buffer, &lines, &fields));
-
-  std::vector<int> selected;
-  if (options.columns.empty()) {
-    selected.resize(header.size());
-    for (size_t c = 0; c < header.size(); ++c)
-      selected[c] = static_cast<int>(c);
-  } else {
-    SPARROW_ASSIGN_OR_RETURN(selected, ResolveColumns(header, options.columns));
-  }
-  // slot[c] >= 0: file column c is categorical, its categories are
-  // categories[slot[c]].
-  std::vector<int> slot(header.size(), -1);
-  std::vector<int> categorical_columns;
-  SPARROW_ASSIGN_OR_RETURN(std::vector<int> categorical,
-                           ResolveColumns(header, options.categorical));
-  for (const int c : categorical) {
-    if (std::find(selected.begin(), selected.end(), c) == selected.end()) {
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "categorical column '%s' is not among the selected columns; select "
-          "it as well",
-          header[c]));
-    }
-    if (slot[c] < 0) {
-      slot[c] = static_cast<int>(categorical_columns.size());
-      categorical_columns.push_back(c);
-    }
-  }
-  std::vector<Categories> categories(categorical_columns.size());
-  std::vector<int> numeric;  // The selected numeric columns, in order.
-  for (const int c : selected) {
-    if (slot[c] < 0) numeric.push_back(c);
-  }
-
-  const size_t num_fields = header.size();
-  std::vector<double> values;
-  // One data row per line at most: reserving avoids regrowth on big files.
-  values.reserve(
-      numeric.size() *
-      static_cast<size_t>(std::count(buffer.begin(), buffer.end(), '\n') + 1));
-  int64_t num_rows = 0;
-  int64_t first_blank_line = 0;
-  std::string_view line;
-  while (lines.Next(&line)) {
-    if (IsBlank(line)) {
-      if (first_blank_line == 0) first_blank_line = lines.number();
-      continue;
-    }
-    if (first_blank_line != 0) {
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "line %d is blank but line %d has data; blank lines are only "
-          "allowed at the end of the file",
-          first_blank_line, lines.number()));
-    }
-    SPARROW_RETURN_IF_ERROR(SplitFields(line, lines.number(), &fields));
-    if (fields.size() == num_fields + 1) DropTrailingEmptyField(&fields);
-    if (fields.size() != num_fields) {
-      const bool short_row = fields.size() < num_fields;
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "line %d: expected %d fields (one per header column), got %d; %s",
-          lines.number(), num_fields, fields.size(),
-          short_row ? absl::StrCat("column '", header[fields.size()],
-                                   "' and later ones are missing")
-                    : absl::StrCat("extra fields after the last column '",
-                                   header.back(), "'")));
-    }
-    for (const int c : numeric) {
-      double value = 0.0;
-      SPARROW_RETURN_IF_ERROR(ParseValue(fields[c], lines.number(), header[c],
-                                         options.keep_missing, &value));
-      values.push_back(value);
-    }
-    for (size_t k = 0; k < categorical_columns.size(); ++k) {
-      const int c = categorical_columns[k];
-      SPARROW_RETURN_IF_ERROR(ParseCategory(fields[c], lines.number(),
-                                            header[c], options.keep_missing,
-                                            &categories[k]));
-    }
-    ++num_rows;
-  }
-  if (num_rows == 0) {
-    return absl::InvalidArgumentError(
-        "the CSV buffer has a header (line 1) but no data rows");
-  }
-
-  // `values` holds the rows one after another: a column-major matrix with one
-  // data row per column.
-  const Eigen::Map<const Eigen::MatrixXd> parsed(
-      values.data(), static_cast<Eigen::Index>(numeric.size()), num_rows);
-  CsvTable table;
-  if (categorical_columns.empty()) {
-    table.values = parsed;
-    for (const int c : selected) {
-      CsvColumn column;
-      column.name = header[c];
-      column.first = static_cast<int>(table.columns.size());
-      table.columns.push_back(std::move(column));
-      table.header.push_back(header[c]);
-    }
-    return table;
-  }
-  std::vector<std::vector<std::string>> levels(categorical_columns.size());
-  std::vector<std::vector<int>> ranks(categorical_columns.size());
-  for (size_t k = 0; k < categorical_columns.size(); ++k) {
-    ranks[k] = SortLevels(categories[k], &levels[k]);
-  }
-  int width = 0;
-  for (const int c : selected) {
-    CsvColumn column;
-    column.name = header[c];
-    column.first = width;
-    if (slot[c] >= 0) {
-      column.categorical = true;
-      column.levels = levels[slot[c]];
-      for (const std::string& level : column.levels) {
-        table.header.push_back(absl::StrCat(column.name, "=", level));
-      }
-    } else {
-      table.header.push_back(column.name);
-    }
-    width += column.width();
-    table.columns.push_back(std::move(column));
-  }
-  table.values.setZero(width, num_rows);
-  int next_numeric = 0;
-  for (size_t i = 0; i < selected.size(); ++i) {
-    const CsvColumn& column = table.columns[i];
-    const int k = slot[selected[i]];
-    if (k < 0) {
-      table.values.row(column.first) = parsed.row(next_numeric++);
-      continue;
-    }
-    for (int64_t r = 0; r < num_rows; ++r) {
-      const int code = categories[k].codes[r];
-      if (code < 0) {
-        table.values.col(r)
-            .segment(column.first, column.width())
-            .setConstant(std::numeric_limits<double>::quiet_NaN());
-      } else {
-        table.values(column.first + ranks[k][code], r) = 1.0;
-      }
-    }
-  }
-  return table;
+  SPARROW_ASSIGN_OR_RETURN(ColumnPlan plan, PlanColumns(header, options));
+  SPARROW_ASSIGN_OR_RETURN(ParsedRows rows, ReadRows(buffer, &lines, header,
+                                                     plan, options, &fields));
+  return BuildTable(header, plan, rows);
 }
 
 absl::StatusOr<std::vector<int>> ResolveColumns(

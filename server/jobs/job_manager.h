@@ -4,7 +4,9 @@
 // checkpoints, and recovery at start-up. Each job runs in a worker process
 // (WorkerProcess) under a memory limit, so that a job that crashes or runs
 // out of memory ends only itself. The services are thin wrappers over this
-// class and the Store.
+// class and the Store. Its member functions are defined in job_manager.cc
+// (the queue, recovery, cancellation), job_admission.cc (Submit) and
+// job_attempt.cc (running a job, attempt by attempt).
 #ifndef SPARROW_SERVER_JOBS_JOB_MANAGER_H_
 #define SPARROW_SERVER_JOBS_JOB_MANAGER_H_
 
@@ -168,6 +170,13 @@ class JobManager {
   // Start(): queues or resumes a recovered job, or fails one that no longer
   // passes the limits.
   absl::Status Recover(const JobRecord& record, int* resumed, int* queued);
+  // The two halves of Cancel, mu_ held: a job in the queue_ (it leaves it),
+  // and a job a worker thread has taken.
+  absl::StatusOr<v1::Job> CancelQueued(const std::string& tenant,
+                                       const std::string& id);
+  absl::StatusOr<v1::Job> CancelRunning(const std::string& tenant,
+                                        const std::string& id,
+                                        RunningJob* running);
   void Enqueue(QueueEntry entry);  // mu_ held
   void UpdateGauges();             // mu_ held
 

@@ -8,18 +8,10 @@
 #include "absl/strings/str_cat.h"
 #include "core/util/status_macros.h"
 #include "server/spec/convert.h"
+#include "sparrow/v1/job_state.h"
 
 namespace sparrow::server {
 namespace {
-
-bool IsFinal(v1::Job::State s) {
-  return s == v1::Job::SUCCEEDED || s == v1::Job::FAILED ||
-         s == v1::Job::CANCELLED;
-}
-
-bool IsFinalEvent(const v1::ProgressEvent& e) {
-  return e.kind() == v1::ProgressEvent::STATE && IsFinal(e.state());
-}
 
 // Streams a job's events after after_seq: it reads them from the store in
 // batches, writes one at a time, and when it has caught up parks on the
@@ -125,7 +117,7 @@ class WatchReactor : public grpc::ServerWriteReactor<v1::ProgressEvent> {
         End(ToGrpcStatus(job.status()));
         return;
       }
-      if (!IsFinal(job->job.state())) {
+      if (!v1::IsFinal(job->job.state())) {
         wait_after = std::min(last_sent_, job->job.last_seq());
         break;
       }
@@ -148,7 +140,7 @@ class WatchReactor : public grpc::ServerWriteReactor<v1::ProgressEvent> {
     current_ = std::move(batch_.front());
     batch_.pop_front();
     last_sent_ = current_.seq();
-    final_sent_ = IsFinalEvent(current_);
+    final_sent_ = v1::IsFinalEvent(current_);
     writing_ = true;
     StartWrite(&current_);
   }

@@ -58,6 +58,7 @@
 #include "gtest/gtest.h"
 #include "server/spec/sha256.h"
 #include "server/store/store.h"
+#include "sparrow/v1/job_state.h"
 #include "sparrow/v1/jobs.grpc.pb.h"
 #include "tests/server/testing/server_fixture.h"
 #include "tests/server/testing/sparrowd_process.h"
@@ -76,15 +77,6 @@ constexpr int kLongJobs = 5;
 constexpr int kCancels = 2;
 constexpr int kUploads = 6;
 constexpr int kLongRows = 2000;
-
-bool IsFinal(v1::Job::State s) {
-  return s == v1::Job::SUCCEEDED || s == v1::Job::FAILED ||
-         s == v1::Job::CANCELLED;
-}
-
-bool IsFinalEvent(const v1::ProgressEvent& e) {
-  return e.kind() == v1::ProgressEvent::STATE && IsFinal(e.state());
-}
 
 uint32_t ChaosSeed() {
   const char* env = std::getenv("SPARROW_CHAOS_SEED");
@@ -282,7 +274,7 @@ void ExpectWellFormedStream(const std::vector<v1::ProgressEvent>& events,
   for (size_t i = 0; i < events.size(); ++i) {
     const v1::ProgressEvent& e = events[i];
     ASSERT_EQ(e.seq(), static_cast<int64_t>(i + 1)) << "event " << i;
-    finals += IsFinalEvent(e);
+    finals += v1::IsFinalEvent(e);
     if (e.kind() == v1::ProgressEvent::STATE && e.state() == v1::Job::RUNNING) {
       ++runnings;
       last_iteration = 0;
@@ -304,14 +296,14 @@ void ExpectWellFormedStream(const std::vector<v1::ProgressEvent>& events,
   EXPECT_EQ(events.front().kind(), v1::ProgressEvent::STATE);
   EXPECT_EQ(events.front().state(), v1::Job::QUEUED);
   EXPECT_EQ(finals, 1) << "final STATE events";
-  EXPECT_TRUE(IsFinalEvent(events.back()))
+  EXPECT_TRUE(v1::IsFinalEvent(events.back()))
       << "last event: " << events.back().ShortDebugString();
   EXPECT_EQ(events.back().state(), job.state());
   EXPECT_EQ(events.back().seq(), job.last_seq());
   EXPECT_EQ(runnings, job.attempts());
   int final_transitions = 0;
   for (const v1::Job::Transition& t : job.history()) {
-    final_transitions += IsFinal(t.state());
+    final_transitions += v1::IsFinal(t.state());
   }
   EXPECT_EQ(final_transitions, 1) << job.ShortDebugString();
 }
@@ -514,7 +506,7 @@ class SparrowdChaos : public ::testing::Test {
     std::vector<v1::ProgressEvent> events;
     int streams = 0;
     auto final_seen = [&] {
-      return !events.empty() && IsFinalEvent(events.back());
+      return !events.empty() && v1::IsFinalEvent(events.back());
     };
     while (!final_seen() && !GivenUp()) {
       const int64_t after = events.empty() ? 0 : events.back().seq();
@@ -694,7 +686,7 @@ TEST_F(SparrowdChaos, TwentySigkillsLoseNothingAndEndEveryJobOnce) {
     job_ids.insert(s->job_id);
     auto job = Retry<v1::Job>([&] { return client_->GetJob(s->job_id); });
     ASSERT_TRUE(job.ok()) << job.status();
-    EXPECT_TRUE(IsFinal(job->state())) << job->ShortDebugString();
+    EXPECT_TRUE(v1::IsFinal(job->state())) << job->ShortDebugString();
     const std::vector<v1::ProgressEvent> replay = Replay(s->job_id);
     ASSERT_NO_FATAL_FAILURE(
         ExpectWellFormedStream(replay, *job, s->plan.epochs));
@@ -715,7 +707,7 @@ TEST_F(SparrowdChaos, TwentySigkillsLoseNothingAndEndEveryJobOnce) {
           << (s->plan.raw_watcher ? "raw" : "Client::Watch") << " watcher, "
           << "event " << i << " of " << s->watched.size();
     }
-    EXPECT_TRUE(IsFinalEvent(s->watched.back()));
+    EXPECT_TRUE(v1::IsFinalEvent(s->watched.back()));
     ASSERT_EQ(s->watched.size(), replay.size());
     for (size_t i = 0; i < replay.size(); ++i) {
       EXPECT_EQ(s->watched[i].kind(), replay[i].kind()) << "seq " << i + 1;

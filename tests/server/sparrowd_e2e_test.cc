@@ -43,6 +43,7 @@
 #include "gtest/gtest.h"
 #include "server/service/dataset_service.h"
 #include "sparrow/v1/datasets.grpc.pb.h"
+#include "sparrow/v1/job_state.h"
 #include "sparrow/v1/jobs.grpc.pb.h"
 #include "sparrow/v1/model_service.grpc.pb.h"
 #include "tests/server/testing/server_fixture.h"
@@ -197,11 +198,6 @@ grpc::Status RawCall(const std::shared_ptr<grpc::Channel>& channel,
   return status;
 }
 
-bool IsFinal(v1::Job::State s) {
-  return s == v1::Job::SUCCEEDED || s == v1::Job::FAILED ||
-         s == v1::Job::CANCELLED;
-}
-
 // ---------------------------------------------------------------------------
 // Watches one job from a thread across server restarts: on a broken stream it
 // reconnects (to the latest address given to SetAddress) with after_seq = the
@@ -306,7 +302,7 @@ class Watcher {
         events_.push_back(e);
         if (e.kind() == v1::ProgressEvent::ITERATION) {
           max_iteration_ = std::max(max_iteration_, e.iteration());
-        } else if (IsFinal(e.state())) {
+        } else if (v1::IsFinal(e.state())) {
           final_seen_ = true;
         }
         cv_.notify_all();

@@ -14,15 +14,11 @@
 #include "gtest/gtest.h"
 #include "server/jobs/job_manager.h"
 #include "server/spec/sha256.h"
+#include "sparrow/v1/job_state.h"
 #include "tests/server/testing/server_fixture.h"
 
 namespace sparrow::server {
 namespace {
-
-bool IsFinal(v1::Job::State s) {
-  return s == v1::Job::SUCCEEDED || s == v1::Job::FAILED ||
-         s == v1::Job::CANCELLED;
-}
 
 TEST(JobManagerConcurrencyTest,
      ConcurrentSubmitsCancelsAndWatchersEndEveryJobOnce) {
@@ -83,7 +79,7 @@ TEST(JobManagerConcurrencyTest,
     for (const auto* ids : {&short_ids, &long_ids}) {
       for (const std::string& id : *ids) {
         auto job = jobs.GetJob("default", id);
-        if (!job.ok() || !IsFinal(job->state())) return false;
+        if (!job.ok() || !v1::IsFinal(job->state())) return false;
       }
     }
     return true;

@@ -23,7 +23,6 @@ namespace sparrow::server {
 namespace {
 
 using testing::CountIterations;
-using testing::IsFinalState;
 using testing::kLongEpochs;
 using testing::ServiceFixture;
 using testing::SmallSpec;
@@ -420,7 +419,7 @@ TEST_F(JobServiceTest, ReconnectingWatcherResumesExactly) {
     for (int i = 0; i < 7 && reader->Read(&e); ++i) {
       got.push_back(e);
       last = e.seq();
-      final = IsFinalState(e.state()) && e.kind() == v1::ProgressEvent::STATE;
+      final = v1::IsFinalEvent(e);
     }
     context->TryCancel();
     while (reader->Read(&e)) {

@@ -17,6 +17,7 @@
 #include "absl/time/time.h"
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "gtest/gtest.h"
+#include "sparrow/v1/job_state.h"
 #include "tests/server/testing/server_fixture.h"
 
 namespace sparrow::server::testing {
@@ -27,11 +28,6 @@ inline constexpr int kLongEpochs = 100000;
 
 inline std::string StateName(v1::Job::State s) {
   return v1::Job::State_Name(s);
-}
-
-inline bool IsFinalState(v1::Job::State s) {
-  return s == v1::Job::SUCCEEDED || s == v1::Job::FAILED ||
-         s == v1::Job::CANCELLED;
 }
 
 // A STATE event's state, or STATE_UNSPECIFIED for ITERATION events.
@@ -232,8 +228,8 @@ class ServiceFixture : public ServerFixture {
 
   v1::Job WaitForFinal(const std::string& id, const std::string& token = "") {
     v1::Job job = WaitForJob(
-        id, [](const v1::Job& j) { return IsFinalState(j.state()); }, token);
-    EXPECT_TRUE(IsFinalState(job.state()))
+        id, [](const v1::Job& j) { return v1::IsFinal(j.state()); }, token);
+    EXPECT_TRUE(v1::IsFinal(job.state()))
         << job.id() << " is still " << StateName(job.state());
     return job;
   }

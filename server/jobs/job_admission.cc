@@ -1,0 +1,189 @@
+// JobManager, admission: a submission's checks (spec, dataset, limits, the
+// memory it will need) and its place in the queue.
+#include <mutex>
+#include <optional>
+#include <random>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "core/data/csv.h"
+#include "core/data/dataset.h"
+#include "core/train/trainer.h"
+#include "core/util/status_macros.h"
+#include "server/jobs/job_manager.h"
+#include "server/spec/convert.h"
+#include "server/spec/text.h"
+#include "spdlog/spdlog.h"
+
+namespace sparrow::server {
+namespace {
+
+std::string NewJobId() {
+  static std::mutex mu;
+  static std::mt19937_64 rng(std::random_device{}());
+  std::lock_guard<std::mutex> lock(mu);
+  return absl::StrFormat("job-%016x", rng());
+}
+
+// The job an earlier submission with the same request_id created, or
+// ALREADY_EXISTS when the request differs (AIP-155).
+absl::StatusOr<v1::Job> SameRequest(const v1::Job& earlier,
+                                    const v1::SubmitJobRequest& request) {
+  if (earlier.spec().SerializeAsString() !=
+          request.spec().SerializeAsString() ||
+      earlier.priority() != request.priority()) {
+    return absl::AlreadyExistsError(absl::StrCat(
+        "request_id '", spec::ForMessage(request.request_id()),
+        "' was used for job ", earlier.id(),
+        " with a different spec or priority; use a new request_id for a new "
+        "job"));
+  }
+  return earlier;
+}
+
+}  // namespace
+
+absl::StatusOr<int64_t> JobManager::ValidateSubmission(
+    const std::string& tenant, const v1::JobSpec& spec) {
+  if (spec.data().source_case() != v1::DataSource::kDatasetId) {
+    return absl::InvalidArgumentError(
+        "spec.data.dataset_id is required: upload the CSV first (sparrow "
+        "upload FILE.csv) and put its id here; data.csv_path is for local "
+        "runs only");
+  }
+  SPARROW_ASSIGN_OR_RETURN(core::TrainConfig config, spec::ToTrainConfig(spec));
+  SPARROW_ASSIGN_OR_RETURN(
+      v1::Dataset dataset,
+      store_->GetDataset(tenant, spec.data().dataset_id()));
+  const std::vector<std::string> header(dataset.columns().begin(),
+                                        dataset.columns().end());
+  auto resolve = [&](const google::protobuf::RepeatedPtrField<std::string>& f,
+                     const char* name) -> absl::StatusOr<int> {
+    const std::vector<std::string> selectors(f.begin(), f.end());
+    auto columns = core::data::ResolveColumns(header, selectors);
+    if (!columns.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("spec.data.", name, ": ", columns.status().message()));
+    }
+    return static_cast<int>(columns->size());
+  };
+  SPARROW_ASSIGN_OR_RETURN(int n_in, resolve(spec.data().inputs(), "inputs"));
+  SPARROW_ASSIGN_OR_RETURN(int n_out,
+                           resolve(spec.data().outputs(), "outputs"));
+  SPARROW_RETURN_IF_ERROR(
+      resolve(spec.data().test_inputs(), "test_inputs").status());
+  SPARROW_RETURN_IF_ERROR(
+      resolve(spec.data().test_outputs(), "test_outputs").status());
+  if (!spec.data().trace_column().empty()) {
+    SPARROW_RETURN_IF_ERROR(
+        core::data::ResolveColumns(header, {spec.data().trace_column()})
+            .status());
+  }
+  // Row ranges against the stored row count (the trainer re-checks them).
+  const struct {
+    const google::protobuf::RepeatedPtrField<v1::RowRange>* ranges;
+    const char* name;
+  } splits[] = {{&spec.split().train(), "spec.split.train"},
+                {&spec.split().validation(), "spec.split.validation"},
+                {&spec.split().test(), "spec.split.test"}};
+  for (const auto& split : splits) {
+    std::vector<core::data::RowRange> ranges;
+    for (const v1::RowRange& r : *split.ranges) {
+      ranges.push_back({r.first(), r.last()});
+    }
+    SPARROW_RETURN_IF_ERROR(
+        core::data::ValidateRanges(ranges, dataset.rows(), split.name));
+  }
+  // Column roles, categorical columns and splits, as the trainer will check
+  // them.
+  SPARROW_RETURN_IF_ERROR(spec::ValidateDataSpec(spec, header, dataset.rows()));
+  // A categorical column counts as one input or output here: its levels are
+  // in the content, not the dataset's metadata. RunJob checks the limit again
+  // with the one-hot widths.
+  SPARROW_ASSIGN_OR_RETURN(int64_t params,
+                           core::CountParameters(config.model, n_in, n_out));
+  if (params > options_.limits.max_model_params) {
+    return absl::ResourceExhaustedError(absl::StrFormat(
+        "the model has %d parameters; this server allows at most %d "
+        "(sparrowd --max-model-params)",
+        params, options_.limits.max_model_params));
+  }
+  SPARROW_ASSIGN_OR_RETURN(
+      core::MemoryEstimate memory,
+      core::EstimateMemory(config, n_in, n_out, dataset.rows(),
+                           dataset.size_bytes()));
+  SPARROW_RETURN_IF_ERROR(CheckMemory(memory));
+  return memory.total;
+}
+
+absl::Status JobManager::CheckMemory(const core::MemoryEstimate& memory) const {
+  const int64_t per_job = options_.limits.max_job_memory;
+  if (memory.total <= per_job && memory.total <= memory_budget_) {
+    return absl::OkStatus();
+  }
+  const bool job_limit = memory.total > per_job;
+  return absl::ResourceExhaustedError(absl::StrCat(
+      "the job would need about ", core::FormatBytes(memory.total),
+      " of memory, mostly for ", memory.dominant, "; this server allows ",
+      job_limit ? "one job at most " : "all running jobs together at most ",
+      core::FormatBytes(job_limit ? per_job : memory_budget_),
+      job_limit ? " (sparrowd --max-job-memory)"
+                : " (sparrowd --max-total-job-memory)",
+      ". Use a smaller model or less data",
+      memory.curvature > memory.total / 2
+          ? ", or a first-order method or L-BFGS, which need no n x n "
+            "matrix"
+          : ""));
+}
+
+absl::StatusOr<v1::Job> JobManager::Submit(
+    const std::string& tenant, const v1::SubmitJobRequest& request) {
+  if (shutting_down_) {
+    return absl::UnavailableError(
+        "the server is shutting down; retry after it restarts");
+  }
+  // A retry of an earlier submission returns that job, even when the queue
+  // has filled up or the dataset is gone since.
+  SPARROW_ASSIGN_OR_RETURN(
+      std::optional<v1::Job> earlier,
+      store_->FindJobByRequestId(tenant, request.request_id()));
+  if (earlier.has_value()) return SameRequest(*earlier, request);
+  SPARROW_ASSIGN_OR_RETURN(const int64_t memory,
+                           ValidateSubmission(tenant, request.spec()));
+  std::lock_guard<std::mutex> lock(mu_);
+  if (draining_) {
+    return absl::UnavailableError(
+        "the server is shutting down; retry after it restarts");
+  }
+  if (static_cast<int>(queue_.size()) >= options_.limits.max_queued_jobs) {
+    return absl::ResourceExhaustedError(absl::StrFormat(
+        "the queue is full: %d jobs wait (sparrowd --max-queued-jobs); retry "
+        "later",
+        queue_.size()));
+  }
+  if (queued_per_tenant_[tenant] >= options_.limits.max_queued_per_tenant) {
+    return absl::ResourceExhaustedError(absl::StrFormat(
+        "you have %d queued jobs, the most this server allows per tenant "
+        "(sparrowd --max-queued-per-tenant); wait for some to start or cancel "
+        "some",
+        queued_per_tenant_[tenant]));
+  }
+  v1::Job job;
+  job.set_id(NewJobId());
+  *job.mutable_spec() = request.spec();
+  job.set_priority(request.priority());
+  job.set_request_id(request.request_id());
+  bool existed = false;
+  SPARROW_ASSIGN_OR_RETURN(v1::Job stored,
+                           store_->CreateJob(tenant, job, &existed));
+  if (existed) return SameRequest(stored, request);
+  hub_->Publish(stored.id(), stored.last_seq());
+  spdlog::info("job {} tenant {}: QUEUED (priority {})", stored.id(), tenant,
+               stored.priority());
+  Enqueue(
+      {false, stored.priority(), next_order_++, stored.id(), tenant, memory});
+  UpdateGauges();
+  return stored;
+}
+
+}  // namespace sparrow::server

@@ -1,0 +1,101 @@
+// SqliteStore, the Store over one SQLite database (server/store/store.h,
+// OpenSqliteStore). Its member functions are defined by concern: opening and
+// the schema in sqlite_store.cc, datasets in sqlite_datasets.cc, jobs in
+// sqlite_jobs.cc, progress events, checkpoints and models in
+// sqlite_events.cc. Internal to server/store/.
+#ifndef SPARROW_SERVER_STORE_INTERNAL_SQLITE_STORE_H_
+#define SPARROW_SERVER_STORE_INTERNAL_SQLITE_STORE_H_
+
+#include <mutex>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "server/store/internal/sqlite_db.h"
+#include "server/store/store.h"
+
+namespace sparrow::server::sqlite {
+
+class SqliteStore final : public Store {
+ public:
+  explicit SqliteStore(Connection connection)
+      : connection_(std::move(connection)) {}
+
+  absl::StatusOr<v1::Dataset> PutDataset(const std::string& tenant,
+                                         const v1::Dataset& meta,
+                                         absl::string_view content,
+                                         bool* already_existed) override;
+  absl::StatusOr<v1::Dataset> GetDataset(const std::string& tenant,
+                                         const std::string& id) override;
+  absl::StatusOr<std::string> GetDatasetContent(const std::string& tenant,
+                                                const std::string& id) override;
+  absl::StatusOr<Page<v1::Dataset>> ListDatasets(
+      const std::string& tenant, int page_size,
+      const std::string& page_token) override;
+  absl::Status DeleteDataset(const std::string& tenant,
+                             const std::string& id) override;
+
+  absl::StatusOr<v1::Job> CreateJob(const std::string& tenant,
+                                    const v1::Job& job,
+                                    bool* already_existed) override;
+  absl::StatusOr<JobRecord> GetJob(const std::string& id) override;
+  absl::StatusOr<std::optional<v1::Job>> FindJobByRequestId(
+      const std::string& tenant, const std::string& request_id) override;
+  absl::StatusOr<Page<v1::Job>> ListJobs(
+      const std::string& tenant, v1::Job::State state, int page_size,
+      const std::string& page_token) override;
+  absl::StatusOr<std::vector<JobRecord>> JobsInStates(
+      absl::Span<const v1::Job::State> states) override;
+  absl::StatusOr<std::pair<v1::Job, v1::ProgressEvent>> TransitionJob(
+      const std::string& id, const JobTransition& transition) override;
+
+  absl::StatusOr<std::vector<v1::ProgressEvent>> AppendEvents(
+      const std::string& job_id,
+      std::vector<v1::ProgressEvent> events) override;
+  absl::StatusOr<std::vector<v1::ProgressEvent>> ListEvents(
+      const std::string& job_id, int64_t after_seq, int limit) override;
+
+  absl::Status PutCheckpoint(const std::string& job_id,
+                             absl::string_view bytes) override;
+  absl::StatusOr<std::optional<std::string>> GetCheckpoint(
+      const std::string& job_id) override;
+  absl::StatusOr<v1::TrainedModel> GetModel(const std::string& job_id) override;
+
+ private:
+  // The helpers below run inside the caller's lock (and transaction).
+  absl::StatusOr<std::optional<v1::Dataset>> FindDataset(
+      const std::string& tenant, const std::string& id);
+  // The one-row blob `select_sql` (with ?1 = tenant, ?2 = id) reads for a
+  // dataset; empty when there is no row.
+  absl::StatusOr<std::optional<std::string>> DatasetBlob(
+      const char* select_sql, const std::string& tenant, const std::string& id);
+  absl::StatusOr<JobRecord> LoadJob(const std::string& id);
+  absl::StatusOr<std::optional<v1::Job>> FindByRequestId(
+      const std::string& tenant, const std::string& request_id);
+  // The one-row blob `select_sql` (with ?1 = job_id) reads for a job that
+  // exists (NOT_FOUND otherwise); empty when there is no row. Takes the lock.
+  absl::StatusOr<std::optional<std::string>> JobBlob(const std::string& job_id,
+                                                     const char* select_sql);
+  absl::Status InsertJob(const std::string& tenant, const v1::Job& job);
+  absl::Status UpdateJob(const v1::Job& job);
+  absl::Status InsertEvent(Statement& insert, const v1::ProgressEvent& event);
+
+  // One connection, used by one call at a time.
+  std::mutex mu_;
+  Connection connection_;
+};
+
+absl::Status DatasetNotFound(const std::string& id);
+absl::Status JobNotFound(const std::string& id);
+
+// Adds one progress event: ?1 job_id, ?2 seq, ?3 the serialized event.
+inline constexpr char kInsertEvent[] =
+    "INSERT INTO events (job_id, seq, event) VALUES (?1, ?2, ?3)";
+
+}  // namespace sparrow::server::sqlite
+
+#endif  // SPARROW_SERVER_STORE_INTERNAL_SQLITE_STORE_H_

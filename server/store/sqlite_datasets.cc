@@ -1,0 +1,150 @@
+// SqliteStore: datasets (their metadata and content).
+#include <mutex>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "core/util/status_macros.h"
+#include "server/spec/text.h"
+#include "server/store/internal/sqlite_store.h"
+
+namespace sparrow::server::sqlite {
+
+absl::Status DatasetNotFound(const std::string& id) {
+  return absl::NotFoundError(
+      absl::StrCat("dataset ", spec::ForMessage(id), " not found"));
+}
+
+absl::StatusOr<std::optional<std::string>> SqliteStore::DatasetBlob(
+    const char* select_sql, const std::string& tenant, const std::string& id) {
+  SPARROW_ASSIGN_OR_RETURN(Statement select, connection_.Prepare(select_sql));
+  select.BindText(1, tenant);
+  select.BindText(2, id);
+  SPARROW_ASSIGN_OR_RETURN(bool found, select.Step());
+  if (!found) return std::optional<std::string>();
+  return std::optional<std::string>(select.ColumnString(0));
+}
+
+absl::StatusOr<std::optional<v1::Dataset>> SqliteStore::FindDataset(
+    const std::string& tenant, const std::string& id) {
+  SPARROW_ASSIGN_OR_RETURN(
+      std::optional<std::string> blob,
+      DatasetBlob("SELECT meta FROM datasets WHERE tenant = ?1 AND id = ?2",
+                  tenant, id));
+  if (!blob.has_value()) return std::nullopt;
+  SPARROW_ASSIGN_OR_RETURN(
+      v1::Dataset meta,
+      Parse<v1::Dataset>(*blob,
+                         absl::StrCat("dataset ", id, " of tenant ", tenant)));
+  return meta;
+}
+
+absl::StatusOr<v1::Dataset> SqliteStore::PutDataset(const std::string& tenant,
+                                                    const v1::Dataset& meta,
+                                                    absl::string_view content,
+                                                    bool* already_existed) {
+  if (already_existed != nullptr) *already_existed = false;
+  if (meta.id().empty()) {
+    return absl::InvalidArgumentError("dataset id is empty");
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  Transaction txn(&connection_);
+  SPARROW_RETURN_IF_ERROR(txn.Begin(Transaction::kWrite));
+  SPARROW_ASSIGN_OR_RETURN(std::optional<v1::Dataset> existing,
+                           FindDataset(tenant, meta.id()));
+  if (existing.has_value()) {
+    if (already_existed != nullptr) *already_existed = true;
+    return *std::move(existing);
+  }
+  v1::Dataset stored = meta;
+  if (!stored.has_create_time()) {
+    *stored.mutable_create_time() = ToTimestamp(absl::Now());
+  }
+  SPARROW_ASSIGN_OR_RETURN(
+      Statement insert,
+      connection_.Prepare("INSERT INTO datasets (tenant, id, meta, content) "
+                          "VALUES (?1, ?2, ?3, ?4)"));
+  insert.BindText(1, tenant);
+  insert.BindText(2, stored.id());
+  insert.BindBlob(3, stored.SerializeAsString());
+  insert.BindBlob(4, content);
+  SPARROW_RETURN_IF_ERROR(insert.Run());
+  SPARROW_RETURN_IF_ERROR(txn.Commit());
+  return stored;
+}
+
+absl::StatusOr<v1::Dataset> SqliteStore::GetDataset(const std::string& tenant,
+                                                    const std::string& id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  SPARROW_ASSIGN_OR_RETURN(std::optional<v1::Dataset> meta,
+                           FindDataset(tenant, id));
+  if (!meta.has_value()) return DatasetNotFound(id);
+  return *std::move(meta);
+}
+
+absl::StatusOr<std::string> SqliteStore::GetDatasetContent(
+    const std::string& tenant, const std::string& id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  SPARROW_ASSIGN_OR_RETURN(
+      std::optional<std::string> content,
+      DatasetBlob("SELECT content FROM datasets WHERE tenant = ?1 AND id = ?2",
+                  tenant, id));
+  if (!content.has_value()) return DatasetNotFound(id);
+  return *std::move(content);
+}
+
+absl::StatusOr<Page<v1::Dataset>> SqliteStore::ListDatasets(
+    const std::string& tenant, int page_size, const std::string& page_token) {
+  SPARROW_RETURN_IF_ERROR(CheckPageSize(page_size));
+  SPARROW_ASSIGN_OR_RETURN(int64_t after,
+                           DecodePageToken("datasets", page_token));
+  std::lock_guard<std::mutex> lock(mu_);
+  SPARROW_ASSIGN_OR_RETURN(
+      Statement select,
+      connection_.Prepare("SELECT seq, id, meta FROM datasets "
+                          "WHERE tenant = ?1 AND seq > ?2 ORDER BY seq"));
+  select.BindText(1, tenant);
+  select.BindInt64(2, after);
+  return ReadPage<v1::Dataset>(select, "datasets", page_size,
+                               absl::StrCat("dataset of tenant ", tenant));
+}
+
+absl::Status SqliteStore::DeleteDataset(const std::string& tenant,
+                                        const std::string& id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Transaction txn(&connection_);
+  SPARROW_RETURN_IF_ERROR(txn.Begin(Transaction::kWrite));
+  {
+    SPARROW_ASSIGN_OR_RETURN(
+        Statement user,
+        connection_.Prepare("SELECT id, state FROM jobs "
+                            "WHERE tenant = ?1 AND dataset_id = ?2 "
+                            "AND state IN (?3, ?4, ?5) ORDER BY seq LIMIT 1"));
+    user.BindText(1, tenant);
+    user.BindText(2, id);
+    user.BindInt64(3, v1::Job::QUEUED);
+    user.BindInt64(4, v1::Job::RUNNING);
+    user.BindInt64(5, v1::Job::CANCELLING);
+    SPARROW_ASSIGN_OR_RETURN(bool used, user.Step());
+    if (used) {
+      const auto state = static_cast<v1::Job::State>(user.ColumnInt64(1));
+      return absl::FailedPreconditionError(absl::StrCat(
+          "dataset ", id, " is in use by job ", user.ColumnBytes(0),
+          ", which is ", v1::Job::State_Name(state),
+          "; delete the dataset after the job has finished"));
+    }
+  }
+  SPARROW_ASSIGN_OR_RETURN(
+      Statement remove,
+      connection_.Prepare(
+          "DELETE FROM datasets WHERE tenant = ?1 AND id = ?2"));
+  remove.BindText(1, tenant);
+  remove.BindText(2, id);
+  SPARROW_RETURN_IF_ERROR(remove.Run());
+  if (connection_.changes() == 0) return DatasetNotFound(id);
+  return txn.Commit();
+}
+
+}  // namespace sparrow::server::sqlite

@@ -1,0 +1,131 @@
+// SqliteStore: a job's progress events, its checkpoint and its model.
+#include <mutex>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "core/util/status_macros.h"
+#include "server/store/internal/sqlite_store.h"
+
+namespace sparrow::server::sqlite {
+
+// ---- progress events ----
+
+absl::StatusOr<std::vector<v1::ProgressEvent>> SqliteStore::AppendEvents(
+    const std::string& job_id, std::vector<v1::ProgressEvent> events) {
+  for (const v1::ProgressEvent& event : events) {
+    if (event.kind() == v1::ProgressEvent::STATE) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "job ", job_id,
+          ": STATE events are appended by TransitionJob, not AppendEvents"));
+    }
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  Transaction txn(&connection_);
+  SPARROW_RETURN_IF_ERROR(txn.Begin(Transaction::kWrite));
+  SPARROW_ASSIGN_OR_RETURN(JobRecord record, LoadJob(job_id));
+  if (events.empty()) return events;
+  v1::Job& job = record.job;
+  const google::protobuf::Timestamp now = ToTimestamp(absl::Now());
+  SPARROW_ASSIGN_OR_RETURN(Statement insert, connection_.Prepare(kInsertEvent));
+  for (v1::ProgressEvent& event : events) {
+    event.set_job_id(job_id);
+    event.set_seq(job.last_seq() + 1);
+    event.set_kind(v1::ProgressEvent::ITERATION);
+    if (!event.has_time()) *event.mutable_time() = now;
+    SPARROW_RETURN_IF_ERROR(InsertEvent(insert, event));
+    job.set_last_seq(event.seq());
+  }
+  job.set_iterations(events.back().iteration());
+  job.set_loss(events.back().loss());
+  SPARROW_RETURN_IF_ERROR(UpdateJob(job));
+  SPARROW_RETURN_IF_ERROR(txn.Commit());
+  return events;
+}
+
+absl::StatusOr<std::vector<v1::ProgressEvent>> SqliteStore::ListEvents(
+    const std::string& job_id, int64_t after_seq, int limit) {
+  if (limit <= 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("limit must be positive, got ", limit));
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  Transaction txn(&connection_);
+  SPARROW_RETURN_IF_ERROR(txn.Begin(Transaction::kRead));
+  SPARROW_RETURN_IF_ERROR(LoadJob(job_id).status());
+  SPARROW_ASSIGN_OR_RETURN(Statement select,
+                           connection_.Prepare("SELECT seq, event FROM events "
+                                               "WHERE job_id = ?1 AND seq > ?2 "
+                                               "ORDER BY seq LIMIT ?3"));
+  select.BindText(1, job_id);
+  select.BindInt64(2, after_seq);
+  select.BindInt64(3, limit);
+  std::vector<v1::ProgressEvent> events;
+  while (true) {
+    SPARROW_ASSIGN_OR_RETURN(bool row, select.Step());
+    if (!row) break;
+    SPARROW_ASSIGN_OR_RETURN(
+        v1::ProgressEvent event,
+        Parse<v1::ProgressEvent>(
+            select.ColumnBytes(1),
+            absl::StrCat("event ", select.ColumnInt64(0), " of job ", job_id)));
+    events.push_back(std::move(event));
+  }
+  return events;
+}
+
+// ---- checkpoints and models ----
+
+absl::Status SqliteStore::PutCheckpoint(const std::string& job_id,
+                                        absl::string_view bytes) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Transaction txn(&connection_);
+  SPARROW_RETURN_IF_ERROR(txn.Begin(Transaction::kWrite));
+  SPARROW_RETURN_IF_ERROR(LoadJob(job_id).status());
+  SPARROW_ASSIGN_OR_RETURN(
+      Statement put,
+      connection_.Prepare(
+          "INSERT INTO checkpoints (job_id, bytes, update_time) "
+          "VALUES (?1, ?2, ?3) ON CONFLICT (job_id) DO UPDATE SET "
+          "bytes = excluded.bytes, update_time = excluded.update_time"));
+  put.BindText(1, job_id);
+  put.BindBlob(2, bytes);
+  put.BindInt64(3, absl::ToUnixNanos(absl::Now()));
+  SPARROW_RETURN_IF_ERROR(put.Run());
+  return txn.Commit();
+}
+
+absl::StatusOr<std::optional<std::string>> SqliteStore::JobBlob(
+    const std::string& job_id, const char* select_sql) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Transaction txn(&connection_);
+  SPARROW_RETURN_IF_ERROR(txn.Begin(Transaction::kRead));
+  SPARROW_RETURN_IF_ERROR(LoadJob(job_id).status());
+  SPARROW_ASSIGN_OR_RETURN(Statement select, connection_.Prepare(select_sql));
+  select.BindText(1, job_id);
+  SPARROW_ASSIGN_OR_RETURN(bool found, select.Step());
+  if (!found) return std::optional<std::string>();
+  return std::optional<std::string>(select.ColumnString(0));
+}
+
+absl::StatusOr<std::optional<std::string>> SqliteStore::GetCheckpoint(
+    const std::string& job_id) {
+  return JobBlob(job_id, "SELECT bytes FROM checkpoints WHERE job_id = ?1");
+}
+
+absl::StatusOr<v1::TrainedModel> SqliteStore::GetModel(
+    const std::string& job_id) {
+  SPARROW_ASSIGN_OR_RETURN(
+      std::optional<std::string> blob,
+      JobBlob(job_id, "SELECT model FROM models WHERE job_id = ?1"));
+  if (!blob.has_value()) {
+    return absl::NotFoundError(absl::StrCat("job ", job_id, " has no model"));
+  }
+  return Parse<v1::TrainedModel>(*blob,
+                                 absl::StrCat("the model of job ", job_id));
+}
+
+}  // namespace sparrow::server::sqlite
