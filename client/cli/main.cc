@@ -28,8 +28,8 @@
 #include "core/util/status_macros.h"
 #include "google/protobuf/util/json_util.h"
 #include "nlohmann/json.hpp"
-#include "server/spec/convert.h"
-#include "server/spec/predict.h"
+#include "translate/convert.h"
+#include "translate/predict.h"
 
 namespace sparrow::cli {
 namespace {
@@ -73,7 +73,7 @@ class ProgressPrinter : public core::IterationCallback {
 
 // "sparrow: data: 41757 of 43824 rows (2067 dropped for missing values);
 // 33406 train / 8351 test; 48 inputs, 1 output".
-std::string DataLine(const spec::DataSummary& d, bool drop_missing) {
+std::string DataLine(const translate::DataSummary& d, bool drop_missing) {
   std::string line = absl::StrFormat("sparrow: data: %d rows", d.file_rows);
   if (drop_missing) {
     line = absl::StrFormat(
@@ -91,7 +91,7 @@ std::string DataLine(const spec::DataSummary& d, bool drop_missing) {
   return line;
 }
 
-nlohmann::json DataJson(const spec::DataSummary& d) {
+nlohmann::json DataJson(const translate::DataSummary& d) {
   return {{"file_rows", d.file_rows},   {"dropped_rows", d.dropped_rows},
           {"train_rows", d.train_rows}, {"validation_rows", d.validation_rows},
           {"test_rows", d.test_rows},   {"inputs", d.inputs},
@@ -120,9 +120,9 @@ int RunLocal(const RunFlags& f) {
     return Fail(absl::InvalidArgumentError("--threads must be >= 0"));
   auto text = ReadFile(f.spec_path, "the job spec");
   if (!text.ok()) return Fail(text.status());
-  auto spec = spec::ParseJobSpecJson(*text);
+  auto spec = translate::ParseJobSpecJson(*text);
   if (!spec.ok()) return Fail(spec.status());
-  auto config = spec::ToTrainConfig(*spec);
+  auto config = translate::ToTrainConfig(*spec);
   if (!config.ok()) return Fail(config.status());
   if (spec->data().source_case() != v1::DataSource::kCsvPath) {
     return Fail(
@@ -131,8 +131,8 @@ int RunLocal(const RunFlags& f) {
   }
   auto csv = ReadFile(spec->data().csv_path(), "data.csv_path");
   if (!csv.ok()) return Fail(csv.status());
-  spec::DataSummary data_summary;
-  auto data = spec::LoadTrainData(*spec, *config, *csv, &data_summary);
+  translate::DataSummary data_summary;
+  auto data = translate::LoadTrainData(*spec, *config, *csv, &data_summary);
   if (!data.ok()) return Fail(data.status());
 
   std::signal(SIGINT, OnSignal);
@@ -176,13 +176,13 @@ int RunLocal(const RunFlags& f) {
   }
   const int best = BestRun(reports);
   if (!f.model_out.empty()) {
-    v1::TrainedModel model = spec::ToProto(*spec, *results[best]);
+    v1::TrainedModel model = translate::ToProto(*spec, *results[best]);
     model.set_seed(reports[best].seed);
     std::ofstream out(f.model_out, std::ios::binary);
     const bool json_out = f.model_out.size() > 5 &&
                           f.model_out.substr(f.model_out.size() - 5) == ".json";
     if (json_out) {
-      out << spec::ToJson(model);
+      out << translate::ToJson(model);
     } else {
       model.SerializeToOstream(&out);
     }
@@ -279,11 +279,11 @@ int Predict(const PredictFlags& f, RemoteCommands* remote) {
     return Fail(absl::InvalidArgumentError("--x0-samples must be >= 0"));
   auto csv = ReadFile(f.input, "--input");
   if (!csv.ok()) return Fail(csv.status());
-  spec::PredictOptions options;
+  translate::PredictOptions options;
   options.one_step = f.one_step;
   options.intervals = f.intervals;
   options.x0_samples = f.x0_samples;
-  auto output = spec::Predict(*proto, *csv, options);
+  auto output = translate::Predict(*proto, *csv, options);
   if (!output.ok()) return Fail(output.status());
   if (!f.out.empty()) {
     std::ofstream out(f.out, std::ios::binary);

@@ -14,7 +14,7 @@
 #include "absl/time/clock.h"
 #include "google/protobuf/util/time_util.h"
 #include "nlohmann/json.hpp"
-#include "server/spec/convert.h"
+#include "translate/convert.h"
 
 namespace sparrow::cli {
 namespace {
@@ -22,7 +22,7 @@ namespace {
 using nlohmann::json;
 
 json ToJsonObject(const google::protobuf::Message& message) {
-  return json::parse(spec::ToJson(message));
+  return json::parse(translate::ToJson(message));
 }
 
 std::string Lower(const std::string& s) { return absl::AsciiStrToLower(s); }
@@ -43,7 +43,7 @@ int ExitForState(v1::Job::State s) {
 // Iterations the job will run at most (epochs, or SBDL outer iterations), for
 // the ETA; 0 when unknown.
 int IterationBudget(const v1::JobSpec& spec) {
-  auto config = spec::ToTrainConfig(spec);
+  auto config = translate::ToTrainConfig(spec);
   if (!config.ok()) return 0;
   return config->optimizer == core::OptimizerKind::kSbdl
              ? config->sbdl.outer_iterations
@@ -255,7 +255,7 @@ int RemoteCommands::Upload() {
 int RemoteCommands::Submit() {
   auto text = ReadFile(spec_path_, "the job spec");
   if (!text.ok()) return Fail(text.status());
-  auto spec = spec::ParseJobSpecJson(*text);
+  auto spec = translate::ParseJobSpecJson(*text);
   if (!spec.ok()) return Fail(spec.status());
   auto client = submit_connection_.Connect();
   if (!client.ok()) return Fail(client.status());
@@ -352,7 +352,7 @@ int RemoteCommands::Status() {
   auto job = (*client)->GetJob(job_);
   if (!job.ok()) return Fail(job.status());
   if (json_) {
-    std::cout << spec::ToJson(*job) << "\n";
+    std::cout << translate::ToJson(*job) << "\n";
   } else {
     PrintJob(*job);
   }
@@ -401,7 +401,7 @@ int RemoteCommands::Cancel() {
   auto job = (*client)->CancelJob(job_);
   if (!job.ok()) return Fail(job.status());
   if (json_) {
-    std::cout << spec::ToJson(*job) << "\n";
+    std::cout << translate::ToJson(*job) << "\n";
   } else {
     std::cout << absl::StrFormat("job %s: %s\n", job->id(),
                                  StateName(job->state()));

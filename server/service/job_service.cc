@@ -7,7 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/util/status_macros.h"
-#include "server/spec/convert.h"
+#include "translate/convert.h"
 
 namespace sparrow::server {
 namespace {
@@ -195,7 +195,7 @@ grpc::ServerUnaryReactor* JobService::Submit(
   return RunUnary(
       deps_, context, "JobService.Submit",
       [&](const std::string& tenant) -> absl::Status {
-        SPARROW_RETURN_IF_ERROR(spec::RejectUnknownFields(*request, ""));
+        SPARROW_RETURN_IF_ERROR(translate::RejectUnknownFields(*request, ""));
         SPARROW_ASSIGN_OR_RETURN(*response,
                                  deps_.jobs->Submit(tenant, *request));
         return absl::OkStatus();

@@ -6,8 +6,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "core/util/status_macros.h"
-#include "server/spec/convert.h"
-#include "server/spec/predict.h"
+#include "translate/convert.h"
+#include "translate/predict.h"
 
 namespace sparrow::server {
 
@@ -51,7 +51,7 @@ grpc::ServerUnaryReactor* ModelService::Export(
         SPARROW_ASSIGN_OR_RETURN(v1::TrainedModel model,
                                  Load(tenant, request->job_id()));
         if (request->format() == v1::ExportModelRequest::JSON) {
-          response->set_data(spec::ToJson(model));
+          response->set_data(translate::ToJson(model));
           response->set_content_type("application/json");
         } else {
           response->set_data(model.SerializeAsString());
@@ -89,18 +89,18 @@ grpc::ServerUnaryReactor* ModelService::Predict(
                                  Load(tenant, request->job_id()));
         // Refuse an answer too large to send before spending
         // seconds computing it; check the exact size after.
-        const int64_t rows = spec::CountCsvDataRows(request->csv());
+        const int64_t rows = translate::CountCsvDataRows(request->csv());
         const int64_t values =
             int64_t{model.num_outputs()} * (request->intervals() ? 3 : 1);
         SPARROW_RETURN_IF_ERROR(
-            CheckAnswerSize(spec::EstimateCsvBytes(rows, values), rows, values,
+            CheckAnswerSize(translate::EstimateCsvBytes(rows, values), rows, values,
                             *deps_.limits, "about"));
-        spec::PredictOptions options;
+        translate::PredictOptions options;
         options.one_step = request->one_step();
         options.intervals = request->intervals();
         options.x0_samples = request->x0_samples();
-        SPARROW_ASSIGN_OR_RETURN(spec::PredictOutput out,
-                                 spec::Predict(model, request->csv(), options));
+        SPARROW_ASSIGN_OR_RETURN(translate::PredictOutput out,
+                                 translate::Predict(model, request->csv(), options));
         std::string csv = out.Csv();
         SPARROW_RETURN_IF_ERROR(
             CheckAnswerSize(static_cast<int64_t>(csv.size()), rows, values,

@@ -13,7 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "server/jobs/job_manager.h"
-#include "server/spec/sha256.h"
+#include "translate/sha256.h"
 #include "tests/server/testing/server_fixture.h"
 
 namespace sparrow::server {

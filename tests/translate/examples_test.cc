@@ -5,10 +5,10 @@
 
 #include "core/train/trainer.h"
 #include "gtest/gtest.h"
-#include "server/spec/convert.h"
+#include "translate/convert.h"
 #include "tests/testing/shared_data.h"
 
-namespace sparrow::spec {
+namespace sparrow::translate {
 namespace {
 
 using ::sparrow::testing::ReadFile;
@@ -67,4 +67,4 @@ TEST(ExamplesTest, DamperNailsAngleSafeguardRescuesTheStalledSeed) {
 }
 
 }  // namespace
-}  // namespace sparrow::spec
+}  // namespace sparrow::translate

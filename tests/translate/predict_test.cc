@@ -1,4 +1,4 @@
-#include "server/spec/predict.h"
+#include "translate/predict.h"
 
 #include <cmath>
 #include <map>
@@ -11,9 +11,9 @@
 #include "core/train/trainer.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "server/spec/convert.h"
+#include "translate/convert.h"
 
-namespace sparrow::spec {
+namespace sparrow::translate {
 namespace {
 
 using ::testing::HasSubstr;
@@ -460,4 +460,4 @@ TEST(CategoricalPredictTest, RefusesALevelTheModelWasNotTrainedOn) {
 }
 
 }  // namespace
-}  // namespace sparrow::spec
+}  // namespace sparrow::translate

@@ -1,4 +1,4 @@
-#include "server/spec/convert.h"
+#include "translate/convert.h"
 
 #include <algorithm>
 #include <filesystem>
@@ -8,7 +8,7 @@
 #include "core/metrics/metrics.h"
 #include "gtest/gtest.h"
 
-namespace sparrow::spec {
+namespace sparrow::translate {
 namespace {
 
 std::string Csv(int rows) {
@@ -559,4 +559,4 @@ TEST(ValidateDataSpecTest, AcceptsCategoricalColumnsOfTheRawHeader) {
 }
 
 }  // namespace
-}  // namespace sparrow::spec
+}  // namespace sparrow::translate

@@ -1,4 +1,4 @@
-#include "server/spec/predict.h"
+#include "translate/predict.h"
 
 #include <algorithm>
 #include <cmath>
@@ -14,9 +14,9 @@
 #include "core/train/model.h"
 #include "core/util/option_error.h"
 #include "core/util/status_macros.h"
-#include "server/spec/convert.h"
+#include "translate/convert.h"
 
-namespace sparrow::spec {
+namespace sparrow::translate {
 
 namespace {
 
@@ -206,4 +206,4 @@ absl::StatusOr<PredictOutput> Predict(const v1::TrainedModel& model,
   return out;
 }
 
-}  // namespace sparrow::spec
+}  // namespace sparrow::translate

@@ -1,4 +1,4 @@
-#include "server/spec/convert.h"
+#include "translate/convert.h"
 
 #include <algorithm>
 #include <cmath>
@@ -14,7 +14,7 @@
 #include "google/protobuf/unknown_field_set.h"
 #include "google/protobuf/util/json_util.h"
 
-namespace sparrow::spec {
+namespace sparrow::translate {
 namespace {
 
 using core::Activation;
@@ -1194,4 +1194,4 @@ absl::StatusOr<core::Model> FromProto(const v1::TrainedModel& p) {
   return m;
 }
 
-}  // namespace sparrow::spec
+}  // namespace sparrow::translate

@@ -1,8 +1,8 @@
 // The one place where protobuf meets core: JobSpec JSON parsing and validation,
 // JobSpec -> core::TrainConfig, CSV bytes + JobSpec -> core::TrainData, and
 // core results -> sparrow.v1.TrainedModel (and back, to run a stored model).
-#ifndef SPARROW_SERVER_SPEC_CONVERT_H_
-#define SPARROW_SERVER_SPEC_CONVERT_H_
+#ifndef SPARROW_TRANSLATE_CONVERT_H_
+#define SPARROW_TRANSLATE_CONVERT_H_
 
 #include <cstdint>
 #include <string>
@@ -14,7 +14,7 @@
 #include "sparrow/v1/model.pb.h"
 #include "sparrow/v1/spec.pb.h"
 
-namespace sparrow::spec {
+namespace sparrow::translate {
 
 // Parses a JobSpec from JSON (protobuf JSON mapping). Unknown fields are
 // errors.
@@ -66,6 +66,6 @@ v1::TrainedModel ToProto(const v1::JobSpec& spec,
                          const core::TrainResult& result);
 absl::StatusOr<core::Model> FromProto(const v1::TrainedModel& model);
 
-}  // namespace sparrow::spec
+}  // namespace sparrow::translate
 
-#endif  // SPARROW_SERVER_SPEC_CONVERT_H_
+#endif  // SPARROW_TRANSLATE_CONVERT_H_
