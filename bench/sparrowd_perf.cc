@@ -51,9 +51,9 @@
 #include "grpcpp/grpcpp.h"
 #include "nlohmann/json.hpp"
 #include "server/service/dataset_service.h"
-#include "translate/convert.h"
 #include "sparrow/v1/datasets.grpc.pb.h"
 #include "sparrow/v1/jobs.grpc.pb.h"
+#include "translate/json.h"
 
 namespace sparrow::bench {
 namespace {

@@ -14,8 +14,10 @@
 #include "core/train/trainer.h"
 #include "fuzz/fuzz_common.h"
 #include "server/jobs/resume.h"
-#include "translate/convert.h"
 #include "sparrow/v1/checkpoint.pb.h"
+#include "translate/config.h"
+#include "translate/data.h"
+#include "translate/json.h"
 
 namespace {
 

@@ -15,11 +15,14 @@
 #include "fuzz/fuzz_common.h"
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
-#include "translate/convert.h"
 #include "sparrow/v1/checkpoint.pb.h"
 #include "sparrow/v1/datasets.pb.h"
 #include "sparrow/v1/jobs.pb.h"
 #include "sparrow/v1/model_service.pb.h"
+#include "translate/config.h"
+#include "translate/data.h"
+#include "translate/json.h"
+#include "translate/model.h"
 
 namespace {
 
@@ -93,7 +96,8 @@ int main(int argc, char** argv) {
     auto spec_proto =
         sparrow::translate::ParseJobSpecJson(sparrow::fuzz::kSmallSpecs[i]);
     auto config = sparrow::translate::ToTrainConfig(*spec_proto);
-    auto data = sparrow::translate::LoadTrainData(*spec_proto, *config, data_csv);
+    auto data =
+        sparrow::translate::LoadTrainData(*spec_proto, *config, data_csv);
     if (!config.ok() || !data.ok()) {
       std::cerr << "small spec " << i << ": "
                 << (config.ok() ? data.status() : config.status()) << "\n";
@@ -104,8 +108,9 @@ int main(int argc, char** argv) {
       std::cerr << "small spec " << i << ": " << result.status() << "\n";
       return 1;
     }
-    Write(out / "model_fuzz", absl::StrFormat("model_%d.pb", i),
-          sparrow::translate::ToProto(*spec_proto, *result).SerializeAsString());
+    Write(
+        out / "model_fuzz", absl::StrFormat("model_%d.pb", i),
+        sparrow::translate::ToProto(*spec_proto, *result).SerializeAsString());
     v1::JobCheckpoint checkpoint;
     checkpoint.set_iteration(1);
     checkpoint.set_elapsed_seconds(0.01);

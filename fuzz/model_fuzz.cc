@@ -7,9 +7,9 @@
 #include <string>
 
 #include "fuzz/fuzz_common.h"
-#include "translate/convert.h"
-#include "translate/predict.h"
 #include "sparrow/v1/model.pb.h"
+#include "translate/model.h"
+#include "translate/predict.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* bytes, size_t size) {
   static const std::string* const csv =

@@ -9,7 +9,9 @@
 
 #include "core/train/model.h"
 #include "fuzz/fuzz_common.h"
-#include "translate/convert.h"
+#include "translate/config.h"
+#include "translate/data.h"
+#include "translate/json.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* bytes, size_t size) {
   static const std::string* const csv =

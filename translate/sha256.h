@@ -1,6 +1,7 @@
 // SHA-256 of a byte string as lowercase hex (OpenSSL's libcrypto): dataset ids
 // are content hashes, computed by the client before an upload and checked by
-// the server after it.
+// the server after it. It lives in translate/, the library both sides link,
+// because the client needs the very same id the server computes.
 #ifndef SPARROW_TRANSLATE_SHA256_H_
 #define SPARROW_TRANSLATE_SHA256_H_
 

@@ -28,7 +28,10 @@
 #include "core/util/status_macros.h"
 #include "google/protobuf/util/json_util.h"
 #include "nlohmann/json.hpp"
-#include "translate/convert.h"
+#include "translate/config.h"
+#include "translate/data.h"
+#include "translate/json.h"
+#include "translate/model.h"
 #include "translate/predict.h"
 
 namespace sparrow::cli {
@@ -179,9 +182,7 @@ int RunLocal(const RunFlags& f) {
     v1::TrainedModel model = translate::ToProto(*spec, *results[best]);
     model.set_seed(reports[best].seed);
     std::ofstream out(f.model_out, std::ios::binary);
-    const bool json_out = f.model_out.size() > 5 &&
-                          f.model_out.substr(f.model_out.size() - 5) == ".json";
-    if (json_out) {
+    if (translate::HasJsonSuffix(f.model_out)) {
       out << translate::ToJson(model);
     } else {
       model.SerializeToOstream(&out);
@@ -223,9 +224,7 @@ struct PredictFlags {
 absl::StatusOr<v1::TrainedModel> ReadModel(const std::string& path) {
   SPARROW_ASSIGN_OR_RETURN(std::string bytes, ReadFile(path, "the model"));
   v1::TrainedModel model;
-  const bool is_json =
-      path.size() > 5 && path.substr(path.size() - 5) == ".json";
-  if (is_json) {
+  if (translate::HasJsonSuffix(path)) {
     google::protobuf::util::JsonParseOptions options;
     const auto s =
         google::protobuf::util::JsonStringToMessage(bytes, &model, options);

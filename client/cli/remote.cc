@@ -14,7 +14,8 @@
 #include "absl/time/clock.h"
 #include "google/protobuf/util/time_util.h"
 #include "nlohmann/json.hpp"
-#include "translate/convert.h"
+#include "translate/config.h"
+#include "translate/json.h"
 
 namespace sparrow::cli {
 namespace {
@@ -412,8 +413,7 @@ int RemoteCommands::Cancel() {
 int RemoteCommands::ModelGet() {
   auto client = model_connection_.Connect();
   if (!client.ok()) return Fail(client.status());
-  const bool as_json = model_out_.size() > 5 &&
-                       model_out_.substr(model_out_.size() - 5) == ".json";
+  const bool as_json = translate::HasJsonSuffix(model_out_);
   auto exported =
       (*client)->ExportModel(job_, as_json ? v1::ExportModelRequest::JSON
                                            : v1::ExportModelRequest::PROTO);

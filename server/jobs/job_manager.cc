@@ -19,13 +19,14 @@
 #include "core/train/trainer.h"
 #include "core/util/status_macros.h"
 #include "server/jobs/worker_process.h"
-#include "translate/convert.h"
-#include "translate/legacy_spec_namespace.h"
-#include "translate/text.h"
 #include "server/worker/worker.h"
 #include "sparrow/v1/checkpoint.pb.h"
 #include "sparrow/v1/worker.pb.h"
 #include "spdlog/spdlog.h"
+#include "translate/config.h"
+#include "translate/data.h"
+#include "translate/legacy_spec_namespace.h"
+#include "translate/text.h"
 
 namespace sparrow::server {
 namespace {

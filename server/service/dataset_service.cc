@@ -8,8 +8,8 @@
 #include "core/data/csv.h"
 #include "core/util/status_macros.h"
 #include "google/protobuf/util/time_util.h"
-#include "translate/text.h"
 #include "spdlog/spdlog.h"
+#include "translate/text.h"
 
 namespace sparrow::server {
 

@@ -7,8 +7,8 @@
 
 #include "absl/strings/string_view.h"
 #include "server/service/common.h"
-#include "translate/sha256.h"
 #include "sparrow/v1/datasets.grpc.pb.h"
+#include "translate/sha256.h"
 
 namespace sparrow::server {
 

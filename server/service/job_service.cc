@@ -7,7 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/util/status_macros.h"
-#include "translate/convert.h"
+#include "translate/json.h"
 
 namespace sparrow::server {
 namespace {

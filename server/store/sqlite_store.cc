@@ -28,10 +28,10 @@
 #include "google/protobuf/timestamp.pb.h"
 #include "google/protobuf/util/time_util.h"
 #include "server/internal_error.h"
-#include "translate/legacy_spec_namespace.h"
-#include "translate/text.h"
 #include "server/store/store.h"
 #include "spdlog/spdlog.h"
+#include "translate/legacy_spec_namespace.h"
+#include "translate/text.h"
 
 namespace sparrow::server {
 namespace {

@@ -26,9 +26,11 @@
 #include "core/train/memory.h"
 #include "core/train/trainer.h"
 #include "server/jobs/resume.h"
-#include "translate/convert.h"
 #include "server/worker/pipe.h"
 #include "sparrow/v1/worker.pb.h"
+#include "translate/config.h"
+#include "translate/data.h"
+#include "translate/model.h"
 
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 #define SPARROW_SANITIZED 1
@@ -402,8 +404,8 @@ Outcome Train(v1::WorkerRequest* request, JobCallback* callback,
   auto config = translate::ToTrainConfig(request->spec());
   if (!config.ok()) return Failed(std::string(config.status().message()));
   translate::DataSummary summary;
-  auto data = translate::LoadTrainData(request->spec(), *config, request->dataset(),
-                                  &summary);
+  auto data = translate::LoadTrainData(request->spec(), *config,
+                                       request->dataset(), &summary);
   if (!data.ok()) return Failed(std::string(data.status().message()));
   std::string().swap(*request->mutable_dataset());
   if (summary.dropped_rows > 0) {

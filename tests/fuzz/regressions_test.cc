@@ -10,9 +10,11 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "server/jobs/resume.h"
-#include "translate/convert.h"
 #include "sparrow/v1/checkpoint.pb.h"
 #include "tests/server/testing/service_fixture.h"
+#include "translate/config.h"
+#include "translate/data.h"
+#include "translate/json.h"
 
 namespace sparrow::fuzz {
 namespace {

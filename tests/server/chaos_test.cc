@@ -56,11 +56,11 @@
 #include "client/lib/client.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
-#include "translate/sha256.h"
 #include "server/store/store.h"
 #include "sparrow/v1/jobs.grpc.pb.h"
 #include "tests/server/testing/server_fixture.h"
 #include "tests/server/testing/sparrowd_process.h"
+#include "translate/sha256.h"
 
 namespace sparrow::server {
 namespace {

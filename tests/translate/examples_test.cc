@@ -5,8 +5,10 @@
 
 #include "core/train/trainer.h"
 #include "gtest/gtest.h"
-#include "translate/convert.h"
 #include "tests/testing/shared_data.h"
+#include "translate/config.h"
+#include "translate/data.h"
+#include "translate/json.h"
 
 namespace sparrow::translate {
 namespace {

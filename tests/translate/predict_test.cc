@@ -11,7 +11,10 @@
 #include "core/train/trainer.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "translate/convert.h"
+#include "translate/config.h"
+#include "translate/data.h"
+#include "translate/json.h"
+#include "translate/model.h"
 
 namespace sparrow::translate {
 namespace {

@@ -13,8 +13,8 @@
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "server/jobs/job_manager.h"
-#include "translate/sha256.h"
 #include "tests/server/testing/server_fixture.h"
+#include "translate/sha256.h"
 
 namespace sparrow::server {
 namespace {

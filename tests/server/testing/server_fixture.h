@@ -17,11 +17,11 @@
 #include "gtest/gtest.h"
 #include "server/server.h"
 #include "server/service/dataset_service.h"
-#include "translate/sha256.h"
 #include "server/store/store.h"
 #include "sparrow/v1/datasets.grpc.pb.h"
 #include "sparrow/v1/jobs.grpc.pb.h"
 #include "sparrow/v1/model_service.grpc.pb.h"
+#include "translate/sha256.h"
 
 namespace sparrow::server::testing {
 
