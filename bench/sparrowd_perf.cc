@@ -51,10 +51,10 @@
 #include "grpcpp/grpcpp.h"
 #include "nlohmann/json.hpp"
 #include "server/service/dataset_service.h"
-#include "server/spec/convert.h"
 #include "sparrow/v1/datasets.grpc.pb.h"
 #include "sparrow/v1/job_state.h"
 #include "sparrow/v1/jobs.grpc.pb.h"
+#include "translate/json.h"
 
 namespace sparrow::bench {
 namespace {
@@ -642,7 +642,7 @@ int Overhead(const std::string& sparrow, const std::string& sparrowd,
       std::cerr << "sparrowd_perf: " << text.status().message() << "\n";
       return 1;
     }
-    auto spec = spec::ParseJobSpecJson(*text);
+    auto spec = translate::ParseJobSpecJson(*text);
     if (!spec.ok()) {
       std::cerr << "sparrowd_perf: " << s.rel_path << ": "
                 << spec.status().message() << "\n";

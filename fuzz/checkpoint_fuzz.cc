@@ -14,8 +14,10 @@
 #include "core/train/trainer.h"
 #include "fuzz/fuzz_common.h"
 #include "server/jobs/resume.h"
-#include "server/spec/convert.h"
 #include "sparrow/v1/checkpoint.pb.h"
+#include "translate/config.h"
+#include "translate/data.h"
+#include "translate/json.h"
 
 namespace {
 
@@ -32,11 +34,11 @@ std::vector<Job>* LoadJobs() {
   auto* jobs = new std::vector<Job>;
   const std::string csv = sparrow::fuzz::SmallCsv();
   for (const char* json : sparrow::fuzz::kSmallSpecs) {
-    auto spec = sparrow::spec::ParseJobSpecJson(json);
+    auto spec = sparrow::translate::ParseJobSpecJson(json);
     if (!spec.ok()) std::abort();
-    auto config = sparrow::spec::ToTrainConfig(*spec);
+    auto config = sparrow::translate::ToTrainConfig(*spec);
     if (!config.ok()) std::abort();
-    auto data = sparrow::spec::LoadTrainData(*spec, *config, csv);
+    auto data = sparrow::translate::LoadTrainData(*spec, *config, csv);
     if (!data.ok()) std::abort();
     jobs->push_back({*std::move(config), *std::move(data)});
   }

@@ -16,11 +16,14 @@
 #include "fuzz/fuzz_common.h"
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
-#include "server/spec/convert.h"
 #include "sparrow/v1/checkpoint.pb.h"
 #include "sparrow/v1/datasets.pb.h"
 #include "sparrow/v1/jobs.pb.h"
 #include "sparrow/v1/model_service.pb.h"
+#include "translate/config.h"
+#include "translate/data.h"
+#include "translate/json.h"
+#include "translate/model.h"
 
 namespace {
 
@@ -92,9 +95,10 @@ int main(int argc, char** argv) {
   const std::string data_csv = sparrow::fuzz::SmallCsv();
   for (int i = 0; i < sparrow::fuzz::kNumSmallSpecs; ++i) {
     auto spec_proto =
-        sparrow::spec::ParseJobSpecJson(sparrow::fuzz::kSmallSpecs[i]);
-    auto config = sparrow::spec::ToTrainConfig(*spec_proto);
-    auto data = sparrow::spec::LoadTrainData(*spec_proto, *config, data_csv);
+        sparrow::translate::ParseJobSpecJson(sparrow::fuzz::kSmallSpecs[i]);
+    auto config = sparrow::translate::ToTrainConfig(*spec_proto);
+    auto data =
+        sparrow::translate::LoadTrainData(*spec_proto, *config, data_csv);
     if (!config.ok() || !data.ok()) {
       std::cerr << "small spec " << i << ": "
                 << (config.ok() ? data.status() : config.status()) << "\n";
@@ -105,8 +109,9 @@ int main(int argc, char** argv) {
       std::cerr << "small spec " << i << ": " << result.status() << "\n";
       return 1;
     }
-    Write(out / "model_fuzz", absl::StrFormat("model_%d.pb", i),
-          sparrow::spec::ToProto(*spec_proto, *result).SerializeAsString());
+    Write(
+        out / "model_fuzz", absl::StrFormat("model_%d.pb", i),
+        sparrow::translate::ToProto(*spec_proto, *result).SerializeAsString());
     v1::JobCheckpoint checkpoint;
     checkpoint.set_iteration(1);
     checkpoint.set_elapsed_seconds(0.01);
@@ -154,7 +159,7 @@ int main(int argc, char** argv) {
   for (int i = 0; i < 3; ++i) {
     v1::SubmitJobRequest submit;
     *submit.mutable_spec() =
-        *sparrow::spec::ParseJobSpecJson(sparrow::fuzz::kSmallSpecs[i]);
+        *sparrow::translate::ParseJobSpecJson(sparrow::fuzz::kSmallSpecs[i]);
     submit.mutable_spec()->mutable_data()->set_dataset_id("@dataset");
     if (i == 0) submit.set_request_id("r1");
     submit.set_priority(i);

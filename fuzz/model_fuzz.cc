@@ -7,21 +7,21 @@
 #include <string>
 
 #include "fuzz/fuzz_common.h"
-#include "server/spec/convert.h"
-#include "server/spec/predict.h"
 #include "sparrow/v1/model.pb.h"
+#include "translate/model.h"
+#include "translate/predict.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* bytes, size_t size) {
   static const std::string* const csv =
       new std::string(sparrow::fuzz::SmallCsv());
   sparrow::v1::TrainedModel model;
   if (!model.ParseFromArray(bytes, static_cast<int>(size))) return 0;
-  if (!sparrow::spec::FromProto(model).ok()) return 0;
+  if (!sparrow::translate::FromProto(model).ok()) return 0;
   for (int mode = 0; mode < 3; ++mode) {
-    sparrow::spec::PredictOptions options;
+    sparrow::translate::PredictOptions options;
     options.one_step = mode >= 1;
     options.intervals = mode == 2;
-    (void)sparrow::spec::Predict(model, *csv, options).ok();
+    (void)sparrow::translate::Predict(model, *csv, options).ok();
   }
   return 0;
 }

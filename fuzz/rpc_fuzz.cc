@@ -25,11 +25,11 @@
 #include "google/protobuf/io/coded_stream.h"
 #include "grpcpp/grpcpp.h"
 #include "server/server.h"
-#include "server/spec/convert.h"
-#include "server/spec/sha256.h"
 #include "sparrow/v1/datasets.grpc.pb.h"
 #include "sparrow/v1/jobs.grpc.pb.h"
 #include "sparrow/v1/model_service.grpc.pb.h"
+#include "translate/json.h"
+#include "translate/sha256.h"
 
 namespace {
 
@@ -69,7 +69,8 @@ grpc::Status Upload(std::vector<v1::UploadDatasetRequest> chunks) {
   std::string content;
   for (auto& c : chunks) {
     content += c.data();
-    if (c.sha256() == "@sha") c.set_sha256(sparrow::spec::Sha256Hex(content));
+    if (c.sha256() == "@sha")
+      c.set_sha256(sparrow::translate::Sha256Hex(content));
   }
   v1::UploadDatasetResponse response;
   auto context = Context();
@@ -116,11 +117,12 @@ Env* Start() {
   chunk.set_name("small.csv");
   chunk.set_data(csv);
   chunk.set_finish(true);
-  chunk.set_sha256(sparrow::spec::Sha256Hex(csv));
+  chunk.set_sha256(sparrow::translate::Sha256Hex(csv));
   env->dataset_id = chunk.sha256();
   Check(Upload({chunk}).ok(), "cannot upload the dataset");
 
-  auto spec = sparrow::spec::ParseJobSpecJson(sparrow::fuzz::kSmallSpecs[0]);
+  auto spec =
+      sparrow::translate::ParseJobSpecJson(sparrow::fuzz::kSmallSpecs[0]);
   Check(spec.ok(), "bad spec");
   spec->mutable_data()->set_dataset_id(env->dataset_id);
   v1::SubmitJobRequest submit;

@@ -29,8 +29,11 @@
 #include "core/util/status_macros.h"
 #include "google/protobuf/util/json_util.h"
 #include "nlohmann/json.hpp"
-#include "server/spec/convert.h"
-#include "server/spec/predict.h"
+#include "translate/config.h"
+#include "translate/data.h"
+#include "translate/json.h"
+#include "translate/model.h"
+#include "translate/predict.h"
 
 namespace sparrow::cli {
 namespace {
@@ -74,7 +77,7 @@ class ProgressPrinter : public core::IterationCallback {
 
 // "sparrow: data: 41757 of 43824 rows (2067 dropped for missing values);
 // 33406 train / 8351 test; 48 inputs, 1 output".
-std::string DataLine(const spec::DataSummary& d, bool drop_missing) {
+std::string DataLine(const translate::DataSummary& d, bool drop_missing) {
   std::string line = absl::StrFormat("sparrow: data: %d rows", d.file_rows);
   if (drop_missing) {
     line = absl::StrFormat(
@@ -92,7 +95,7 @@ std::string DataLine(const spec::DataSummary& d, bool drop_missing) {
   return line;
 }
 
-nlohmann::json DataJson(const spec::DataSummary& d) {
+nlohmann::json DataJson(const translate::DataSummary& d) {
   return {{"file_rows", d.file_rows},   {"dropped_rows", d.dropped_rows},
           {"train_rows", d.train_rows}, {"validation_rows", d.validation_rows},
           {"test_rows", d.test_rows},   {"inputs", d.inputs},
@@ -113,7 +116,7 @@ struct LocalRun {
   v1::JobSpec spec;
   core::TrainConfig config;
   core::TrainData data;
-  spec::DataSummary data_summary;
+  translate::DataSummary data_summary;
 };
 
 // Checks the flags, then reads the spec and the CSV it names.
@@ -131,8 +134,8 @@ absl::StatusOr<LocalRun> LoadLocalRun(const RunFlags& f) {
   LocalRun run;
   SPARROW_ASSIGN_OR_RETURN(std::string text,
                            ReadFile(f.spec_path, "the job spec"));
-  SPARROW_ASSIGN_OR_RETURN(run.spec, spec::ParseJobSpecJson(text));
-  SPARROW_ASSIGN_OR_RETURN(run.config, spec::ToTrainConfig(run.spec));
+  SPARROW_ASSIGN_OR_RETURN(run.spec, translate::ParseJobSpecJson(text));
+  SPARROW_ASSIGN_OR_RETURN(run.config, translate::ToTrainConfig(run.spec));
   if (run.spec.data().source_case() != v1::DataSource::kCsvPath) {
     return absl::InvalidArgumentError(
         "data.csv_path is required for --local runs "
@@ -142,7 +145,7 @@ absl::StatusOr<LocalRun> LoadLocalRun(const RunFlags& f) {
       std::string csv, ReadFile(run.spec.data().csv_path(), "data.csv_path"));
   SPARROW_ASSIGN_OR_RETURN(
       run.data,
-      spec::LoadTrainData(run.spec, run.config, csv, &run.data_summary));
+      translate::LoadTrainData(run.spec, run.config, csv, &run.data_summary));
   return run;
 }
 
@@ -173,10 +176,8 @@ std::vector<absl::StatusOr<core::TrainResult>> TrainSeeds(const LocalRun& run,
 absl::Status WriteModel(const v1::TrainedModel& model,
                         const std::string& path) {
   std::ofstream out(path, std::ios::binary);
-  const bool json_out =
-      path.size() > 5 && path.substr(path.size() - 5) == ".json";
-  if (json_out) {
-    out << spec::ToJson(model);
+  if (translate::HasJsonSuffix(path)) {
+    out << translate::ToJson(model);
   } else {
     model.SerializeToOstream(&out);
   }
@@ -215,7 +216,7 @@ int RunLocal(const RunFlags& f) {
   }
   const int best = BestRun(reports);
   if (!f.model_out.empty()) {
-    v1::TrainedModel model = spec::ToProto(spec, *results[best]);
+    v1::TrainedModel model = translate::ToProto(spec, *results[best]);
     model.set_seed(reports[best].seed);
     if (absl::Status s = WriteModel(model, f.model_out); !s.ok())
       return Fail(s);
@@ -252,9 +253,7 @@ struct PredictFlags {
 absl::StatusOr<v1::TrainedModel> ReadModel(const std::string& path) {
   SPARROW_ASSIGN_OR_RETURN(std::string bytes, ReadFile(path, "the model"));
   v1::TrainedModel model;
-  const bool is_json =
-      path.size() > 5 && path.substr(path.size() - 5) == ".json";
-  if (is_json) {
+  if (translate::HasJsonSuffix(path)) {
     google::protobuf::util::JsonParseOptions options;
     const auto s =
         google::protobuf::util::JsonStringToMessage(bytes, &model, options);
@@ -308,11 +307,11 @@ int Predict(const PredictFlags& f, RemoteCommands* remote) {
     return Fail(absl::InvalidArgumentError("--x0-samples must be >= 0"));
   auto csv = ReadFile(f.input, "--input");
   if (!csv.ok()) return Fail(csv.status());
-  spec::PredictOptions options;
+  translate::PredictOptions options;
   options.one_step = f.one_step;
   options.intervals = f.intervals;
   options.x0_samples = f.x0_samples;
-  auto output = spec::Predict(*proto, *csv, options);
+  auto output = translate::Predict(*proto, *csv, options);
   if (!output.ok()) return Fail(output.status());
   if (!f.out.empty()) {
     std::ofstream out(f.out, std::ios::binary);

@@ -15,8 +15,11 @@
 #include "core/train/methods.h"
 #include "google/protobuf/util/time_util.h"
 #include "nlohmann/json.hpp"
-#include "server/spec/convert.h"
 #include "sparrow/v1/job_state.h"
+#include "translate/config.h"
+#include "translate/data.h"
+#include "translate/json.h"
+#include "translate/model.h"
 
 namespace sparrow::cli {
 namespace {
@@ -24,7 +27,7 @@ namespace {
 using nlohmann::json;
 
 json ToJsonObject(const google::protobuf::Message& message) {
-  return json::parse(spec::ToJson(message));
+  return json::parse(translate::ToJson(message));
 }
 
 std::string Lower(const std::string& s) { return absl::AsciiStrToLower(s); }
@@ -40,7 +43,7 @@ int ExitForState(v1::Job::State s) {
 // Iterations the job will run at most (epochs, or SBDL outer iterations), for
 // the ETA; 0 when unknown.
 int IterationBudget(const v1::JobSpec& spec) {
-  auto config = spec::ToTrainConfig(spec);
+  auto config = translate::ToTrainConfig(spec);
   if (!config.ok()) return 0;
   return core::IterationBudget(*config);
 }
@@ -260,7 +263,7 @@ int RemoteCommands::Upload() {
 int RemoteCommands::Submit() {
   auto text = ReadFile(spec_path_, "the job spec");
   if (!text.ok()) return Fail(text.status());
-  auto spec = spec::ParseJobSpecJson(*text);
+  auto spec = translate::ParseJobSpecJson(*text);
   if (!spec.ok()) return Fail(spec.status());
   auto client = submit_connection_.Connect();
   if (!client.ok()) return Fail(client.status());
@@ -357,7 +360,7 @@ int RemoteCommands::Status() {
   auto job = (*client)->GetJob(job_);
   if (!job.ok()) return Fail(job.status());
   if (json_) {
-    std::cout << spec::ToJson(*job) << "\n";
+    std::cout << translate::ToJson(*job) << "\n";
   } else {
     PrintJob(*job);
   }
@@ -406,7 +409,7 @@ int RemoteCommands::Cancel() {
   auto job = (*client)->CancelJob(job_);
   if (!job.ok()) return Fail(job.status());
   if (json_) {
-    std::cout << spec::ToJson(*job) << "\n";
+    std::cout << translate::ToJson(*job) << "\n";
   } else {
     std::cout << absl::StrFormat("job %s: %s\n", job->id(),
                                  StateName(job->state()));
@@ -417,8 +420,7 @@ int RemoteCommands::Cancel() {
 int RemoteCommands::ModelGet() {
   auto client = model_connection_.Connect();
   if (!client.ok()) return Fail(client.status());
-  const bool as_json = model_out_.size() > 5 &&
-                       model_out_.substr(model_out_.size() - 5) == ".json";
+  const bool as_json = translate::HasJsonSuffix(model_out_);
   auto exported =
       (*client)->ExportModel(job_, as_json ? v1::ExportModelRequest::JSON
                                            : v1::ExportModelRequest::PROTO);

@@ -14,9 +14,9 @@
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
 #include "grpcpp/support/byte_buffer.h"
-#include "server/spec/sha256.h"
-#include "server/spec/text.h"
 #include "sparrow/v1/job_state.h"
+#include "translate/sha256.h"
+#include "translate/text.h"
 
 namespace sparrow::client {
 namespace {
@@ -160,7 +160,7 @@ absl::Status Client::WithRetries(
 absl::StatusOr<v1::Dataset> Client::Upload(absl::string_view bytes,
                                            const std::string& name,
                                            bool* already_existed) {
-  const std::string sha = spec::Sha256Hex(bytes);
+  const std::string sha = translate::Sha256Hex(bytes);
   if (already_existed != nullptr) *already_existed = false;
   // Content-addressed: skip the transfer when the server has these bytes.
   auto existing = GetDataset(sha);
@@ -171,7 +171,7 @@ absl::StatusOr<v1::Dataset> Client::Upload(absl::string_view bytes,
   if (!absl::IsNotFound(existing.status())) return existing.status();
   // The name is a display name taken from a file name, which is bytes; a
   // proto string field must be UTF-8.
-  const std::string display_name = spec::ToValidUtf8(name);
+  const std::string display_name = translate::ToValidUtf8(name);
   grpc::ByteBuffer answer;
   SPARROW_RETURN_IF_ERROR(WithRetries(
       [&](grpc::ClientContext* context) {
@@ -223,7 +223,7 @@ Client::UploadWriter(grpc::ClientContext* context,
 absl::StatusOr<v1::Dataset> Client::GetDataset(const std::string& id) {
   v1::GetDatasetRequest request;
   request.set_id(id);
-  SPARROW_RETURN_IF_ERROR(spec::CheckUtf8Fields(request, "request"));
+  SPARROW_RETURN_IF_ERROR(translate::CheckUtf8Fields(request, "request"));
   v1::Dataset response;
   SPARROW_RETURN_IF_ERROR(WithRetries(
       [&](grpc::ClientContext* c) {
@@ -238,7 +238,7 @@ absl::StatusOr<v1::ListDatasetsResponse> Client::ListDatasets(
   v1::ListDatasetsRequest request;
   request.set_page_size(page_size);
   request.set_page_token(page_token);
-  SPARROW_RETURN_IF_ERROR(spec::CheckUtf8Fields(request, "request"));
+  SPARROW_RETURN_IF_ERROR(translate::CheckUtf8Fields(request, "request"));
   v1::ListDatasetsResponse response;
   SPARROW_RETURN_IF_ERROR(WithRetries(
       [&](grpc::ClientContext* c) {
@@ -251,7 +251,7 @@ absl::StatusOr<v1::ListDatasetsResponse> Client::ListDatasets(
 absl::Status Client::DeleteDataset(const std::string& id) {
   v1::DeleteDatasetRequest request;
   request.set_id(id);
-  SPARROW_RETURN_IF_ERROR(spec::CheckUtf8Fields(request, "request"));
+  SPARROW_RETURN_IF_ERROR(translate::CheckUtf8Fields(request, "request"));
   v1::DeleteDatasetResponse response;
   return WithRetries(
       [&](grpc::ClientContext* c) {
@@ -267,7 +267,7 @@ absl::StatusOr<v1::Job> Client::Submit(const v1::JobSpec& spec,
   request.set_request_id(request_id.empty() ? RandomRequestId()
                                             : std::move(request_id));
   request.set_priority(priority);
-  SPARROW_RETURN_IF_ERROR(spec::CheckUtf8Fields(request, "request"));
+  SPARROW_RETURN_IF_ERROR(translate::CheckUtf8Fields(request, "request"));
   v1::Job response;
   SPARROW_RETURN_IF_ERROR(WithRetries(
       [&](grpc::ClientContext* c) {
@@ -280,7 +280,7 @@ absl::StatusOr<v1::Job> Client::Submit(const v1::JobSpec& spec,
 absl::StatusOr<v1::Job> Client::GetJob(const std::string& id) {
   v1::GetJobRequest request;
   request.set_id(id);
-  SPARROW_RETURN_IF_ERROR(spec::CheckUtf8Fields(request, "request"));
+  SPARROW_RETURN_IF_ERROR(translate::CheckUtf8Fields(request, "request"));
   v1::Job response;
   SPARROW_RETURN_IF_ERROR(WithRetries(
       [&](grpc::ClientContext* c) { return jobs_->Get(c, request, &response); },
@@ -294,7 +294,7 @@ absl::StatusOr<v1::ListJobsResponse> Client::ListJobs(
   request.set_state(state);
   request.set_page_size(page_size);
   request.set_page_token(page_token);
-  SPARROW_RETURN_IF_ERROR(spec::CheckUtf8Fields(request, "request"));
+  SPARROW_RETURN_IF_ERROR(translate::CheckUtf8Fields(request, "request"));
   v1::ListJobsResponse response;
   SPARROW_RETURN_IF_ERROR(WithRetries(
       [&](grpc::ClientContext* c) {
@@ -307,7 +307,7 @@ absl::StatusOr<v1::ListJobsResponse> Client::ListJobs(
 absl::StatusOr<v1::Job> Client::CancelJob(const std::string& id) {
   v1::CancelJobRequest request;
   request.set_id(id);
-  SPARROW_RETURN_IF_ERROR(spec::CheckUtf8Fields(request, "request"));
+  SPARROW_RETURN_IF_ERROR(translate::CheckUtf8Fields(request, "request"));
   v1::Job response;
   SPARROW_RETURN_IF_ERROR(WithRetries(
       [&](grpc::ClientContext* c) {
@@ -320,7 +320,7 @@ absl::StatusOr<v1::Job> Client::CancelJob(const std::string& id) {
 absl::StatusOr<v1::Job> Client::Watch(
     const std::string& job_id, int64_t after_seq,
     const std::function<bool(const v1::ProgressEvent&)>& on_event) {
-  SPARROW_RETURN_IF_ERROR(spec::CheckUtf8(job_id, "the job id"));
+  SPARROW_RETURN_IF_ERROR(translate::CheckUtf8(job_id, "the job id"));
   int64_t last = after_seq;
   absl::Time unreachable_since = absl::InfiniteFuture();
   absl::Duration backoff = options_.initial_backoff;
@@ -375,7 +375,7 @@ absl::StatusOr<v1::Job> Client::Watch(
 absl::StatusOr<v1::TrainedModel> Client::GetModel(const std::string& job_id) {
   v1::GetModelRequest request;
   request.set_job_id(job_id);
-  SPARROW_RETURN_IF_ERROR(spec::CheckUtf8Fields(request, "request"));
+  SPARROW_RETURN_IF_ERROR(translate::CheckUtf8Fields(request, "request"));
   v1::TrainedModel response;
   SPARROW_RETURN_IF_ERROR(WithRetries(
       [&](grpc::ClientContext* c) {
@@ -390,7 +390,7 @@ absl::StatusOr<v1::ExportModelResponse> Client::ExportModel(
   v1::ExportModelRequest request;
   request.set_job_id(job_id);
   request.set_format(format);
-  SPARROW_RETURN_IF_ERROR(spec::CheckUtf8Fields(request, "request"));
+  SPARROW_RETURN_IF_ERROR(translate::CheckUtf8Fields(request, "request"));
   v1::ExportModelResponse response;
   SPARROW_RETURN_IF_ERROR(WithRetries(
       [&](grpc::ClientContext* c) {
@@ -402,7 +402,7 @@ absl::StatusOr<v1::ExportModelResponse> Client::ExportModel(
 
 absl::StatusOr<v1::PredictResponse> Client::Predict(
     const v1::PredictRequest& request) {
-  SPARROW_RETURN_IF_ERROR(spec::CheckUtf8Fields(request, "request"));
+  SPARROW_RETURN_IF_ERROR(translate::CheckUtf8Fields(request, "request"));
   v1::PredictResponse response;
   SPARROW_RETURN_IF_ERROR(WithRetries(
       [&](grpc::ClientContext* c) {

@@ -1,5 +1,5 @@
 // A trained model in core terms, and running it on new data. The server/CLI
-// converts it to and from sparrow.v1.TrainedModel in server/spec.
+// converts it to and from sparrow.v1.TrainedModel in translate/model.h.
 #ifndef SPARROW_CORE_TRAIN_MODEL_H_
 #define SPARROW_CORE_TRAIN_MODEL_H_
 

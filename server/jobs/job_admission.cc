@@ -11,9 +11,12 @@
 #include "core/train/trainer.h"
 #include "core/util/status_macros.h"
 #include "server/jobs/job_manager.h"
-#include "server/spec/convert.h"
-#include "server/spec/text.h"
 #include "spdlog/spdlog.h"
+#include "translate/config.h"
+#include "translate/data.h"
+#include "translate/json.h"
+#include "translate/model.h"
+#include "translate/text.h"
 
 namespace sparrow::server {
 namespace {
@@ -33,7 +36,7 @@ absl::StatusOr<v1::Job> SameRequest(const v1::Job& earlier,
           request.spec().SerializeAsString() ||
       earlier.priority() != request.priority()) {
     return absl::AlreadyExistsError(absl::StrCat(
-        "request_id '", spec::ForMessage(request.request_id()),
+        "request_id '", translate::ForMessage(request.request_id()),
         "' was used for job ", earlier.id(),
         " with a different spec or priority; use a new request_id for a new "
         "job"));
@@ -51,7 +54,8 @@ absl::StatusOr<int64_t> JobManager::ValidateSubmission(
         "upload FILE.csv) and put its id here; data.csv_path is for local "
         "runs only");
   }
-  SPARROW_ASSIGN_OR_RETURN(core::TrainConfig config, spec::ToTrainConfig(spec));
+  SPARROW_ASSIGN_OR_RETURN(core::TrainConfig config,
+                           translate::ToTrainConfig(spec));
   SPARROW_ASSIGN_OR_RETURN(
       v1::Dataset dataset,
       store_->GetDataset(tenant, spec.data().dataset_id()));
@@ -96,7 +100,8 @@ absl::StatusOr<int64_t> JobManager::ValidateSubmission(
   }
   // Column roles, categorical columns and splits, as the trainer will check
   // them.
-  SPARROW_RETURN_IF_ERROR(spec::ValidateDataSpec(spec, header, dataset.rows()));
+  SPARROW_RETURN_IF_ERROR(
+      translate::ValidateDataSpec(spec, header, dataset.rows()));
   // A categorical column counts as one input or output here: its levels are
   // in the content, not the dataset's metadata. RunJob checks the limit again
   // with the one-hot widths.

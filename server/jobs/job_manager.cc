@@ -12,10 +12,12 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/util/status_macros.h"
-#include "server/spec/text.h"
 #include "sparrow/v1/job_state.h"
 #include "sparrow/v1/worker.pb.h"
 #include "spdlog/spdlog.h"
+#include "translate/config.h"
+#include "translate/data.h"
+#include "translate/text.h"
 
 namespace sparrow::server {
 namespace {
@@ -192,7 +194,7 @@ absl::StatusOr<v1::Job> JobManager::GetJob(const std::string& tenant,
   auto record = store_->GetJob(id);
   if (!record.ok() || record->tenant != tenant) {
     return absl::NotFoundError(
-        absl::StrCat("job ", spec::ForMessage(id), " not found"));
+        absl::StrCat("job ", translate::ForMessage(id), " not found"));
   }
   return std::move(record->job);
 }

@@ -8,8 +8,8 @@
 #include "core/data/csv.h"
 #include "core/util/status_macros.h"
 #include "google/protobuf/util/time_util.h"
-#include "server/spec/text.h"
 #include "spdlog/spdlog.h"
+#include "translate/text.h"
 
 namespace sparrow::server {
 
@@ -20,7 +20,7 @@ namespace {
 absl::Status CheckNames(absl::string_view name,
                         const std::vector<std::string>& columns) {
   for (size_t i = 0; i < columns.size(); ++i) {
-    absl::Status s = spec::CheckUtf8(
+    absl::Status s = translate::CheckUtf8(
         columns[i], absl::StrCat("column ", i + 1, " of the CSV header"));
     if (!s.ok()) {
       return absl::InvalidArgumentError(
@@ -29,7 +29,7 @@ absl::Status CheckNames(absl::string_view name,
                        "nothing was stored"));
     }
   }
-  return spec::CheckUtf8(name, "the dataset name");
+  return translate::CheckUtf8(name, "the dataset name");
 }
 
 // Streams the chunks of one upload into the spool (UploadSpool: within the

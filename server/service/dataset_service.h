@@ -7,13 +7,13 @@
 
 #include "absl/strings/string_view.h"
 #include "server/service/common.h"
-#include "server/spec/sha256.h"
 #include "sparrow/v1/datasets.grpc.pb.h"
+#include "translate/sha256.h"
 
 namespace sparrow::server {
 
 // Dataset ids: the lowercase hex SHA-256 of the content.
-using spec::Sha256Hex;
+using translate::Sha256Hex;
 
 class DatasetService final : public v1::DatasetService::CallbackService {
  public:

@@ -7,8 +7,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/util/status_macros.h"
-#include "server/spec/convert.h"
 #include "sparrow/v1/job_state.h"
+#include "translate/config.h"
+#include "translate/data.h"
+#include "translate/json.h"
+#include "translate/model.h"
 
 namespace sparrow::server {
 namespace {
@@ -187,7 +190,7 @@ grpc::ServerUnaryReactor* JobService::Submit(
   return RunUnary(
       deps_, context, "JobService.Submit",
       [&](const std::string& tenant) -> absl::Status {
-        SPARROW_RETURN_IF_ERROR(spec::RejectUnknownFields(*request, ""));
+        SPARROW_RETURN_IF_ERROR(translate::RejectUnknownFields(*request, ""));
         SPARROW_ASSIGN_OR_RETURN(*response,
                                  deps_.jobs->Submit(tenant, *request));
         return absl::OkStatus();

@@ -6,8 +6,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "core/util/status_macros.h"
-#include "server/spec/convert.h"
-#include "server/spec/predict.h"
+#include "translate/json.h"
+#include "translate/predict.h"
 
 namespace sparrow::server {
 
@@ -51,7 +51,7 @@ grpc::ServerUnaryReactor* ModelService::Export(
         SPARROW_ASSIGN_OR_RETURN(v1::TrainedModel model,
                                  Load(tenant, request->job_id()));
         if (request->format() == v1::ExportModelRequest::JSON) {
-          response->set_data(spec::ToJson(model));
+          response->set_data(translate::ToJson(model));
           response->set_content_type("application/json");
         } else {
           response->set_data(model.SerializeAsString());
@@ -82,35 +82,36 @@ absl::Status CheckAnswerSize(int64_t bytes, int64_t rows, int64_t values,
 grpc::ServerUnaryReactor* ModelService::Predict(
     grpc::CallbackServerContext* context, const v1::PredictRequest* request,
     v1::PredictResponse* response) {
-  return RunUnary(
-      deps_, context, "ModelService.Predict",
-      [&](const std::string& tenant) -> absl::Status {
-        SPARROW_ASSIGN_OR_RETURN(v1::TrainedModel model,
-                                 Load(tenant, request->job_id()));
-        // Refuse an answer too large to send before spending
-        // seconds computing it; check the exact size after.
-        const int64_t rows = spec::CountCsvDataRows(request->csv());
-        const int64_t values =
-            int64_t{model.num_outputs()} * (request->intervals() ? 3 : 1);
-        SPARROW_RETURN_IF_ERROR(
-            CheckAnswerSize(spec::EstimateCsvBytes(rows, values), rows, values,
-                            *deps_.limits, "about"));
-        spec::PredictOptions options;
-        options.one_step = request->one_step();
-        options.intervals = request->intervals();
-        options.x0_samples = request->x0_samples();
-        SPARROW_ASSIGN_OR_RETURN(spec::PredictOutput out,
-                                 spec::Predict(model, request->csv(), options));
-        std::string csv = out.Csv();
-        SPARROW_RETURN_IF_ERROR(
-            CheckAnswerSize(static_cast<int64_t>(csv.size()), rows, values,
-                            *deps_.limits, "exactly"));
-        response->set_csv(std::move(csv));
-        response->set_samples(out.y.cols());
-        if (out.bfr.has_value()) response->set_bfr(*out.bfr);
-        if (out.rmse.has_value()) response->set_rmse(*out.rmse);
-        return absl::OkStatus();
-      });
+  return RunUnary(deps_, context, "ModelService.Predict",
+                  [&](const std::string& tenant) -> absl::Status {
+                    SPARROW_ASSIGN_OR_RETURN(v1::TrainedModel model,
+                                             Load(tenant, request->job_id()));
+                    // Refuse an answer too large to send before spending
+                    // seconds computing it; check the exact size after.
+                    const int64_t rows =
+                        translate::CountCsvDataRows(request->csv());
+                    const int64_t values = int64_t{model.num_outputs()} *
+                                           (request->intervals() ? 3 : 1);
+                    SPARROW_RETURN_IF_ERROR(CheckAnswerSize(
+                        translate::EstimateCsvBytes(rows, values), rows, values,
+                        *deps_.limits, "about"));
+                    translate::PredictOptions options;
+                    options.one_step = request->one_step();
+                    options.intervals = request->intervals();
+                    options.x0_samples = request->x0_samples();
+                    SPARROW_ASSIGN_OR_RETURN(
+                        translate::PredictOutput out,
+                        translate::Predict(model, request->csv(), options));
+                    std::string csv = out.Csv();
+                    SPARROW_RETURN_IF_ERROR(
+                        CheckAnswerSize(static_cast<int64_t>(csv.size()), rows,
+                                        values, *deps_.limits, "exactly"));
+                    response->set_csv(std::move(csv));
+                    response->set_samples(out.y.cols());
+                    if (out.bfr.has_value()) response->set_bfr(*out.bfr);
+                    if (out.rmse.has_value()) response->set_rmse(*out.rmse);
+                    return absl::OkStatus();
+                  });
 }
 
 }  // namespace sparrow::server

@@ -17,7 +17,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "server/spec/sha256.h"
+#include "translate/sha256.h"
 
 namespace sparrow::server {
 
@@ -93,7 +93,7 @@ class SpooledUpload {
   const std::string path_;
   int fd_;
   int64_t size_ = 0;
-  spec::Sha256 sha_;
+  translate::Sha256 sha_;
   void* map_ = nullptr;
 };
 

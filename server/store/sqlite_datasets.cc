@@ -7,14 +7,14 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/util/status_macros.h"
-#include "server/spec/text.h"
 #include "server/store/internal/sqlite_store.h"
+#include "translate/text.h"
 
 namespace sparrow::server::sqlite {
 
 absl::Status DatasetNotFound(const std::string& id) {
   return absl::NotFoundError(
-      absl::StrCat("dataset ", spec::ForMessage(id), " not found"));
+      absl::StrCat("dataset ", translate::ForMessage(id), " not found"));
 }
 
 absl::StatusOr<std::optional<std::string>> SqliteStore::DatasetBlob(

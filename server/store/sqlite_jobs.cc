@@ -9,15 +9,15 @@
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "core/util/status_macros.h"
-#include "server/spec/text.h"
 #include "server/store/internal/sqlite_store.h"
 #include "sparrow/v1/job_state.h"
+#include "translate/text.h"
 
 namespace sparrow::server::sqlite {
 
 absl::Status JobNotFound(const std::string& id) {
   return absl::NotFoundError(
-      absl::StrCat("job ", spec::ForMessage(id), " not found"));
+      absl::StrCat("job ", translate::ForMessage(id), " not found"));
 }
 
 absl::StatusOr<JobRecord> SqliteStore::LoadJob(const std::string& id) {
@@ -250,7 +250,7 @@ SqliteStore::TransitionJob(const std::string& id,
   const google::protobuf::Timestamp now = ToTimestamp(absl::Now());
   // Reasons may quote what a job read (a column, a value); a stored record
   // must stay parseable, so text that is not UTF-8 is stored repaired.
-  const std::string reason = spec::ToValidUtf8(transition.reason);
+  const std::string reason = translate::ToValidUtf8(transition.reason);
   job.set_state(to);
   job.set_reason(reason);
   v1::Job::Transition* entry = job.add_history();
@@ -266,7 +266,7 @@ SqliteStore::TransitionJob(const std::string& id,
     job.set_worker_crashes(job.worker_crashes() + 1);
   }
   if (!transition.summary.empty()) {
-    job.set_summary(spec::ToValidUtf8(transition.summary));
+    job.set_summary(translate::ToValidUtf8(transition.summary));
   }
   job.set_last_seq(job.last_seq() + 1);
 

@@ -26,9 +26,11 @@
 #include "core/train/memory.h"
 #include "core/train/trainer.h"
 #include "server/jobs/resume.h"
-#include "server/spec/convert.h"
 #include "server/worker/pipe.h"
 #include "sparrow/v1/worker.pb.h"
+#include "translate/config.h"
+#include "translate/data.h"
+#include "translate/model.h"
 
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 #define SPARROW_SANITIZED 1
@@ -335,7 +337,7 @@ void ControlLoop(int in_fd, Channel* channel, JobCallback* callback) {
 // the data knows how many levels they one-hot encode into.
 absl::Status CheckOneHotSize(const v1::WorkerRequest& request,
                              const core::TrainConfig& config,
-                             const spec::DataSummary& summary) {
+                             const translate::DataSummary& summary) {
   if (request.spec().data().categorical().empty()) return absl::OkStatus();
   auto params =
       core::CountParameters(config.model, summary.inputs, summary.outputs);
@@ -392,18 +394,18 @@ Outcome Finished(const v1::WorkerRequest& request, const JobCallback& callback,
   o.set_reason("finished");
   o.set_summary(result.summary.BriefReport());
   o.set_last_iteration(result.summary.iterations);
-  *o.mutable_model() = spec::ToProto(request.spec(), result);
+  *o.mutable_model() = translate::ToProto(request.spec(), result);
   o.mutable_model()->set_seed(config.seed);
   return o;
 }
 
 Outcome Train(v1::WorkerRequest* request, JobCallback* callback,
               Channel* channel) {
-  auto config = spec::ToTrainConfig(request->spec());
+  auto config = translate::ToTrainConfig(request->spec());
   if (!config.ok()) return Failed(std::string(config.status().message()));
-  spec::DataSummary summary;
-  auto data = spec::LoadTrainData(request->spec(), *config, request->dataset(),
-                                  &summary);
+  translate::DataSummary summary;
+  auto data = translate::LoadTrainData(request->spec(), *config,
+                                       request->dataset(), &summary);
   if (!data.ok()) return Failed(std::string(data.status().message()));
   std::string().swap(*request->mutable_dataset());
   if (summary.dropped_rows > 0) {

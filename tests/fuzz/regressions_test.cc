@@ -10,9 +10,11 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "server/jobs/resume.h"
-#include "server/spec/convert.h"
 #include "sparrow/v1/checkpoint.pb.h"
 #include "tests/server/testing/service_fixture.h"
+#include "translate/config.h"
+#include "translate/data.h"
+#include "translate/json.h"
 
 namespace sparrow::fuzz {
 namespace {
@@ -21,9 +23,9 @@ using ::testing::HasSubstr;
 
 // spec_fuzz's path: JSON -> JobSpec -> TrainConfig -> parameter count.
 absl::Status SpecPath(const std::string& json) {
-  auto spec = spec::ParseJobSpecJson(json);
+  auto spec = translate::ParseJobSpecJson(json);
   if (!spec.ok()) return spec.status();
-  auto config = spec::ToTrainConfig(*spec);
+  auto config = translate::ToTrainConfig(*spec);
   if (!config.ok()) return config.status();
   return core::CountParameters(config->model, 1, 1).status();
 }
@@ -46,10 +48,10 @@ TEST(FuzzRegressionTest, StateDimensionNearIntMaxIsRefusedByName) {
 // Widths within the per-layer limit whose product overflowed int in
 // Mlp::Layer::num_params (the parameter count of the submission check).
 TEST(FuzzRegressionTest, ParametersPastIntAreCountedIn64Bits) {
-  auto spec = spec::ParseJobSpecJson(
+  auto spec = translate::ParseJobSpecJson(
       RnnSpec(R"({"nx": 50000, "fx_hidden": [100000]})"));
   ASSERT_TRUE(spec.ok()) << spec.status();
-  auto config = spec::ToTrainConfig(*spec);
+  auto config = translate::ToTrainConfig(*spec);
   ASSERT_TRUE(config.ok()) << config.status();
   auto n = core::CountParameters(config->model, 1, 1);
   ASSERT_TRUE(n.ok()) << n.status();
@@ -74,11 +76,11 @@ TEST(FuzzRegressionTest, EncoderWindowOverflowIsRefused) {
 // checkpoint_fuzz's path: a checkpoint applied to a small job, then trained.
 absl::StatusOr<core::TrainResult> Resume(int spec_index,
                                          const v1::JobCheckpoint& checkpoint) {
-  auto spec = spec::ParseJobSpecJson(kSmallSpecs[spec_index]);
+  auto spec = translate::ParseJobSpecJson(kSmallSpecs[spec_index]);
   if (!spec.ok()) return spec.status();
-  auto config = spec::ToTrainConfig(*spec);
+  auto config = translate::ToTrainConfig(*spec);
   if (!config.ok()) return config.status();
-  auto data = spec::LoadTrainData(*spec, *config, SmallCsv());
+  auto data = translate::LoadTrainData(*spec, *config, SmallCsv());
   if (!data.ok()) return data.status();
   const absl::Status applied = server::ApplyCheckpoint(checkpoint, &*config);
   if (!applied.ok()) return applied;

@@ -56,12 +56,12 @@
 #include "client/lib/client.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
-#include "server/spec/sha256.h"
 #include "server/store/store.h"
 #include "sparrow/v1/job_state.h"
 #include "sparrow/v1/jobs.grpc.pb.h"
 #include "tests/server/testing/server_fixture.h"
 #include "tests/server/testing/sparrowd_process.h"
+#include "translate/sha256.h"
 
 namespace sparrow::server {
 namespace {
@@ -445,7 +445,7 @@ class SparrowdChaos : public ::testing::Test {
         return client_->Upload(u.csv, absl::StrCat("chaos-", i, ".csv"));
       });
       ASSERT_TRUE(dataset.ok()) << "upload " << i << ": " << dataset.status();
-      EXPECT_EQ(dataset->id(), spec::Sha256Hex(u.csv));
+      EXPECT_EQ(dataset->id(), translate::Sha256Hex(u.csv));
       std::lock_guard<std::mutex> lock(mu_);
       u.id = dataset->id();
       acknowledged_uploads_.push_back(u.id);
@@ -803,7 +803,7 @@ TEST_F(SparrowdChaos, TwentySigkillsLoseNothingAndEndEveryJobOnce) {
     for (const auto& [id, u] : expected) {
       auto content = (*store)->GetDatasetContent("default", id);
       ASSERT_TRUE(content.ok()) << content.status();
-      EXPECT_EQ(spec::Sha256Hex(*content), id);
+      EXPECT_EQ(translate::Sha256Hex(*content), id);
       EXPECT_TRUE(*content == u->csv) << "content of " << id << " differs";
     }
   }

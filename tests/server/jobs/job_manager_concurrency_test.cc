@@ -13,9 +13,9 @@
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "server/jobs/job_manager.h"
-#include "server/spec/sha256.h"
 #include "sparrow/v1/job_state.h"
 #include "tests/server/testing/server_fixture.h"
+#include "translate/sha256.h"
 
 namespace sparrow::server {
 namespace {

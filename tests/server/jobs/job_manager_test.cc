@@ -13,9 +13,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
-#include "server/spec/sha256.h"
 #include "tests/server/testing/faulty_store.h"
 #include "tests/server/testing/service_fixture.h"
+#include "translate/sha256.h"
 
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 #define SPARROW_TEST_SANITIZED 1

@@ -17,11 +17,11 @@
 #include "gtest/gtest.h"
 #include "server/server.h"
 #include "server/service/dataset_service.h"
-#include "server/spec/sha256.h"
 #include "server/store/store.h"
 #include "sparrow/v1/datasets.grpc.pb.h"
 #include "sparrow/v1/jobs.grpc.pb.h"
 #include "sparrow/v1/model_service.grpc.pb.h"
+#include "translate/sha256.h"
 
 namespace sparrow::server::testing {
 
@@ -45,7 +45,7 @@ inline std::string TanksCsv(int samples = 400, uint64_t seed = 1) {
 inline std::string PutTanksDataset(Store* store, const std::string& tenant) {
   const std::string csv = TanksCsv();
   v1::Dataset meta;
-  meta.set_id(spec::Sha256Hex(csv));
+  meta.set_id(translate::Sha256Hex(csv));
   meta.set_name("tanks.csv");
   meta.set_size_bytes(static_cast<int64_t>(csv.size()));
   meta.set_rows(400);

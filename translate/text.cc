@@ -1,11 +1,11 @@
-#include "server/spec/text.h"
+#include "translate/text.h"
 
 #include <cstdint>
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 
-namespace sparrow::spec {
+namespace sparrow::translate {
 namespace {
 
 using google::protobuf::FieldDescriptor;
@@ -136,4 +136,4 @@ std::string ForMessage(absl::string_view text, size_t max_chars) {
   return out;
 }
 
-}  // namespace sparrow::spec
+}  // namespace sparrow::translate

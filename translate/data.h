@@ -1,37 +1,22 @@
-// The one place where protobuf meets core: JobSpec JSON parsing and validation,
-// JobSpec -> core::TrainConfig, CSV bytes + JobSpec -> core::TrainData, and
-// core results -> sparrow.v1.TrainedModel (and back, to run a stored model).
-#ifndef SPARROW_SERVER_SPEC_CONVERT_H_
-#define SPARROW_SERVER_SPEC_CONVERT_H_
+// A JobSpec's data part -> core::TrainData: reads the CSV bytes, picks the
+// input / output / test columns, one-hot encodes the categorical ones, drops
+// rows with missing values and cuts the train / validation / test splits
+// (row ranges or a random split) into tables (mlp) or traces (sequence
+// models). Also the subset of those checks a service can run at submission.
+#ifndef SPARROW_TRANSLATE_DATA_H_
+#define SPARROW_TRANSLATE_DATA_H_
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "core/train/trainer.h"
-#include "sparrow/v1/model.pb.h"
 #include "sparrow/v1/spec.pb.h"
 
-namespace sparrow::spec {
-
-// Parses a JobSpec from JSON (protobuf JSON mapping). Unknown fields are
-// errors.
-absl::StatusOr<v1::JobSpec> ParseJobSpecJson(absl::string_view json);
-std::string ToJson(const google::protobuf::Message& message);
-
-// Refuses fields of `message` (and of the messages in it) that this build
-// does not know: protobuf keeps them and otherwise ignores them, so a spec
-// with an option from a newer client would silently train something else.
-// INVALID_ARGUMENT names the field's path under `path` and its number.
-absl::Status RejectUnknownFields(const google::protobuf::Message& message,
-                                 const std::string& path);
-
-// Translates and validates the model / loss / optimizer / stopping parts.
-// Errors name the field (e.g. "model.state_space_rnn.fx_hidden[0] is -4; layer
-// sizes must be positive").
-absl::StatusOr<core::TrainConfig> ToTrainConfig(const v1::JobSpec& spec);
+namespace sparrow::translate {
 
 // What LoadTrainData made of the file, for the caller to report.
 struct DataSummary {
@@ -62,10 +47,6 @@ absl::Status ValidateDataSpec(const v1::JobSpec& spec,
                               const std::vector<std::string>& header,
                               int64_t rows);
 
-v1::TrainedModel ToProto(const v1::JobSpec& spec,
-                         const core::TrainResult& result);
-absl::StatusOr<core::Model> FromProto(const v1::TrainedModel& model);
+}  // namespace sparrow::translate
 
-}  // namespace sparrow::spec
-
-#endif  // SPARROW_SERVER_SPEC_CONVERT_H_
+#endif  // SPARROW_TRANSLATE_DATA_H_

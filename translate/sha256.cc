@@ -1,9 +1,9 @@
-#include "server/spec/sha256.h"
+#include "translate/sha256.h"
 
 #include "absl/strings/str_format.h"
 #include "openssl/evp.h"
 
-namespace sparrow::spec {
+namespace sparrow::translate {
 namespace {
 
 std::string Hex(const unsigned char* digest, unsigned int size) {
@@ -46,4 +46,4 @@ std::string Sha256::FinishHex() {
   return Hex(digest, size);
 }
 
-}  // namespace sparrow::spec
+}  // namespace sparrow::translate

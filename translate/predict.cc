@@ -1,4 +1,4 @@
-#include "server/spec/predict.h"
+#include "translate/predict.h"
 
 #include <algorithm>
 #include <cmath>
@@ -14,9 +14,9 @@
 #include "core/train/model.h"
 #include "core/util/option_error.h"
 #include "core/util/status_macros.h"
-#include "server/spec/convert.h"
+#include "translate/model.h"
 
-namespace sparrow::spec {
+namespace sparrow::translate {
 
 namespace {
 
@@ -29,24 +29,23 @@ void EndLine(std::string* text) {
   }
 }
 
-// Reads the model's channels from `csv`, one row of the result per name. A
-// name that is a header column is read as a number. Otherwise a name
-// "<column>=<level>" for a header column is the 0/1 indicator of that level
-// of the text column <column>: how LoadTrainData one-hot encodes
-// data.categorical. A level the CSV lacks is all 0; a level the model lacks is
-// an error, unless the model names a single level of the column (a two-level
-// output is the indicator of its second level, so any other value is 0).
-absl::StatusOr<Eigen::MatrixXd> ReadChannels(
-    std::string_view csv, const std::vector<std::string>& names) {
-  SPARROW_ASSIGN_OR_RETURN(const std::vector<std::string> header,
-                           core::data::ParseCsvHeader(csv));
+// Where each of the model's channel names is read from: the CSV columns to
+// parse (options) and, per name, its column there and its level, if any.
+struct ChannelPlan {
+  core::data::CsvOptions options;
+  // selector[i]: the selector of names[i]; level[i]: its level, if any.
+  std::vector<int> selector;
+  std::vector<std::optional<std::string>> level;
+};
+
+ChannelPlan PlanChannels(const std::vector<std::string>& header,
+                         const std::vector<std::string>& names) {
   auto in_header = [&](std::string_view name) {
     return std::find(header.begin(), header.end(), name) != header.end();
   };
-  core::data::CsvOptions options;
-  // selector[i]: the selector of names[i]; level[i]: its level, if any.
-  std::vector<int> selector(names.size());
-  std::vector<std::optional<std::string>> level(names.size());
+  ChannelPlan plan;
+  plan.selector.resize(names.size());
+  plan.level.resize(names.size());
   for (size_t i = 0; i < names.size(); ++i) {
     const std::string& name = names[i];
     std::string column = name;
@@ -55,47 +54,37 @@ absl::StatusOr<Eigen::MatrixXd> ReadChannels(
            eq = name.find('=', eq + 1)) {
         if (in_header(name.substr(0, eq))) {
           column = name.substr(0, eq);
-          level[i] = name.substr(eq + 1);
+          plan.level[i] = name.substr(eq + 1);
           break;
         }
       }
     }
     // An unknown name stays a selector, for ParseCsv's error listing the
     // columns.
-    auto& selectors = options.columns;
+    auto& selectors = plan.options.columns;
     const auto at = std::find(selectors.begin(), selectors.end(), column);
-    const bool categorical = level[i].has_value();
+    const bool categorical = plan.level[i].has_value();
     if (!categorical || at == selectors.end()) {
-      selector[i] = static_cast<int>(selectors.size());
+      plan.selector[i] = static_cast<int>(selectors.size());
       selectors.push_back(column);
-      if (categorical) options.categorical.push_back(column);
+      if (categorical) plan.options.categorical.push_back(column);
     } else {
-      selector[i] = static_cast<int>(at - selectors.begin());
+      plan.selector[i] = static_cast<int>(at - selectors.begin());
     }
   }
-  // ParseCsv rejects NaN, Inf and missing values, naming the line and column.
-  SPARROW_ASSIGN_OR_RETURN(const core::data::CsvTable table,
-                           core::data::ParseCsv(csv, options));
-  Eigen::MatrixXd values = Eigen::MatrixXd::Zero(
-      static_cast<Eigen::Index>(names.size()), table.num_rows());
-  for (size_t i = 0; i < names.size(); ++i) {
-    const core::data::CsvColumn& column = table.columns[selector[i]];
-    if (!level[i].has_value()) {
-      values.row(i) = table.values.row(column.first);
-      continue;
-    }
-    const auto k =
-        std::find(column.levels.begin(), column.levels.end(), *level[i]);
-    if (k != column.levels.end()) {
-      values.row(i) =
-          table.values.row(column.first + (k - column.levels.begin()));
-    }
-  }
-  for (const std::string& name : options.categorical) {
+  return plan;
+}
+
+// Refuses a level of a categorical column that the model does not name, when
+// the model names two or more levels of it.
+absl::Status CheckKnownLevels(const ChannelPlan& plan,
+                              const core::data::CsvTable& table) {
+  for (const std::string& name : plan.options.categorical) {
     std::vector<std::string> known;
-    for (size_t i = 0; i < names.size(); ++i) {
-      if (level[i].has_value() && options.columns[selector[i]] == name) {
-        known.push_back(*level[i]);
+    for (size_t i = 0; i < plan.level.size(); ++i) {
+      if (plan.level[i].has_value() &&
+          plan.options.columns[plan.selector[i]] == name) {
+        known.push_back(*plan.level[i]);
       }
     }
     if (known.size() < 2) continue;
@@ -112,6 +101,40 @@ absl::StatusOr<Eigen::MatrixXd> ReadChannels(
       }
     }
   }
+  return absl::OkStatus();
+}
+
+// Reads the model's channels from `csv`, one row of the result per name. A
+// name that is a header column is read as a number. Otherwise a name
+// "<column>=<level>" for a header column is the 0/1 indicator of that level
+// of the text column <column>: how LoadTrainData one-hot encodes
+// data.categorical. A level the CSV lacks is all 0; a level the model lacks is
+// an error, unless the model names a single level of the column (a two-level
+// output is the indicator of its second level, so any other value is 0).
+absl::StatusOr<Eigen::MatrixXd> ReadChannels(
+    std::string_view csv, const std::vector<std::string>& names) {
+  SPARROW_ASSIGN_OR_RETURN(const std::vector<std::string> header,
+                           core::data::ParseCsvHeader(csv));
+  const ChannelPlan plan = PlanChannels(header, names);
+  // ParseCsv rejects NaN, Inf and missing values, naming the line and column.
+  SPARROW_ASSIGN_OR_RETURN(const core::data::CsvTable table,
+                           core::data::ParseCsv(csv, plan.options));
+  Eigen::MatrixXd values = Eigen::MatrixXd::Zero(
+      static_cast<Eigen::Index>(names.size()), table.num_rows());
+  for (size_t i = 0; i < names.size(); ++i) {
+    const core::data::CsvColumn& column = table.columns[plan.selector[i]];
+    if (!plan.level[i].has_value()) {
+      values.row(i) = table.values.row(column.first);
+      continue;
+    }
+    const auto k =
+        std::find(column.levels.begin(), column.levels.end(), *plan.level[i]);
+    if (k != column.levels.end()) {
+      values.row(i) =
+          table.values.row(column.first + (k - column.levels.begin()));
+    }
+  }
+  SPARROW_RETURN_IF_ERROR(CheckKnownLevels(plan, table));
   return values;
 }
 
@@ -206,4 +229,4 @@ absl::StatusOr<PredictOutput> Predict(const v1::TrainedModel& model,
   return out;
 }
 
-}  // namespace sparrow::spec
+}  // namespace sparrow::translate

@@ -2,8 +2,8 @@
 // (a peer cannot parse a message that does not), and error messages must stay
 // readable whatever a client sent. Used by the server (upload validation,
 // messages that echo ids) and by the client (names taken from file names).
-#ifndef SPARROW_SERVER_SPEC_TEXT_H_
-#define SPARROW_SERVER_SPEC_TEXT_H_
+#ifndef SPARROW_TRANSLATE_TEXT_H_
+#define SPARROW_TRANSLATE_TEXT_H_
 
 #include <cstddef>
 #include <string>
@@ -12,7 +12,7 @@
 #include "absl/strings/string_view.h"
 #include "google/protobuf/message.h"
 
-namespace sparrow::spec {
+namespace sparrow::translate {
 
 // True when `text` is well-formed UTF-8 (RFC 3629: no overlong forms, no
 // surrogates, nothing above U+10FFFF). Abseil 20220623 has no such check and
@@ -39,6 +39,6 @@ std::string ToValidUtf8(absl::string_view text);
 // ToValidUtf8.
 std::string ForMessage(absl::string_view text, size_t max_chars = 64);
 
-}  // namespace sparrow::spec
+}  // namespace sparrow::translate
 
-#endif  // SPARROW_SERVER_SPEC_TEXT_H_
+#endif  // SPARROW_TRANSLATE_TEXT_H_

@@ -1,12 +1,12 @@
 // UTF-8 checks for what crosses the API, and ids shortened for messages.
-#include "server/spec/text.h"
+#include "translate/text.h"
 
 #include <string>
 
 #include "gtest/gtest.h"
 #include "sparrow/v1/jobs.pb.h"
 
-namespace sparrow::spec {
+namespace sparrow::translate {
 namespace {
 
 TEST(TextTest, IsValidUtf8AcceptsUtf8AndRejectsEveryMalformedKind) {
@@ -64,4 +64,4 @@ TEST(TextTest, ForMessageKeepsShortIdsAndCutsLongOnes) {
 }
 
 }  // namespace
-}  // namespace sparrow::spec
+}  // namespace sparrow::translate

@@ -1,4 +1,4 @@
-#include "server/spec/predict.h"
+#include "translate/predict.h"
 
 #include <cmath>
 #include <map>
@@ -11,9 +11,12 @@
 #include "core/train/trainer.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "server/spec/convert.h"
+#include "translate/config.h"
+#include "translate/data.h"
+#include "translate/json.h"
+#include "translate/model.h"
 
-namespace sparrow::spec {
+namespace sparrow::translate {
 namespace {
 
 using ::testing::HasSubstr;
@@ -460,4 +463,4 @@ TEST(CategoricalPredictTest, RefusesALevelTheModelWasNotTrainedOn) {
 }
 
 }  // namespace
-}  // namespace sparrow::spec
+}  // namespace sparrow::translate

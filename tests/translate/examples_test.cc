@@ -5,10 +5,12 @@
 
 #include "core/train/trainer.h"
 #include "gtest/gtest.h"
-#include "server/spec/convert.h"
 #include "tests/testing/shared_data.h"
+#include "translate/config.h"
+#include "translate/data.h"
+#include "translate/json.h"
 
-namespace sparrow::spec {
+namespace sparrow::translate {
 namespace {
 
 using ::sparrow::testing::ReadFile;
@@ -67,4 +69,4 @@ TEST(ExamplesTest, DamperNailsAngleSafeguardRescuesTheStalledSeed) {
 }
 
 }  // namespace
-}  // namespace sparrow::spec
+}  // namespace sparrow::translate

@@ -1,7 +1,7 @@
 // Running a stored model on a CSV: the one implementation behind
 // `sparrow predict` and ModelService.Predict.
-#ifndef SPARROW_SERVER_SPEC_PREDICT_H_
-#define SPARROW_SERVER_SPEC_PREDICT_H_
+#ifndef SPARROW_TRANSLATE_PREDICT_H_
+#define SPARROW_TRANSLATE_PREDICT_H_
 
 #include <cstdint>
 #include <optional>
@@ -13,7 +13,7 @@
 #include "absl/strings/string_view.h"
 #include "sparrow/v1/model.pb.h"
 
-namespace sparrow::spec {
+namespace sparrow::translate {
 
 // What to predict; the fields of sparrow.v1.PredictRequest.
 struct PredictOptions {
@@ -73,6 +73,6 @@ absl::StatusOr<PredictOutput> Predict(const v1::TrainedModel& model,
                                       absl::string_view csv,
                                       const PredictOptions& options);
 
-}  // namespace sparrow::spec
+}  // namespace sparrow::translate
 
-#endif  // SPARROW_SERVER_SPEC_PREDICT_H_
+#endif  // SPARROW_TRANSLATE_PREDICT_H_

@@ -1,8 +1,9 @@
 // SHA-256 of a byte string as lowercase hex (OpenSSL's libcrypto): dataset ids
 // are content hashes, computed by the client before an upload and checked by
-// the server after it.
-#ifndef SPARROW_SERVER_SPEC_SHA256_H_
-#define SPARROW_SERVER_SPEC_SHA256_H_
+// the server after it. It lives in translate/, the library both sides link,
+// because the client needs the very same id the server computes.
+#ifndef SPARROW_TRANSLATE_SHA256_H_
+#define SPARROW_TRANSLATE_SHA256_H_
 
 #include <memory>
 #include <string>
@@ -11,7 +12,7 @@
 
 struct evp_md_ctx_st;
 
-namespace sparrow::spec {
+namespace sparrow::translate {
 
 std::string Sha256Hex(absl::string_view bytes);
 
@@ -36,6 +37,6 @@ class Sha256 {
   std::unique_ptr<evp_md_ctx_st, Free> ctx_;
 };
 
-}  // namespace sparrow::spec
+}  // namespace sparrow::translate
 
-#endif  // SPARROW_SERVER_SPEC_SHA256_H_
+#endif  // SPARROW_TRANSLATE_SHA256_H_

@@ -1,0 +1,119 @@
+#include "translate/config.h"
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <utility>
+
+#include "gtest/gtest.h"
+#include "tests/translate/testing/spec_fixture.h"
+#include "translate/json.h"
+
+namespace sparrow::translate {
+namespace {
+
+TEST(ConfigTest, NormalizationChoosesTheScaling) {
+  for (const auto& [value, scaling] :
+       {std::pair{"\"NORMALIZATION_MINMAX\"",
+                  core::TrainConfig::Scaling::kMinMax},
+        std::pair{"\"NORMALIZATION_NONE\"", core::TrainConfig::Scaling::kNone},
+        std::pair{"\"NORMALIZATION_ZSCORE\"",
+                  core::TrainConfig::Scaling::kZScore}}) {
+    auto spec = ParseJobSpecJson(
+        Replace(kRnnSpec, "\"seed\": 7",
+                std::string("\"seed\": 7, \"normalization\": ") + value));
+    ASSERT_TRUE(spec.ok()) << spec.status();
+    auto config = ToTrainConfig(*spec);
+    ASSERT_TRUE(config.ok()) << config.status();
+    EXPECT_EQ(config->scaling, scaling) << value;
+  }
+  auto spec = ParseJobSpecJson(kRnnSpec);
+  ASSERT_TRUE(spec.ok());
+  EXPECT_EQ(ToTrainConfig(*spec)->scaling, core::TrainConfig::Scaling::kZScore);
+  spec->set_normalization(static_cast<v1::Normalization>(9));
+  ExpectError(ToTrainConfig(*spec).status(), "normalization has an unknown");
+}
+
+TEST(ConfigTest, NegativeLayerSizeIsNamed) {
+  ExpectError(
+      Load(Replace(kRnnSpec, "\"fx_hidden\": [3]", "\"fx_hidden\": [-3]"),
+           Csv(200)),
+      "fx.hidden[0] is -3");
+}
+
+TEST(ConfigTest, MissingPiecesAreExplained) {
+  ExpectError(
+      Load(Replace(kRnnSpec, "\"optimizer\": {\"lbfgs\": {}},", ""), Csv(200)),
+      "optimizer: set one of");
+  ExpectError(Load(Replace(kRnnSpec, "\"inputs\": [\"u\"], ", ""), Csv(200)),
+              "data.inputs");
+  auto s = Load(Replace(kRnnSpec, "\"optimizer\": {\"lbfgs\": {}}",
+                        "\"optimizer\": {\"rls\": {}}"),
+                Csv(200));
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnimplemented);
+  ExpectError(Load(Replace(kRnnSpec, "\"optimizer\": {\"lbfgs\": {}}",
+                           "\"optimizer\": {\"sbdl\": {}}"),
+                   Csv(200)),
+              "optimizer.sbdl trains narx_mlp and mlp models");
+}
+
+TEST(ConfigTest, PenaltiesNeedAdmmAndAdmmNeedsAPenalty) {
+  const std::string l1 = Replace(kRnnSpec, "\"optimizer\": {\"lbfgs\": {}}",
+                                 "\"regularization\": {\"l1\": {\"tau\": "
+                                 "0.2}}, \"optimizer\": {\"lbfgs\": {}}");
+  ExpectError(Load(l1, Csv(200)),
+              "solved by ADMM around optimizer nails or nailm");
+  EXPECT_TRUE(
+      Load(Replace(l1, "\"lbfgs\": {}", "\"nails\": {\"admm_rho\": 10}"),
+           Csv(200))
+          .ok());
+  ExpectError(
+      Load(Replace(kRnnSpec, "\"lbfgs\": {}", "\"nailm\": {\"admm_rho\": 10}"),
+           Csv(200)),
+      "need a non-smooth regularization");
+  ExpectError(
+      Load(Replace(l1, "\"lbfgs\": {}", "\"nails\": {\"admm_rho\": -1}"),
+           Csv(200)),
+      "optimizer.nails.admm_rho is -1");
+}
+
+TEST(ConfigTest, NailsMinCosineDefaultsOnAndZeroTurnsItOff) {
+  auto config = [](const std::string& nails) {
+    auto spec = ParseJobSpecJson(
+        Replace(kRnnSpec, "\"lbfgs\": {}", "\"nails\": " + nails));
+    EXPECT_TRUE(spec.ok()) << spec.status();
+    return ToTrainConfig(*spec);
+  };
+  auto unset = config("{}");
+  ASSERT_TRUE(unset.ok()) << unset.status();
+  EXPECT_EQ(std::get<core::NailsOptions>(unset->optimizer).min_cosine, 1e-5);
+  auto off = config("{\"min_cosine\": 0}");
+  ASSERT_TRUE(off.ok()) << off.status();
+  EXPECT_EQ(std::get<core::NailsOptions>(off->optimizer).min_cosine, 0.0);
+  ExpectError(
+      Load(Replace(kRnnSpec, "\"lbfgs\": {}", "\"nails\": {\"min_cosine\": 1}"),
+           Csv(200)),
+      "optimizer.nails.min_cosine is 1");
+}
+
+TEST(ConfigTest, EveryExampleSpecIsValid) {
+  const std::filesystem::path dir =
+      std::filesystem::path(SPARROW_SOURCE_DIR) / "examples";
+  int count = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    if (entry.path().extension() != ".json") continue;
+    std::ifstream in(entry.path());
+    std::stringstream text;
+    text << in.rdbuf();
+    auto spec = ParseJobSpecJson(text.str());
+    ASSERT_TRUE(spec.ok()) << entry.path() << ": " << spec.status();
+    auto config = ToTrainConfig(*spec);
+    EXPECT_TRUE(config.ok()) << entry.path() << ": " << config.status();
+    ++count;
+  }
+  EXPECT_GE(count, 2);
+}
+
+}  // namespace
+}  // namespace sparrow::translate

@@ -1,0 +1,264 @@
+#include "translate/config.h"
+
+#include <cmath>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
+#include "core/util/option_error.h"
+#include "core/util/status_macros.h"
+#include "translate/optimizer_config.h"
+
+namespace sparrow::translate {
+namespace {
+
+using core::Activation;
+
+absl::StatusOr<Activation> ToActivation(v1::Activation a,
+                                        Activation unspecified,
+                                        absl::string_view field) {
+  switch (a) {
+    case v1::ACTIVATION_UNSPECIFIED:
+      return unspecified;
+    case v1::ACTIVATION_LINEAR:
+      return Activation::kLinear;
+    case v1::ACTIVATION_TANH:
+      return Activation::kTanh;
+    case v1::ACTIVATION_SIGMOID:
+      return Activation::kSigmoid;
+    case v1::ACTIVATION_RELU:
+      return Activation::kRelu;
+    case v1::ACTIVATION_LEAKY_RELU:
+      return Activation::kLeakyRelu;
+    default:
+      return absl::InvalidArgumentError(
+          absl::StrCat(field, " has an unknown value ", a));
+  }
+}
+
+std::vector<int> Sizes(const google::protobuf::RepeatedField<int32_t>& r) {
+  return std::vector<int>(r.begin(), r.end());
+}
+
+absl::Status ToMlpConfig(const v1::MlpModel& m, Activation default_output,
+                         core::ModelConfig* c) {
+  c->kind = core::ModelKind::kMlp;
+  c->hidden = Sizes(m.hidden());
+  c->bias = !m.no_bias();
+  SPARROW_ASSIGN_OR_RETURN(
+      c->activation,
+      ToActivation(m.activation(), Activation::kTanh, "model.mlp.activation"));
+  SPARROW_ASSIGN_OR_RETURN(c->output_activation,
+                           ToActivation(m.output_activation(), default_output,
+                                        "model.mlp.output_activation"));
+  return core::ValidateMlpSpec(core::NetworkSpec(*c, 1, 1), "model.mlp",
+                               /*limit_params=*/false);
+}
+
+absl::Status ToNarxMlpConfig(const v1::NarxMlpModel& n,
+                             Activation default_output, core::ModelConfig* c) {
+  c->kind = core::ModelKind::kNarxMlp;
+  c->simulation_error = n.simulation_error();
+  c->hidden = Sizes(n.hidden());
+  SPARROW_ASSIGN_OR_RETURN(c->activation,
+                           ToActivation(n.activation(), Activation::kTanh,
+                                        "model.narx_mlp.activation"));
+  c->output_activation = default_output;
+  c->lags.input_lags = n.input_lags();
+  c->lags.output_lags = n.output_lags();
+  c->lags.feedthrough = !n.no_feedthrough();
+  if (n.input_lags() < 0) {
+    return core::OptionError("model.narx_mlp.input_lags", n.input_lags(),
+                             ">= 0");
+  }
+  if (n.output_lags() < 0) {
+    return core::OptionError("model.narx_mlp.output_lags", n.output_lags(),
+                             ">= 0");
+  }
+  SPARROW_RETURN_IF_ERROR(core::data::ValidateNarxLags(c->lags));
+  return core::ValidateMlpSpec(core::NetworkSpec(*c, 1, 1), "model.narx_mlp",
+                               /*limit_params=*/false);
+}
+
+absl::StatusOr<core::InitialState> ToInitialState(v1::InitialState s) {
+  switch (s) {
+    case v1::INITIAL_STATE_UNSPECIFIED:
+    case v1::INITIAL_STATE_FREE:
+      return core::InitialState::kFree;
+    case v1::INITIAL_STATE_ENCODER:
+      return core::InitialState::kEncoder;
+    case v1::INITIAL_STATE_ZERO:
+      return core::InitialState::kZero;
+    default:
+      return absl::InvalidArgumentError(
+          "model.state_space_rnn.initial_state is unknown");
+  }
+}
+
+absl::Status ToStateSpaceRnnConfig(const v1::StateSpaceRnnModel& r,
+                                   Activation default_output,
+                                   core::ModelConfig* c) {
+  c->kind = core::ModelKind::kStateSpaceRnn;
+  core::StateSpaceRnnSpec& s = c->rnn;
+  s.nx = r.nx();
+  s.fx_hidden = Sizes(r.fx_hidden());
+  s.fy_hidden = Sizes(r.fy_hidden());
+  SPARROW_ASSIGN_OR_RETURN(s.activation,
+                           ToActivation(r.activation(), Activation::kTanh,
+                                        "model.state_space_rnn.activation"));
+  SPARROW_ASSIGN_OR_RETURN(
+      s.output_activation,
+      ToActivation(r.output_activation(), default_output,
+                   "model.state_space_rnn.output_activation"));
+  s.feedthrough = !r.no_feedthrough();
+  SPARROW_ASSIGN_OR_RETURN(s.initial_state, ToInitialState(r.initial_state()));
+  s.encoder.hidden = Sizes(r.encoder().hidden());
+  s.encoder.past_outputs = r.encoder().past_outputs();
+  s.encoder.past_inputs = r.encoder().past_inputs();
+  if (r.x0_estimation_samples() < 0) {
+    return core::OptionError("model.state_space_rnn.x0_estimation_samples",
+                             r.x0_estimation_samples(), ">= 0 (0 means 100)");
+  }
+  c->x0_estimation_samples =
+      r.x0_estimation_samples() == 0 ? 100 : r.x0_estimation_samples();
+  // Sizes only, with data dimensions not known yet; the parameter count is
+  // checked at submission (--max-model-params) and by the trainer.
+  core::StateSpaceRnnSpec probe = s;
+  probe.nu = probe.ny = 1;
+  return core::ValidateStateSpaceRnnSpec(probe, "model.state_space_rnn",
+                                         /*limit_params=*/false);
+}
+
+absl::Status ToPenalty(const v1::Regularization& reg,
+                       core::TrainConfig::Penalty* p) {
+  using Kind = core::TrainConfig::Penalty::Kind;
+  switch (reg.penalty_case()) {
+    case v1::Regularization::kL1:
+      p->kind = Kind::kL1;
+      p->tau = reg.l1().tau();
+      break;
+    case v1::Regularization::kL0:
+      p->kind = Kind::kL0;
+      p->tau = reg.l0().tau();
+      break;
+    case v1::Regularization::kGroupLasso:
+      p->kind = Kind::kGroupLasso;
+      p->tau = reg.group_lasso().tau();
+      break;
+    case v1::Regularization::kQuantization:
+      p->kind = Kind::kQuantization;
+      p->levels.assign(reg.quantization().levels().begin(),
+                       reg.quantization().levels().end());
+      if (p->levels.empty()) {
+        return absl::InvalidArgumentError(
+            "regularization.quantization.levels is empty; list the allowed "
+            "weight values, e.g. [-0.5, -0.4, ..., 0.5]");
+      }
+      break;
+    case v1::Regularization::kBinary:
+      p->kind = Kind::kBinary;
+      break;
+    case v1::Regularization::PENALTY_NOT_SET:
+      break;
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<core::TrainConfig::Scaling> ToScaling(v1::Normalization n) {
+  switch (n) {
+    case v1::NORMALIZATION_NONE:
+      return core::TrainConfig::Scaling::kNone;
+    case v1::NORMALIZATION_MINMAX:
+      return core::TrainConfig::Scaling::kMinMax;
+    case v1::NORMALIZATION_UNSPECIFIED:
+    case v1::NORMALIZATION_ZSCORE:
+      return core::TrainConfig::Scaling::kZScore;
+    default:
+      return absl::InvalidArgumentError(
+          absl::StrCat("normalization has an unknown value ", n,
+                       "; use NORMALIZATION_ZSCORE, NORMALIZATION_MINMAX or "
+                       "NORMALIZATION_NONE"));
+  }
+}
+
+}  // namespace
+
+absl::StatusOr<core::Loss> ToLoss(const v1::LossSpec& l) {
+  core::Loss loss;
+  switch (l.kind()) {
+    case v1::LOSS_UNSPECIFIED:
+    case v1::LOSS_MSE:
+      loss.kind = core::LossKind::kMse;
+      break;
+    case v1::LOSS_BINARY_CROSS_ENTROPY:
+      loss.kind = core::LossKind::kBinaryCrossEntropy;
+      break;
+    case v1::LOSS_SOFTMAX_CROSS_ENTROPY:
+      loss.kind = core::LossKind::kSoftmaxCrossEntropy;
+      break;
+    default:
+      return absl::InvalidArgumentError(
+          absl::StrCat("loss.kind has an unknown value ", l.kind()));
+  }
+  loss.epsilon = l.epsilon();
+  SPARROW_RETURN_IF_ERROR(loss.Validate());
+  return loss;
+}
+
+absl::StatusOr<core::ModelConfig> ToModelConfig(const v1::ModelSpec& m,
+                                                const core::Loss& loss) {
+  core::ModelConfig c;
+  const Activation default_output =
+      loss.kind == core::LossKind::kBinaryCrossEntropy ? Activation::kSigmoid
+                                                       : Activation::kLinear;
+  if (m.init_scale() < 0 || !std::isfinite(m.init_scale())) {
+    return core::OptionError("model.init_scale", m.init_scale(),
+                             "positive (0 means 1)");
+  }
+  c.init_scale = m.init_scale() == 0 ? 1.0 : m.init_scale();
+  switch (m.kind_case()) {
+    case v1::ModelSpec::kMlp:
+      SPARROW_RETURN_IF_ERROR(ToMlpConfig(m.mlp(), default_output, &c));
+      break;
+    case v1::ModelSpec::kNarxMlp:
+      SPARROW_RETURN_IF_ERROR(
+          ToNarxMlpConfig(m.narx_mlp(), default_output, &c));
+      break;
+    case v1::ModelSpec::kStateSpaceRnn:
+      SPARROW_RETURN_IF_ERROR(
+          ToStateSpaceRnnConfig(m.state_space_rnn(), default_output, &c));
+      break;
+    case v1::ModelSpec::kLstm:
+    case v1::ModelSpec::kCnn:
+      return absl::UnimplementedError(
+          "model.lstm and model.cnn are reserved for the RLS optimizer and not "
+          "trainable yet; "
+          "use mlp, narx_mlp or state_space_rnn");
+    case v1::ModelSpec::KIND_NOT_SET:
+      return absl::InvalidArgumentError(
+          "model: set one of mlp, narx_mlp, state_space_rnn (e.g. \"model\": "
+          "{\"mlp\": "
+          "{\"hidden\": [16]}})");
+  }
+  return c;
+}
+
+absl::StatusOr<core::TrainConfig> ToTrainConfig(const v1::JobSpec& spec) {
+  core::TrainConfig c;
+  SPARROW_ASSIGN_OR_RETURN(c.loss, ToLoss(spec.loss()));
+  SPARROW_ASSIGN_OR_RETURN(c.model, ToModelConfig(spec.model(), c.loss));
+  c.rho_x0 = spec.regularization().rho_x0();
+  c.rho_theta = spec.regularization().rho_theta();
+  SPARROW_RETURN_IF_ERROR(ToPenalty(spec.regularization(), &c.penalty));
+  SPARROW_ASSIGN_OR_RETURN(const core::StopRules stop,
+                           ToStopRules(spec.stopping()));
+  c.patience = spec.stopping().patience();
+  SPARROW_ASSIGN_OR_RETURN(c.optimizer,
+                           ToOptimizer(spec.optimizer(), stop, &c));
+  SPARROW_ASSIGN_OR_RETURN(c.scaling, ToScaling(spec.normalization()));
+  c.seed = spec.seed();
+  SPARROW_RETURN_IF_ERROR(c.Validate());
+  return c;
+}
+
+}  // namespace sparrow::translate
