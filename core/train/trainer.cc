@@ -616,9 +616,7 @@ absl::StatusOr<TrainResult> Train(const TrainConfig& config,
       }
     }
   } else if (config.optimizer == OptimizerKind::kSbdl) {
-    std::vector<SbdlWeightMatrix> layers;
-    for (const Mlp::Layer& l : mlp.layers())
-      layers.push_back({l.weight_offset, l.out, l.in});
+    const std::vector<DenseBlock> layers = DenseBlocks(mlp.network());
     SbdlOptions o = config.sbdl;
     o.max_seconds = config.max_seconds;
     o.seed = config.seed;
@@ -632,8 +630,8 @@ absl::StatusOr<TrainResult> Train(const TrainConfig& config,
              config.optimizer == OptimizerKind::kBling) {
     const double rho = config.bld_rho == 0.0 ? 1e-3 / mlp.num_params()
                                              : std::max(0.0, config.bld_rho);
-    auto layered = std::make_unique<LayeredObjective>(&mlp, &train_table.x,
-                                                      &train_table.y, rho);
+    auto layered = std::make_unique<LayeredObjective>(
+        &mlp.network(), &train_table.x, &train_table.y, rho);
     LayeredObjective* f = layered.get();
     objective = std::move(layered);  // the reported objective is f
     if (config.optimizer == OptimizerKind::kB2ld) {
@@ -702,8 +700,8 @@ absl::StatusOr<TrainResult> Train(const TrainConfig& config,
   if (config.model.kind == ModelKind::kStateSpaceRnn) {
     m.model_order = ModelOrder(rnn, model.params);
   } else {
-    m.layers = WeightSparsity(mlp, model.params.data());
-    m.removed = DeadUnitNames(FindDeadUnits(mlp, model.params.data()),
+    m.layers = WeightSparsity(mlp.network(), model.params.data());
+    m.removed = DeadUnitNames(FindDeadUnits(mlp.network(), model.params.data()),
                               train_table.input_names);
   }
   return result;
