@@ -14,8 +14,8 @@ using Eigen::MatrixXd;
 using Eigen::VectorXd;
 
 // Mlp's 1-based view of the network cache: Z(c, 0) is the input, Z(c, i) and
-// V(c, i) the post- and pre-activations of layer i; Deriv and Delta hold
-// f'_i(v_i) and dL/dv_i (DenseLayer's workspace buffers).
+// V(c, i) the post- and pre-activations of layer i and Delta(c, i) = dL/dv_i
+// (DenseLayer's workspace buffers); Deriv(c, i) = f'_i(v_i), Mlp's own scratch.
 MatrixXd& Z(Mlp::Cache* c, int i) { return c->net.activation[i]; }
 MatrixXd& Buffer(Mlp::Cache* c, int i, DenseLayer::Buffer b) {
   return c->net.work[i - 1].buffers[b];
@@ -23,9 +23,7 @@ MatrixXd& Buffer(Mlp::Cache* c, int i, DenseLayer::Buffer b) {
 MatrixXd& V(Mlp::Cache* c, int i) {
   return Buffer(c, i, DenseLayer::kPreActivation);
 }
-MatrixXd& Deriv(Mlp::Cache* c, int i) {
-  return Buffer(c, i, DenseLayer::kDerivative);
-}
+MatrixXd& Deriv(Mlp::Cache* c, int i) { return c->deriv[i]; }
 MatrixXd& Delta(Mlp::Cache* c, int i) {
   return Buffer(c, i, DenseLayer::kDelta);
 }
@@ -102,10 +100,12 @@ void Mlp::Cache::Resize(const Mlp& mlp, int cols) {
   if (z_squared.size() == n && this->cols() == cols) return;
   net.Resize(mlp.network_, cols);
   sens.resize(n);
+  deriv.resize(n);
   z_squared.resize(n);
   z_squared[0].resize(mlp.inputs(), cols);
   for (size_t i = 1; i < n; ++i) {
     const int out = mlp.layers_[i - 1].out;
+    deriv[i].resize(out, cols);
     z_squared[i].resize(out, cols);
     sens[i].resize(mlp.outputs(), out);
   }

@@ -75,6 +75,9 @@ class Mlp {
   // plus the scratch of the dense-only derivatives.
   struct Cache {
     Network::Cache net;
+    // deriv[i] = f'_i(v_i) (1-based like the layers): scratch of the
+    // per-column, Jacobian and curvature kernels.
+    std::vector<Eigen::MatrixXd> deriv;
     std::vector<Eigen::MatrixXd> z_squared;  // diagonal-GGN scratch
     // Jacobian scratch: sens[i] = d out / d v_i for one sample (outputs x
     // width of layer i).

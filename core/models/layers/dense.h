@@ -33,9 +33,9 @@ struct DenseBlock {
 
 class DenseLayer : public Layer {
  public:
-  // Workspace buffers, each out x B: pre-activations v = A x + b, activation
-  // derivatives f'(v), and deltas dL/dv (after Backward).
-  enum Buffer { kPreActivation = 0, kDerivative = 1, kDelta = 2 };
+  // Workspace buffers, each out x B: pre-activations v = A x + b and deltas
+  // dL/dv (after Backward).
+  enum Buffer { kPreActivation = 0, kDelta = 1 };
 
   DenseLayer(int in, int out, Activation activation, bool bias)
       : in_(in), out_(out), activation_(activation), bias_(bias) {}
