@@ -110,7 +110,7 @@ struct Setup {
     Rng rng(1);
     mlp.Initialize(1.0, &rng, w.data());
     const Data& d = SyntheticData();
-    objective = std::make_unique<LayeredObjective>(&mlp, &d.x, &d.y,
+    objective = std::make_unique<LayeredObjective>(&mlp.network(), &d.x, &d.y,
                                                    1e-3 / mlp.num_params());
     order.resize(kRows);
     std::iota(order.begin(), order.end(), 0);

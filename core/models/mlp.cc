@@ -1,6 +1,8 @@
 #include "core/models/mlp.h"
 
 #include <cmath>
+#include <memory>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 
@@ -11,11 +13,23 @@ using Eigen::Map;
 using Eigen::MatrixXd;
 using Eigen::VectorXd;
 
+// Mlp's 1-based view of the network cache: Z(c, 0) is the input, Z(c, i) and
+// V(c, i) the post- and pre-activations of layer i and Delta(c, i) = dL/dv_i
+// (DenseLayer's workspace buffers); Deriv(c, i) = f'_i(v_i), Mlp's own scratch.
+MatrixXd& Z(Mlp::Cache* c, int i) { return c->net.activation[i]; }
+MatrixXd& Buffer(Mlp::Cache* c, int i, DenseLayer::Buffer b) {
+  return c->net.work[i - 1].buffers[b];
+}
+MatrixXd& V(Mlp::Cache* c, int i) {
+  return Buffer(c, i, DenseLayer::kPreActivation);
+}
+MatrixXd& Deriv(Mlp::Cache* c, int i) { return c->deriv[i]; }
+MatrixXd& Delta(Mlp::Cache* c, int i) {
+  return Buffer(c, i, DenseLayer::kDelta);
+}
+
 Map<const MatrixXd> Weights(const double* theta, const Mlp::Layer& l) {
   return Map<const MatrixXd>(theta + l.weight_offset, l.out, l.in);
-}
-Map<const VectorXd> Bias(const double* theta, const Mlp::Layer& l) {
-  return Map<const VectorXd>(theta + l.bias_offset, l.out);
 }
 
 }  // namespace
@@ -65,38 +79,32 @@ int64_t CountMlpParameters(const MlpSpec& spec) {
 }
 
 Mlp::Mlp(const MlpSpec& spec) : spec_(spec) {
+  std::vector<std::shared_ptr<const core::Layer>> layers;
   int in = spec.inputs;
   const int num_layers = static_cast<int>(spec.hidden.size()) + 1;
   for (int i = 0; i < num_layers; ++i) {
     const bool last = i + 1 == num_layers;
-    Layer l;
-    l.in = in;
-    l.out = last ? spec.outputs : spec.hidden[i];
-    l.weight_offset = num_params_;
-    l.bias_offset = spec.bias ? num_params_ + l.in * l.out : -1;
-    l.activation = last ? spec.output_activation : spec.hidden_activation;
-    num_params_ += l.num_params();
-    layers_.push_back(l);
-    in = l.out;
+    const int out = last ? spec.outputs : spec.hidden[i];
+    layers.push_back(std::make_shared<DenseLayer>(
+        in, out, last ? spec.output_activation : spec.hidden_activation,
+        spec.bias));
+    in = out;
   }
+  network_ = Network(std::move(layers));
+  layers_ = DenseBlocks(network_);
+  num_params_ = network_.num_params();
 }
 
 void Mlp::Cache::Resize(const Mlp& mlp, int cols) {
   const size_t n = mlp.layers_.size() + 1;
-  if (z.size() == n && this->cols() == cols) return;
-  v.resize(n);
-  z.resize(n);
-  delta.resize(n);
-  deriv.resize(n);
+  if (z_squared.size() == n && this->cols() == cols) return;
+  net.Resize(mlp.network_, cols);
   sens.resize(n);
+  deriv.resize(n);
   z_squared.resize(n);
-  z[0].resize(mlp.inputs(), cols);
   z_squared[0].resize(mlp.inputs(), cols);
   for (size_t i = 1; i < n; ++i) {
     const int out = mlp.layers_[i - 1].out;
-    v[i].resize(out, cols);
-    z[i].resize(out, cols);
-    delta[i].resize(out, cols);
     deriv[i].resize(out, cols);
     z_squared[i].resize(out, cols);
     sens[i].resize(mlp.outputs(), out);
@@ -104,54 +112,24 @@ void Mlp::Cache::Resize(const Mlp& mlp, int cols) {
 }
 
 void Mlp::Initialize(double sigma0, Rng* rng, double* theta) const {
-  for (const Layer& l : layers_) {
-    const double std = sigma0 * std::sqrt(2.0 / (l.in + l.out));
-    for (int k = 0; k < l.in * l.out; ++k)
-      theta[l.weight_offset + k] = std * rng->Normal();
-    if (l.bias_offset >= 0) {
-      for (int k = 0; k < l.out; ++k) theta[l.bias_offset + k] = 0.0;
-    }
-  }
+  network_.Initialize(sigma0, rng, theta);
 }
 
 void Mlp::Forward(const double* theta, const Eigen::Ref<const MatrixXd>& in,
                   Cache* c) const {
   c->Resize(*this, static_cast<int>(in.cols()));
-  c->z[0] = in;
-  ForwardFrom(theta, 0, c);
+  network_.Forward(theta, in, &c->net);
 }
 
 void Mlp::ForwardFrom(const double* theta, int layer, Cache* c) const {
-  for (size_t i = layer; i < layers_.size(); ++i) {
-    const Layer& l = layers_[i];
-    c->v[i + 1].noalias() = Weights(theta, l) * c->z[i];
-    if (l.bias_offset >= 0) c->v[i + 1].colwise() += Bias(theta, l);
-    ApplyActivation(l.activation, c->v[i + 1], c->z[i + 1]);
-  }
+  network_.ForwardLayers(theta, layer, network_.num_layers(), &c->net);
 }
 
 void Mlp::BackwardToLayer(const double* theta,
                           const Eigen::Ref<const MatrixXd>& d_out, int layer,
                           Cache* c, double* grad) const {
-  const int n = static_cast<int>(layers_.size());
-  for (int i = n; i >= layer + 1; --i) {
-    const Layer& l = layers_[i - 1];
-    ActivationDerivative(l.activation, c->v[i], c->z[i], c->deriv[i]);
-    if (i == n) {
-      c->delta[i] = d_out.cwiseProduct(c->deriv[i]);
-    } else {
-      c->delta[i].noalias() =
-          Weights(theta, layers_[i]).transpose() * c->delta[i + 1];
-      c->delta[i].array() *= c->deriv[i].array();
-    }
-  }
-  const Layer& l = layers_[layer];
-  Map<MatrixXd>(grad + l.weight_offset, l.out, l.in).noalias() +=
-      c->delta[layer + 1] * c->z[layer].transpose();
-  if (l.bias_offset >= 0) {
-    Map<VectorXd>(grad + l.bias_offset, l.out) +=
-        c->delta[layer + 1].rowwise().sum();
-  }
+  network_.BackwardToLayer(theta, d_out, layer, &c->net);
+  network_.LayerGradient(layer, c->net, grad);
 }
 
 void Mlp::ForwardColumn(const double* theta, int col, Cache* c) const {
@@ -161,8 +139,8 @@ void Mlp::ForwardColumn(const double* theta, int col, Cache* c) const {
   // memory column by column stalls on store forwarding at these sizes).
   for (size_t i = 0; i < layers_.size(); ++i) {
     const Layer& l = layers_[i];
-    const double* z = c->z[i].col(col).data();
-    double* v = c->v[i + 1].col(col).data();
+    const double* z = Z(c, i).col(col).data();
+    double* v = V(c, i + 1).col(col).data();
     const double* a = theta + l.weight_offset;
     const double* b = l.bias_offset >= 0 ? theta + l.bias_offset : nullptr;
     int r = 0;
@@ -182,29 +160,14 @@ void Mlp::ForwardColumn(const double* theta, int col, Cache* c) const {
       for (int k = 0; k < l.in; ++k) acc += a[k * l.out + r] * z[k];
       v[r] = acc;
     }
-    ApplyActivation(l.activation, v, c->z[i + 1].col(col).data(), l.out);
+    ApplyActivation(l.activation, v, Z(c, i + 1).col(col).data(), l.out);
   }
 }
 
 void Mlp::Backward(const double* theta, const Eigen::Ref<const MatrixXd>& d_out,
                    Cache* c, double* grad, MatrixXd* d_in) const {
-  const int n = static_cast<int>(layers_.size());
-  for (int i = n; i >= 1; --i) {
-    const Layer& l = layers_[i - 1];
-    ActivationDerivative(l.activation, c->v[i], c->z[i], c->deriv[i]);
-    if (i == n) {
-      c->delta[i] = d_out.cwiseProduct(c->deriv[i]);
-    } else {
-      const Layer& next = layers_[i];
-      c->delta[i].noalias() =
-          Weights(theta, next).transpose() * c->delta[i + 1];
-      c->delta[i].array() *= c->deriv[i].array();
-    }
-  }
-  AccumulateGradient(*c, grad);
-  if (d_in != nullptr) {
-    d_in->noalias() = Weights(theta, layers_[0]).transpose() * c->delta[1];
-  }
+  network_.Backward(theta, d_out, &c->net, d_in);
+  network_.Gradient(c->net, grad);
 }
 
 void Mlp::BackwardColumn(const double* theta, int col, const double* d_out,
@@ -212,32 +175,24 @@ void Mlp::BackwardColumn(const double* theta, int col, const double* d_out,
   const int n = static_cast<int>(layers_.size());
   for (int i = n; i >= 1; --i) {
     const Layer& l = layers_[i - 1];
-    auto deriv = c->deriv[i].col(col);
-    ActivationDerivative(l.activation, c->v[i].col(col), c->z[i].col(col),
+    auto deriv = Deriv(c, i).col(col);
+    ActivationDerivative(l.activation, V(c, i).col(col), Z(c, i).col(col),
                          deriv);
-    auto delta = c->delta[i].col(col);
+    auto delta = Delta(c, i).col(col);
     if (i == n) {
       delta = Map<const VectorXd>(d_out, l.out).cwiseProduct(deriv);
     } else {
       delta.noalias() =
-          Weights(theta, layers_[i]).transpose() * c->delta[i + 1].col(col);
+          Weights(theta, layers_[i]).transpose() * Delta(c, i + 1).col(col);
       delta.array() *= deriv.array();
     }
   }
   Map<VectorXd>(d_in, inputs()).noalias() =
-      Weights(theta, layers_[0]).transpose() * c->delta[1].col(col);
+      Weights(theta, layers_[0]).transpose() * Delta(c, 1).col(col);
 }
 
 void Mlp::AccumulateGradient(const Cache& c, double* grad) const {
-  for (size_t i = 0; i < layers_.size(); ++i) {
-    const Layer& l = layers_[i];
-    Map<MatrixXd>(grad + l.weight_offset, l.out, l.in).noalias() +=
-        c.delta[i + 1] * c.z[i].transpose();
-    if (l.bias_offset >= 0) {
-      Map<VectorXd>(grad + l.bias_offset, l.out) +=
-          c.delta[i + 1].rowwise().sum();
-    }
-  }
+  network_.Gradient(c.net, grad);
 }
 
 // Bemporad §2.3 "per-step MLP Jacobians": S_L = diag(phi'(v_L)); for each layer
@@ -253,8 +208,8 @@ void Mlp::Jacobian(const double* theta, int col, Cache* c,
   const int m = outputs();
   for (int i = n; i >= 1; --i) {
     const Layer& l = layers_[i - 1];
-    auto deriv = c->deriv[i].col(col);
-    ActivationDerivative(l.activation, c->v[i].col(col), c->z[i].col(col),
+    auto deriv = Deriv(c, i).col(col);
+    ActivationDerivative(l.activation, V(c, i).col(col), Z(c, i).col(col),
                          deriv);
     RowMatrixXd& s = c->sens[i];  // m x l.out
     if (i == n) {
@@ -278,7 +233,7 @@ void Mlp::Jacobian(const double* theta, int col, Cache* c,
       }
     }
     if (d_theta.cols() > 0) {
-      const double* z_prev = c->z[i - 1].col(col).data();
+      const double* z_prev = Z(c, i - 1).col(col).data();
       for (int r = 0; r < m; ++r) {
         const double* sr = s.data() + static_cast<Eigen::Index>(r) * l.out;
         double* dst = d_theta.data() + r * d_theta.outerStride();
@@ -317,8 +272,8 @@ void Mlp::PrepareSquaredDeltas(Cache* c) const {
   const int n = static_cast<int>(layers_.size());
   for (int i = 1; i <= n; ++i) {
     const Layer& l = layers_[i - 1];
-    ActivationDerivative(l.activation, c->v[i], c->z[i], c->deriv[i]);
-    c->z_squared[i - 1] = c->z[i - 1].array().square();
+    ActivationDerivative(l.activation, V(c, i), Z(c, i), Deriv(c, i));
+    c->z_squared[i - 1] = Z(c, i - 1).array().square();
   }
 }
 
@@ -330,20 +285,20 @@ void Mlp::SquaredDeltas(const double* theta, int o, const double* scale,
   const int n = static_cast<int>(layers_.size());
   for (int i = n; i >= 1; --i) {
     if (i == n) {
-      c->delta[i].setZero();
-      c->delta[i].row(o) = c->deriv[i].row(o);
+      Delta(c, i).setZero();
+      Delta(c, i).row(o) = Deriv(c, i).row(o);
       if (scale != nullptr) {
-        c->delta[i].row(o).array() *=
-            Map<const Eigen::RowVectorXd>(scale, c->delta[i].cols()).array();
+        Delta(c, i).row(o).array() *=
+            Map<const Eigen::RowVectorXd>(scale, Delta(c, i).cols()).array();
       }
     } else {
-      c->delta[i].noalias() =
-          Weights(theta, layers_[i]).transpose() * c->delta[i + 1];
-      c->delta[i].array() *= c->deriv[i].array();
+      Delta(c, i).noalias() =
+          Weights(theta, layers_[i]).transpose() * Delta(c, i + 1);
+      Delta(c, i).array() *= Deriv(c, i).array();
     }
   }
   for (int i = 1; i <= n; ++i)
-    c->delta[i].array() = c->delta[i].array().square();
+    Delta(c, i).array() = Delta(c, i).array().square();
 }
 
 void Mlp::AccumulateDiagGgn(const double* theta,
@@ -358,10 +313,10 @@ void Mlp::AccumulateDiagGgn(const double* theta,
     for (size_t i = 1; i <= layers_.size(); ++i) {
       const Layer& l = layers_[i - 1];
       Map<MatrixXd>(diag + l.weight_offset, l.out, l.in).noalias() +=
-          c->delta[i] * c->z_squared[i - 1].transpose();
+          Delta(c, i) * c->z_squared[i - 1].transpose();
       if (l.bias_offset >= 0) {
         Map<VectorXd>(diag + l.bias_offset, l.out) +=
-            c->delta[i].rowwise().sum();
+            Delta(c, i).rowwise().sum();
       }
     }
   }
@@ -369,7 +324,7 @@ void Mlp::AccumulateDiagGgn(const double* theta,
 
 void Mlp::OutputVariance(const double* theta, const double* var, Cache* c,
                          MatrixXd* out) const {
-  out->setZero(outputs(), c->z[0].cols());
+  out->setZero(outputs(), Z(c, 0).cols());
   PrepareSquaredDeltas(c);
   for (int o = 0; o < outputs(); ++o) {
     SquaredDeltas(theta, o, nullptr, c);
@@ -381,7 +336,7 @@ void Mlp::OutputVariance(const double* theta, const double* var, Cache* c,
         per_unit.colwise() += Map<const VectorXd>(var + l.bias_offset, l.out);
       }
       out->row(o) +=
-          (c->delta[i].array() * per_unit.array()).colwise().sum().matrix();
+          (Delta(c, i).array() * per_unit.array()).colwise().sum().matrix();
     }
   }
 }

@@ -1,9 +1,17 @@
-// Fully connected multilayer perceptron on one contiguous parameter vector.
+// Fully connected multilayer perceptron on one contiguous parameter vector: a
+// Network of DenseLayers (core/models/network.h) plus the derivatives only a
+// dense network has in closed form.
 //
 // Layer i computes v_i = A_i z_{i-1} + b_i, z_i = f_i(v_i) with A_i stored out
 // x in, column-major, and the parameter layout theta = [vec A_1; b_1; ...; vec
 // A_L; b_L] (ALGORITHMS.md §2.1). Hidden layers share one activation; the last
 // layer has its own (linear for regression, sigmoid for binary outputs).
+//
+// Batch Forward / Backward run through the Network. What Mlp adds: per-sample
+// output Jacobians (Gauss-Newton rows), the diagonal generalized Gauss-Newton
+// (SBDL), the first-order output variance (SBDL prediction intervals), and
+// per-column forward / backward kernels for recursions that evaluate one
+// sample at a time (NARX free-run simulation, the state-space RNN's fx / fy).
 //
 // Samples are columns. An Mlp is immutable after construction and safe to share
 // between threads; all per-evaluation state lives in an Mlp::Cache owned by the
@@ -19,6 +27,8 @@
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "core/models/activation.h"
+#include "core/models/layers/dense.h"
+#include "core/models/network.h"
 #include "core/util/random.h"
 
 namespace sparrow::core {
@@ -57,21 +67,17 @@ int64_t CountMlpParameters(const MlpSpec& spec);
 
 class Mlp {
  public:
-  struct Layer {
-    int in = 0;
-    int out = 0;
-    int weight_offset = 0;  // A_i(r, c) is at weight_offset + c * out + r
-    int bias_offset = 0;    // -1 without biases (MlpSpec::bias false)
-    // Parameters of the layer: its weights, then its biases, contiguous.
-    int num_params() const { return out * (in + (bias_offset >= 0 ? 1 : 0)); }
-    Activation activation = Activation::kLinear;
-  };
+  // The weights and biases of one layer in theta.
+  using Layer = DenseBlock;
 
-  // Per-evaluation state for a batch of `cols` samples: z[0] holds the inputs,
-  // v[i] and z[i] the pre- and post-activations of layer i (1-based), delta[i]
-  // = dL/dv_i after a backward pass.
+  // Per-evaluation state for a batch of `cols` samples: the network's
+  // activations and dense workspaces (pre-activations, derivatives, deltas)
+  // plus the scratch of the dense-only derivatives.
   struct Cache {
-    std::vector<Eigen::MatrixXd> v, z, delta, deriv;
+    Network::Cache net;
+    // deriv[i] = f'_i(v_i) (1-based like the layers): scratch of the
+    // per-column, Jacobian and curvature kernels.
+    std::vector<Eigen::MatrixXd> deriv;
     std::vector<Eigen::MatrixXd> z_squared;  // diagonal-GGN scratch
     // Jacobian scratch: sens[i] = d out / d v_i for one sample (outputs x
     // width of layer i).
@@ -79,9 +85,9 @@ class Mlp {
     // Resizes every buffer for `cols` samples; a no-op when the size is
     // unchanged.
     void Resize(const Mlp& mlp, int cols);
-    int cols() const { return z.empty() ? 0 : static_cast<int>(z[0].cols()); }
-    const Eigen::MatrixXd& output() const { return z.back(); }
-    Eigen::MatrixXd& input() { return z[0]; }
+    int cols() const { return net.cols(); }
+    const Eigen::MatrixXd& output() const { return net.output(); }
+    Eigen::MatrixXd& input() { return net.input(); }
   };
 
   Mlp() = default;
@@ -92,16 +98,18 @@ class Mlp {
   int outputs() const { return spec_.outputs; }
   int num_params() const { return num_params_; }
   const std::vector<Layer>& layers() const { return layers_; }
+  const Network& network() const { return network_; }
 
   // Glorot-normal weights, A_ij ~ N(0, sigma0^2 * 2 / (in + out)); zero biases.
   void Initialize(double sigma0, Rng* rng, double* theta) const;
 
-  // Forward pass over all columns of `in` (inputs x B); the output is
-  // cache->output().
+  // Forward pass over all columns of `in` (inputs x B), through the Network;
+  // the output is cache->output().
   void Forward(const double* theta, const Eigen::Ref<const Eigen::MatrixXd>& in,
                Cache* cache) const;
   // Partial forward pass for block methods: recomputes layers `layer` (0-based)
-  // and above from the cached input of that layer, cache->z[layer], which
+  // and above from the cached input of that layer,
+  // cache->net.activation[layer], which
   // must be current (e.g. from a previous Forward with the same lower layers).
   void ForwardFrom(const double* theta, int layer, Cache* cache) const;
   // Partial backward pass: the deltas of the top layers down to `layer`
@@ -112,7 +120,7 @@ class Mlp {
                        const Eigen::Ref<const Eigen::MatrixXd>& d_out,
                        int layer, Cache* cache, double* grad) const;
   // Forward pass of column `col` only; its input must already be in
-  // cache->z[0].col(col).
+  // cache->input().col(col).
   void ForwardColumn(const double* theta, int col, Cache* cache) const;
 
   // Backward pass over the whole batch for the loss gradient d_out =
@@ -162,7 +170,9 @@ class Mlp {
                      Cache* cache) const;
 
   MlpSpec spec_;
-  std::vector<Layer> layers_;
+  Network network_;
+  std::vector<Layer> layers_;  // network_'s layers, described
+
   int num_params_ = 0;
 };
 

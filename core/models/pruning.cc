@@ -7,7 +7,7 @@
 namespace sparrow::core {
 namespace {
 
-double Weight(const Mlp::Layer& l, const double* theta, int r, int c) {
+double Weight(const DenseBlock& l, const double* theta, int r, int c) {
   return theta[l.weight_offset + c * l.out + r];
 }
 
@@ -25,8 +25,7 @@ struct Liveness {
   std::vector<std::vector<bool>> live, constant;
 };
 
-Liveness Analyze(const Mlp& mlp, const double* theta) {
-  const auto& layers = mlp.layers();
+Liveness Analyze(const std::vector<DenseBlock>& layers, const double* theta) {
   const int n = static_cast<int>(layers.size());
   Liveness a;
   a.live.resize(n + 1);
@@ -38,7 +37,7 @@ Liveness Analyze(const Mlp& mlp, const double* theta) {
   }
   // Backward: a unit is live when a live unit of the next layer reads it.
   for (int l = n; l >= 1; --l) {
-    const Mlp::Layer& layer = layers[l - 1];
+    const DenseBlock& layer = layers[l - 1];
     for (int c = 0; c < layer.in; ++c) {
       bool read = false;
       for (int r = 0; r < layer.out && !read; ++r) {
@@ -49,7 +48,7 @@ Liveness Analyze(const Mlp& mlp, const double* theta) {
   }
   // Forward: a hidden neuron that reads no live unit is a constant.
   for (int l = 1; l < n; ++l) {
-    const Mlp::Layer& layer = layers[l - 1];
+    const DenseBlock& layer = layers[l - 1];
     for (int r = 0; r < layer.out; ++r) {
       if (!a.live[l][r]) continue;
       bool reads = false;
@@ -67,9 +66,10 @@ Liveness Analyze(const Mlp& mlp, const double* theta) {
 
 }  // namespace
 
-std::vector<LayerSparsity> WeightSparsity(const Mlp& mlp, const double* theta) {
+std::vector<LayerSparsity> WeightSparsity(const Network& net,
+                                          const double* theta) {
   std::vector<LayerSparsity> out;
-  for (const Mlp::Layer& l : mlp.layers()) {
+  for (const DenseBlock& l : DenseBlocks(net)) {
     LayerSparsity s;
     s.neurons = l.out;
     s.inputs = l.in;
@@ -82,13 +82,13 @@ std::vector<LayerSparsity> WeightSparsity(const Mlp& mlp, const double* theta) {
   return out;
 }
 
-DeadUnits FindDeadUnits(const Mlp& mlp, const double* theta) {
-  const Liveness a = Analyze(mlp, theta);
+DeadUnits FindDeadUnits(const Network& net, const double* theta) {
+  const Liveness a = Analyze(DenseBlocks(net), theta);
   DeadUnits d;
   for (size_t c = 0; c < a.live[0].size(); ++c) {
     if (!a.live[0][c]) d.inputs.push_back(static_cast<int>(c));
   }
-  const int n = static_cast<int>(mlp.layers().size());
+  const int n = net.num_layers();
   d.hidden.resize(n - 1);
   for (int l = 1; l < n; ++l) {
     for (size_t r = 0; r < a.live[l].size(); ++r) {
@@ -115,8 +115,8 @@ std::vector<std::string> DeadUnitNames(
 }
 
 CompactNetwork CompactMlp(const Mlp& mlp, const double* theta) {
-  const Liveness a = Analyze(mlp, theta);
   const auto& layers = mlp.layers();
+  const Liveness a = Analyze(layers, theta);
   const int n = static_cast<int>(layers.size());
   // kept[l]: the units of layer l (0 = inputs) in the compact network; a
   // hidden layer with none keeps one inert unit (-1).
@@ -145,7 +145,7 @@ CompactNetwork CompactMlp(const Mlp& mlp, const double* theta) {
   // Biases with the constants of the previous layer folded in, per layer.
   std::vector<std::vector<double>> bias(n + 1);
   for (int l = 1; l <= n; ++l) {
-    const Mlp::Layer& layer = layers[l - 1];
+    const DenseBlock& layer = layers[l - 1];
     if (layer.bias_offset >= 0) {
       bias[l].assign(theta + layer.bias_offset,
                      theta + layer.bias_offset + layer.out);
@@ -161,7 +161,7 @@ CompactNetwork CompactMlp(const Mlp& mlp, const double* theta) {
           bias[l][r] += Weight(layer, theta, r, j) * value;
       }
     }
-    const Mlp::Layer& target = compact.layers()[l - 1];
+    const DenseBlock& target = compact.layers()[l - 1];
     for (size_t r2 = 0; r2 < kept[l].size(); ++r2) {
       const int r = kept[l][r2];
       if (r < 0) continue;

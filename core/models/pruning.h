@@ -1,5 +1,5 @@
-// What exact zeros in an MLP's weights remove, and the smaller network
-// without them.
+// What exact zeros in a dense network's weights remove, and the smaller
+// network without them. The weight matrices are the network's DenseBlocks.
 //
 // A hidden neuron is dead when no live neuron of the next layer reads it
 // (all its outgoing weights are zero), or when it reads nothing live (all its
@@ -15,6 +15,7 @@
 
 #include "Eigen/Core"
 #include "core/models/mlp.h"
+#include "core/models/network.h"
 
 namespace sparrow::core {
 
@@ -25,13 +26,16 @@ struct LayerSparsity {
   double zero_pct = 0.0;
   double remaining_pct = 100.0;
 };
-std::vector<LayerSparsity> WeightSparsity(const Mlp& mlp, const double* theta);
+// One entry per dense layer of `net`.
+std::vector<LayerSparsity> WeightSparsity(const Network& net,
+                                          const double* theta);
 
 struct DeadUnits {
   std::vector<int> inputs;               // 0-based input indices
   std::vector<std::vector<int>> hidden;  // per hidden layer, 0-based neurons
 };
-DeadUnits FindDeadUnits(const Mlp& mlp, const double* theta);
+// `net` must consist of dense layers only.
+DeadUnits FindDeadUnits(const Network& net, const double* theta);
 
 // "u(t-3)" for inputs (from input_names), "hidden 2 neuron 7" (1-based) for
 // neurons.

@@ -7,6 +7,12 @@
 // unknown ordering p = [p_x0; p_theta_x; p_theta_y] of the Gauss-Newton rows
 // (ALGORITHMS.md §2.3).
 //
+// f_x, f_y and the encoder use Mlp's per-column kernels (ForwardColumn,
+// BackwardColumn, Jacobian) rather than Network's batched layers: they are tiny
+// networks evaluated one sample at a time inside the time recursion, where a
+// virtual call and a matrix product per layer and step would cost more than the
+// arithmetic.
+//
 // Immutable after construction and safe to share between threads; per-trace
 // state lives in a Tape owned by the caller.
 #ifndef SPARROW_CORE_MODELS_STATE_SPACE_RNN_H_

@@ -256,8 +256,8 @@ absl::StatusOr<Eigen::MatrixXd> PredictTable(const Model& m,
   m.input_scaling.Apply(&x);
   const Mlp mlp(NetworkSpec(m.config, static_cast<int>(x.rows()),
                             m.output_scaling.size()));
-  Mlp::Cache cache;
-  mlp.Forward(m.params.data(), x, &cache);
+  Network::Cache cache;
+  mlp.network().Forward(m.params.data(), x, &cache);
   Eigen::MatrixXd y = cache.output();
   m.output_scaling.Invert(&y);
   return y;

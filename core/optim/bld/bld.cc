@@ -9,6 +9,7 @@
 #include "Eigen/Cholesky"
 #include "LBFGS.h"
 #include "absl/strings/str_cat.h"
+#include "core/models/layers/dense.h"
 #include "core/optim/internal/run_monitor.h"
 #include "core/util/random.h"
 
@@ -70,7 +71,8 @@ std::vector<int> LayerSequence(LayerOrder order, int layers, Rng* rng) {
 // last hidden activations, plus a row of ones with a bias):
 // W (Z Z^T + P rho I) = Y Z^T.
 VectorXd ExactLastLayer(const LayeredObjective& objective) {
-  const Mlp::Layer& l = objective.mlp().layers().back();
+  const DenseBlock l =
+      DenseBlockOf(objective.network(), objective.num_layers() - 1);
   const Eigen::MatrixXd& z0 = objective.BlockInput();
   const bool bias = l.bias_offset >= 0;
   Eigen::MatrixXd z(z0.rows() + (bias ? 1 : 0), z0.cols());

@@ -5,16 +5,17 @@
 //   f_B(w) = (1/P) sum_{p in B} ||yhat_p - y_p||^2 + (|B| / P) rho ||w||^2
 // (ALGORITHMS.md §4.1 erratum: the pieces of a partition sum to f).
 //
-// Block evaluations are what make the methods cheap: the activations entering
-// block l do not depend on it, so they are computed once per block visit, and
-// each evaluation runs layers l..L forward and L..l backward only.
+// Block l is layer l's parameter block of the Network. Block evaluations are
+// what make the methods cheap: the activations entering block l do not depend
+// on it, so they are computed once per block visit, and each evaluation runs
+// layers l..L forward and L..l backward only.
 #ifndef SPARROW_CORE_OPTIM_BLD_LAYERED_OBJECTIVE_H_
 #define SPARROW_CORE_OPTIM_BLD_LAYERED_OBJECTIVE_H_
 
 #include <vector>
 
 #include "Eigen/Core"
-#include "core/models/mlp.h"
+#include "core/models/network.h"
 #include "core/optim/problem.h"
 
 namespace sparrow::core {
@@ -22,23 +23,24 @@ namespace sparrow::core {
 class LayeredObjective : public Objective {
  public:
   // x: inputs x P, y: outputs x P; the pointers must outlive the objective.
-  LayeredObjective(const Mlp* mlp, const Eigen::MatrixXd* x,
+  // net must outlive the objective too.
+  LayeredObjective(const Network* net, const Eigen::MatrixXd* x,
                    const Eigen::MatrixXd* y, double rho);
 
-  int num_params() const override { return mlp_->num_params(); }
-  int num_layers() const { return static_cast<int>(mlp_->layers().size()); }
+  int num_params() const override { return net_->num_params(); }
+  int num_layers() const { return net_->num_layers(); }
   int num_samples() const { return static_cast<int>(x_->cols()); }
-  int block_offset(int l) const { return mlp_->layers()[l].weight_offset; }
-  int block_size(int l) const { return mlp_->layers()[l].num_params(); }
+  int block_offset(int l) const { return net_->block(l).offset; }
+  int block_size(int l) const { return net_->block(l).size; }
   double rho() const { return rho_; }
   const Eigen::MatrixXd& targets() const { return *y_; }
-  const Mlp& mlp() const { return *mlp_; }
+  const Network& network() const { return *net_; }
 
   // f and, when grad is not null, its full gradient.
   double Evaluate(const Eigen::VectorXd& w, Eigen::VectorXd* grad) override;
 
   // ---- batch blocks (B2LD) ----
-  // Fixes the point w and the block l (0-based weight layer): runs the layers
+  // Fixes the point w and the block l (0-based layer): runs the layers
   // below l once and keeps their output.
   void SetBlock(const Eigen::VectorXd& w, int l);
   // f at the SetBlock point with block l replaced by v, and the gradient with
@@ -68,18 +70,18 @@ class LayeredObjective : public Objective {
 
  private:
   // d_out of the squared error on the cached batch, scaled by 2 / P.
-  void OutputGradient(const Eigen::MatrixXd& y, Mlp::Cache* cache);
+  void OutputGradient(const Eigen::MatrixXd& y, Network::Cache* cache);
 
-  const Mlp* mlp_;
+  const Network* net_;
   const Eigen::MatrixXd* x_;
   const Eigen::MatrixXd* y_;
   const double rho_;
-  Mlp::Cache full_;  // all rows
+  Network::Cache full_;  // all rows
   Eigen::MatrixXd d_out_;
   Eigen::VectorXd point_;    // SetBlock's w, with the block overwritten
   Eigen::VectorXd scratch_;  // full-length gradient scratch
   int block_ = -1;
-  Mlp::Cache batch_;  // the minibatch
+  Network::Cache batch_;  // the minibatch
   Eigen::MatrixXd xb_, yb_;
   long block_evaluations_ = 0, full_evaluations_ = 0;
 };

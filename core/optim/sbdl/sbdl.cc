@@ -126,20 +126,20 @@ class ProximalNewton {
 // the matrices chain (layer l's neurons are layer l + 1's inputs). Exact: such
 // weights have no effect on any prediction and a zero gradient. Returns the
 // number of weights newly masked.
-int PruneDisconnected(const std::vector<SbdlWeightMatrix>& layers,
-                      Eigen::VectorXd* w, Eigen::VectorXd* mask) {
+int PruneDisconnected(const std::vector<DenseBlock>& layers, Eigen::VectorXd* w,
+                      Eigen::VectorXd* mask) {
   int pruned = 0;
   for (size_t l = layers.size() - 1; l-- > 0;) {
-    const SbdlWeightMatrix& m = layers[l];
-    const SbdlWeightMatrix& next = layers[l + 1];
-    if (next.inputs != m.neurons) return pruned;
-    for (int j = 0; j < m.neurons; ++j) {
+    const DenseBlock& m = layers[l];
+    const DenseBlock& next = layers[l + 1];
+    if (next.in != m.out) return pruned;
+    for (int j = 0; j < m.out; ++j) {
       bool reaches = false;
-      for (int r = 0; r < next.neurons && !reaches; ++r)
-        reaches = (*w)(next.offset + j * next.neurons + r) != 0.0;
+      for (int r = 0; r < next.out && !reaches; ++r)
+        reaches = (*w)(next.weight_offset + j * next.out + r) != 0.0;
       if (reaches) continue;
-      for (int i = 0; i < m.inputs; ++i) {
-        const int k = m.offset + i * m.neurons + j;
+      for (int i = 0; i < m.in; ++i) {
+        const int k = m.weight_offset + i * m.out + j;
         if ((*mask)(k) != 0.0) ++pruned;
         (*w)(k) = 0.0;
         (*mask)(k) = 0.0;
@@ -198,12 +198,12 @@ absl::Status SbdlOptions::Validate(int num_layers) const {
 }
 
 SbdlGroupLayout MakeSbdlGroups(const SbdlOptions& options,
-                               const std::vector<SbdlWeightMatrix>& layers) {
+                               const std::vector<DenseBlock>& layers) {
   SbdlGroupLayout out;
   for (size_t l = 0; l < layers.size(); ++l) {
-    const SbdlWeightMatrix& m = layers[l];
+    const DenseBlock& m = layers[l];
     auto at = [&](int neuron, int input) {
-      return m.offset + input * m.neurons + neuron;
+      return m.weight_offset + input * m.out + neuron;
     };
     auto add = [&](std::vector<int> g) {
       out.groups.push_back(std::move(g));
@@ -215,32 +215,32 @@ SbdlGroupLayout MakeSbdlGroups(const SbdlOptions& options,
       kind = SbdlGroups::kElement;
     switch (kind) {
       case SbdlGroups::kElement:
-        for (int i = 0; i < m.inputs; ++i) {
-          for (int j = 0; j < m.neurons; ++j) add({at(j, i)});
+        for (int i = 0; i < m.in; ++i) {
+          for (int j = 0; j < m.out; ++j) add({at(j, i)});
         }
         break;
       case SbdlGroups::kRow:
-        for (int i = 0; i < m.inputs; ++i) {
+        for (int i = 0; i < m.in; ++i) {
           std::vector<int> g;
-          for (int j = 0; j < m.neurons; ++j) g.push_back(at(j, i));
+          for (int j = 0; j < m.out; ++j) g.push_back(at(j, i));
           add(std::move(g));
         }
         break;
       case SbdlGroups::kColumn:
-        for (int j = 0; j < m.neurons; ++j) {
+        for (int j = 0; j < m.out; ++j) {
           std::vector<int> g;
-          for (int i = 0; i < m.inputs; ++i) g.push_back(at(j, i));
+          for (int i = 0; i < m.in; ++i) g.push_back(at(j, i));
           add(std::move(g));
         }
         break;
       case SbdlGroups::kTile:
-        for (int i0 = 0; i0 < m.inputs; i0 += options.tile_inputs) {
-          for (int j0 = 0; j0 < m.neurons; j0 += options.tile_neurons) {
+        for (int i0 = 0; i0 < m.in; i0 += options.tile_inputs) {
+          for (int j0 = 0; j0 < m.out; j0 += options.tile_neurons) {
             std::vector<int> g;
-            for (int i = i0; i < std::min(m.inputs, i0 + options.tile_inputs);
+            for (int i = i0; i < std::min(m.in, i0 + options.tile_inputs);
                  ++i) {
-              for (int j = j0;
-                   j < std::min(m.neurons, j0 + options.tile_neurons); ++j) {
+              for (int j = j0; j < std::min(m.out, j0 + options.tile_neurons);
+                   ++j) {
                 g.push_back(at(j, i));
               }
             }
@@ -254,7 +254,7 @@ SbdlGroupLayout MakeSbdlGroups(const SbdlOptions& options,
 }
 
 Summary MinimizeSbdl(const SbdlOptions& options,
-                     const std::vector<SbdlWeightMatrix>& layers,
+                     const std::vector<DenseBlock>& layers,
                      SbdlObjective& objective, Eigen::VectorXd* w,
                      SbdlResult* result, IterationCallback* callback) {
   Summary summary;

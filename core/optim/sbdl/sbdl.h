@@ -29,19 +29,11 @@
 
 #include "Eigen/Core"
 #include "absl/status/status.h"
+#include "core/models/layers/dense.h"
 #include "core/optim/problem.h"
 #include "core/optim/stop_rules.h"
 
 namespace sparrow::core {
-
-// A weight matrix inside the parameter vector: A (neurons x inputs) stored
-// column-major at `offset`, the Mlp layout. The paper writes W = A^T
-// (inputs x neurons), so its row-wise groups are our columns.
-struct SbdlWeightMatrix {
-  int offset = 0;
-  int neurons = 0;  // rows of A: the layer's outputs
-  int inputs = 0;   // columns of A
-};
 
 // Group structure of the prior (Table 1 of the paper, in its orientation).
 enum class SbdlGroups {
@@ -126,6 +118,11 @@ struct SbdlResult {
   int total_groups = 0;
 };
 
+// The weight matrices carrying the prior are the network's dense layers
+// (DenseBlocks): A (out neurons x in inputs) column-major at weight_offset. The
+// paper writes W = A^T (inputs x neurons), so its row-wise groups are our
+// columns.
+
 // Partition of the weights into groups (indices into the parameter vector)
 // and the weight layer of each group.
 struct SbdlGroupLayout {
@@ -133,7 +130,7 @@ struct SbdlGroupLayout {
   std::vector<int> layer;
 };
 SbdlGroupLayout MakeSbdlGroups(const SbdlOptions& options,
-                               const std::vector<SbdlWeightMatrix>& layers);
+                               const std::vector<DenseBlock>& layers);
 
 // Runs Algorithm 1 from *w. On return *w is the iterate of the outer iteration
 // with the best validation metric (as set by the callback), or the last one
@@ -141,7 +138,7 @@ SbdlGroupLayout MakeSbdlGroups(const SbdlOptions& options,
 // progress record per outer iteration: loss = V, extras = penalty,
 // remaining_pct, pruned_groups, noise_variance, inner_epochs.
 Summary MinimizeSbdl(const SbdlOptions& options,
-                     const std::vector<SbdlWeightMatrix>& layers,
+                     const std::vector<DenseBlock>& layers,
                      SbdlObjective& objective, Eigen::VectorXd* w,
                      SbdlResult* result, IterationCallback* callback);
 

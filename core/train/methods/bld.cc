@@ -36,7 +36,7 @@ absl::Status Check(const StopRules& stop, const TrainConfig& config,
 
 LayeredObjective* MakeLayered(double rho, TrainSetup* setup) {
   auto layered = std::make_unique<LayeredObjective>(
-      &setup->mlp, &setup->train_table.x, &setup->train_table.y,
+      &setup->mlp.network(), &setup->train_table.x, &setup->train_table.y,
       BldRho(rho, setup->mlp.num_params()));
   LayeredObjective* f = layered.get();
   setup->objective = std::move(layered);  // the reported objective is f

@@ -2,6 +2,7 @@
 #include "core/optim/sbdl/sbdl.h"
 
 #include "absl/strings/str_cat.h"
+#include "core/models/layers/dense.h"
 #include "core/train/methods.h"
 
 namespace sparrow::core {
@@ -27,9 +28,7 @@ absl::StatusOr<MethodResult> RunMethod(const SbdlOptions& options,
                                        TrainSetup* setup, Eigen::VectorXd* w,
                                        IterationCallback* callback,
                                        Model* model) {
-  std::vector<SbdlWeightMatrix> layers;
-  for (const Mlp::Layer& l : setup->mlp.layers())
-    layers.push_back({l.weight_offset, l.out, l.in});
+  const std::vector<DenseBlock> layers = DenseBlocks(setup->mlp.network());
   SbdlOptions o = options;
   o.seed = config.seed;
   SbdlResult r;

@@ -79,7 +79,8 @@ TEST(WeightSparsityTest, CountsExactZerosPerWeightMatrixButNotBiases) {
   B(mlp, theta, 0, 1) = 0.0;
   B(mlp, theta, 1, 0) = 0.0;
 
-  const std::vector<LayerSparsity> s = WeightSparsity(mlp, theta.data());
+  const std::vector<LayerSparsity> s =
+      WeightSparsity(mlp.network(), theta.data());
   ASSERT_EQ(s.size(), 2u);
   EXPECT_EQ(s[0].neurons, 4);
   EXPECT_EQ(s[0].inputs, 3);
@@ -96,7 +97,8 @@ TEST(WeightSparsityTest, CountsExactZerosPerWeightMatrixButNotBiases) {
 TEST(WeightSparsityTest, DenseNetworkHasNoZeros) {
   const Mlp mlp(MlpSpec{2, {3, 3}, 1, Activation::kTanh, Activation::kLinear});
   const VectorXd theta = RandomParams(mlp, 2);
-  const std::vector<LayerSparsity> s = WeightSparsity(mlp, theta.data());
+  const std::vector<LayerSparsity> s =
+      WeightSparsity(mlp.network(), theta.data());
   ASSERT_EQ(s.size(), 3u);
   for (const LayerSparsity& l : s) {
     EXPECT_EQ(l.zeros, 0);
@@ -110,7 +112,9 @@ class FindDeadUnitsTest : public ::testing::Test {
       : mlp_(MlpSpec{4, {5, 3}, 2, Activation::kTanh, Activation::kLinear}),
         theta_(RandomParams(mlp_, 3)) {}
 
-  DeadUnits Find() const { return FindDeadUnits(mlp_, theta_.data()); }
+  DeadUnits Find() const {
+    return FindDeadUnits(mlp_.network(), theta_.data());
+  }
 
   Mlp mlp_;
   VectorXd theta_;
@@ -210,7 +214,8 @@ TEST(DeadUnitNamesTest, FromFindDeadUnits) {
   VectorXd theta = RandomParams(mlp, 4);
   ZeroColumn(mlp, theta, 0, 1);
   ZeroColumn(mlp, theta, 1, 2);
-  EXPECT_THAT(DeadUnitNames(FindDeadUnits(mlp, theta.data()), {"x", "y", "z"}),
+  EXPECT_THAT(DeadUnitNames(FindDeadUnits(mlp.network(), theta.data()),
+                            {"x", "y", "z"}),
               ElementsAre("y", "hidden 1 neuron 3"));
 }
 
@@ -264,7 +269,7 @@ TEST_P(CompactMlpTest, RemovesDeadInputsAndNeurons) {
   EXPECT_LT(c.params.size(), mlp_.num_params());
   // Every weight of the compact network is one of the original's surviving
   // nonzero weights.
-  EXPECT_EQ(WeightSparsity(Mlp(c.spec), c.params.data())[0].zeros, 0);
+  EXPECT_EQ(WeightSparsity(Mlp(c.spec).network(), c.params.data())[0].zeros, 0);
 }
 
 TEST_P(CompactMlpTest, ConstantNeuronIsFoldedIntoTheNextBias) {
@@ -289,7 +294,7 @@ TEST_P(CompactMlpTest, WholeHiddenLayerDies) {
   // Hidden 2 reads nothing: every neuron there is a constant, so the network
   // is a constant and every input and hidden-1 neuron is dead.
   for (int r = 0; r < 4; ++r) ZeroRow(mlp_, theta, 1, r);
-  const DeadUnits d = FindDeadUnits(mlp_, theta.data());
+  const DeadUnits d = FindDeadUnits(mlp_.network(), theta.data());
   EXPECT_EQ(d.inputs.size(), 6u);
   EXPECT_EQ(d.hidden[0].size(), 5u);
   EXPECT_EQ(d.hidden[1].size(), 4u);
@@ -330,9 +335,9 @@ TEST_P(CompactMlpTest, RandomPruningPatternsKeepEveryPrediction) {
     const CompactNetwork c = CheckPredictionsUnchanged(theta);
     // The compact network has no dead units left.
     const Mlp compact(c.spec);
-    const DeadUnits before = FindDeadUnits(mlp_, theta.data());
+    const DeadUnits before = FindDeadUnits(mlp_.network(), theta.data());
     if (before.inputs.size() < 6u) {
-      const DeadUnits d = FindDeadUnits(compact, c.params.data());
+      const DeadUnits d = FindDeadUnits(compact.network(), c.params.data());
       EXPECT_THAT(d.inputs, IsEmpty());
       for (const auto& h : d.hidden) EXPECT_THAT(h, IsEmpty());
       EXPECT_EQ(c.kept_inputs.size() + before.inputs.size(), 6u);

@@ -21,11 +21,18 @@ using Eigen::VectorXd;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
-std::vector<SbdlWeightMatrix> WeightLayers(const Mlp& mlp) {
-  std::vector<SbdlWeightMatrix> out;
-  for (const Mlp::Layer& l : mlp.layers())
-    out.push_back({l.weight_offset, l.out, l.in});
-  return out;
+std::vector<DenseBlock> WeightLayers(const Mlp& mlp) {
+  return DenseBlocks(mlp.network());
+}
+
+// A neurons x inputs weight matrix at `offset` (the layer's activation and
+// bias do not matter to the groups).
+DenseBlock Matrix(int offset, int neurons, int inputs) {
+  DenseBlock b;
+  b.weight_offset = offset;
+  b.out = neurons;
+  b.in = inputs;
+  return b;
 }
 
 // ---------------------------------------------------------------- Validate
@@ -104,10 +111,9 @@ TEST(SbdlOptionsTest, ValidationNamesTheField) {
 
 // A 3 x 4 (neurons x inputs) matrix at offset 10, followed by the output layer
 // 1 x 3 at offset 25 (after the 3 biases at 22).
-const std::vector<SbdlWeightMatrix> kTwoLayers = {{10, 3, 4}, {25, 1, 3}};
+const std::vector<DenseBlock> kTwoLayers = {Matrix(10, 3, 4), Matrix(25, 1, 3)};
 
-SbdlGroupLayout Groups(SbdlGroups kind,
-                       const std::vector<SbdlWeightMatrix>& layers,
+SbdlGroupLayout Groups(SbdlGroups kind, const std::vector<DenseBlock>& layers,
                        int tile_inputs = 2, int tile_neurons = 2) {
   SbdlOptions o;
   o.groups = kind;
@@ -119,28 +125,27 @@ SbdlGroupLayout Groups(SbdlGroups kind,
 // Every weight index of every layer appears in exactly one group, and only
 // weights do.
 void ExpectPartition(const SbdlGroupLayout& g,
-                     const std::vector<SbdlWeightMatrix>& layers) {
+                     const std::vector<DenseBlock>& layers) {
   ASSERT_EQ(g.groups.size(), g.layer.size());
   std::multiset<int> seen;
   for (size_t i = 0; i < g.groups.size(); ++i) {
     EXPECT_FALSE(g.groups[i].empty());
-    const SbdlWeightMatrix& m = layers[g.layer[i]];
+    const DenseBlock& m = layers[g.layer[i]];
     for (int k : g.groups[i]) {
-      EXPECT_GE(k, m.offset);
-      EXPECT_LT(k, m.offset + m.neurons * m.inputs);
+      EXPECT_GE(k, m.weight_offset);
+      EXPECT_LT(k, m.weight_offset + m.out * m.in);
       seen.insert(k);
     }
   }
   std::multiset<int> expected;
-  for (const SbdlWeightMatrix& m : layers) {
-    for (int k = 0; k < m.neurons * m.inputs; ++k)
-      expected.insert(m.offset + k);
+  for (const DenseBlock& m : layers) {
+    for (int k = 0; k < m.out * m.in; ++k) expected.insert(m.weight_offset + k);
   }
   EXPECT_EQ(seen, expected);
 }
 
 TEST(SbdlGroupsTest, ElementGivesSingletons) {
-  const std::vector<SbdlWeightMatrix> one = {{10, 3, 4}};
+  const std::vector<DenseBlock> one = {Matrix(10, 3, 4)};
   const SbdlGroupLayout g = Groups(SbdlGroups::kElement, one);
   ASSERT_EQ(g.groups.size(), 12u);
   for (size_t i = 0; i < 12; ++i) {
@@ -152,7 +157,7 @@ TEST(SbdlGroupsTest, ElementGivesSingletons) {
 
 TEST(SbdlGroupsTest, RowGroupsAllOutgoingWeightsOfAnInput) {
   for (const auto& layers :
-       {std::vector<SbdlWeightMatrix>{{10, 3, 4}}, kTwoLayers}) {
+       {std::vector<DenseBlock>{Matrix(10, 3, 4)}, kTwoLayers}) {
     const SbdlGroupLayout g = Groups(SbdlGroups::kRow, layers);
     // Layer 0: one group per input i, {10 + 3 i + j : j < 3}.
     ASSERT_GE(g.groups.size(), 4u);
@@ -190,14 +195,14 @@ TEST(SbdlGroupsTest, ColumnGroupsIncomingWeightsExceptOnTheOutputLayer) {
   ExpectPartition(g, kTwoLayers);
 
   // A lone layer is the output layer: elements.
-  const std::vector<SbdlWeightMatrix> one = {{10, 3, 4}};
+  const std::vector<DenseBlock> one = {Matrix(10, 3, 4)};
   const SbdlGroupLayout single = Groups(SbdlGroups::kColumn, one);
   EXPECT_EQ(single.groups.size(), 12u);
   ExpectPartition(single, one);
 }
 
 TEST(SbdlGroupsTest, TilesIncludingRaggedEdges) {
-  const std::vector<SbdlWeightMatrix> one = {{10, 3, 4}};
+  const std::vector<DenseBlock> one = {Matrix(10, 3, 4)};
   // 2 inputs x 2 neurons: inputs {0,1},{2,3} x neurons {0,1},{2}.
   SbdlGroupLayout g = Groups(SbdlGroups::kTile, one, 2, 2);
   ASSERT_EQ(g.groups.size(), 4u);
@@ -570,7 +575,8 @@ TEST(MinimizeSbdlTest, PrunesTheIrrelevantInputsAndKeepsTheFit) {
   ASSERT_TRUE(options.Validate(2).ok());
   const VectorXd start = StartingPoint(mlp, d, 0.3, 100, options.seed);
   // The plain fit uses every input.
-  ASSERT_THAT(FindDeadUnits(mlp, start.data()).inputs, ::testing::IsEmpty());
+  ASSERT_THAT(FindDeadUnits(mlp.network(), start.data()).inputs,
+              ::testing::IsEmpty());
   const SbdlRun run = RunSbdl(options, mlp, d, 100, start);
   const SbdlResult& r = run.result;
 
@@ -584,7 +590,7 @@ TEST(MinimizeSbdlTest, PrunesTheIrrelevantInputsAndKeepsTheFit) {
   int irrelevant_pruned = 0;
   for (int i = 2; i < 8; ++i) irrelevant_pruned += InputPruned(mlp, run, i);
   EXPECT_GE(irrelevant_pruned, 5);
-  const DeadUnits dead = FindDeadUnits(mlp, run.w.data());
+  const DeadUnits dead = FindDeadUnits(mlp.network(), run.w.data());
   EXPECT_EQ(static_cast<int>(dead.inputs.size()), irrelevant_pruned);
   for (int i : dead.inputs) EXPECT_GE(i, 2);
 

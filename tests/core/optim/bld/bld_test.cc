@@ -2,6 +2,7 @@
 
 #include <numeric>
 
+#include "core/models/mlp.h"
 #include "core/optim/bld/layered_objective.h"
 #include "gtest/gtest.h"
 #include "tests/testing/finite_difference.h"
@@ -37,7 +38,7 @@ struct Problem {
 
 TEST(LayeredObjectiveTest, GradientMatchesFiniteDifferences) {
   Problem p({4, 3});
-  LayeredObjective f(&p.mlp, &p.x, &p.y, 0.01);
+  LayeredObjective f(&p.mlp.network(), &p.x, &p.y, 0.01);
   VectorXd grad;
   f.Evaluate(p.w0, &grad);
   const VectorXd fd = testing::NumericGradient(
@@ -53,7 +54,7 @@ TEST(LayeredObjectiveTest, GradientMatchesFiniteDifferences) {
 
 TEST(LayeredObjectiveTest, BlockEvaluationsEqualFullOnes) {
   Problem p({5, 4, 3});
-  LayeredObjective f(&p.mlp, &p.x, &p.y, 0.02);
+  LayeredObjective f(&p.mlp.network(), &p.x, &p.y, 0.02);
   VectorXd full_grad;
   for (int l = 0; l < f.num_layers(); ++l) {
     const int off = f.block_offset(l), size = f.block_size(l);
@@ -75,7 +76,7 @@ TEST(LayeredObjectiveTest, MinibatchPiecesSumToTheObjective) {
   // ALGORITHMS.md §4.1 erratum: f_h = (1/P) sum_{p in B_h} E_p + |B_h|/P rho
   // |w|^2, so the gradients of a partition add up to grad f.
   Problem p({4, 3}, 50);
-  LayeredObjective f(&p.mlp, &p.x, &p.y, 0.03);
+  LayeredObjective f(&p.mlp.network(), &p.x, &p.y, 0.03);
   VectorXd full;
   f.Evaluate(p.w0, &full);
   std::vector<int> order(50);
@@ -99,7 +100,7 @@ TEST(LayeredObjectiveTest, MinibatchPiecesSumToTheObjective) {
 
 TEST(B2ldTest, ReachesAStationaryPointWithConditionsHolding) {
   Problem p({4, 3});
-  LayeredObjective f(&p.mlp, &p.x, &p.y, 1e-3 / p.mlp.num_params());
+  LayeredObjective f(&p.mlp.network(), &p.x, &p.y, 1e-3 / p.mlp.num_params());
   B2ldOptions o;
   o.gradient_tolerance = 1e-4;
   o.relative_decrease = 0.0;  // stop on the gradient only
@@ -130,7 +131,7 @@ TEST(B2ldTest, ReachesAStationaryPointWithConditionsHolding) {
 
 TEST(B2ldTest, ExactLastLayerZeroesItsBlockGradient) {
   Problem p({5, 4});
-  LayeredObjective f(&p.mlp, &p.x, &p.y, 1e-3);
+  LayeredObjective f(&p.mlp.network(), &p.x, &p.y, 1e-3);
   B2ldOptions o;
   o.exact_last_layer = true;
   o.order = LayerOrder::kForward;  // the last layer is solved last
@@ -147,7 +148,7 @@ TEST(B2ldTest, ExactLastLayerZeroesItsBlockGradient) {
 
 TEST(B2ldTest, DeterministicAndValidated) {
   Problem p({4, 3});
-  LayeredObjective f(&p.mlp, &p.x, &p.y, 1e-4);
+  LayeredObjective f(&p.mlp.network(), &p.x, &p.y, 1e-4);
   B2ldOptions o;
   o.stop.max_iterations = 5;
   o.order = LayerOrder::kReshuffled;
@@ -166,7 +167,7 @@ TEST(B2ldTest, DeterministicAndValidated) {
 TEST(BlingTest, LayerwiseAndSimultaneousStepsDecreaseTheObjective) {
   for (bool simultaneous : {false, true}) {
     Problem p({6, 5, 4}, 200);
-    LayeredObjective f(&p.mlp, &p.x, &p.y, 1e-3 / p.mlp.num_params());
+    LayeredObjective f(&p.mlp.network(), &p.x, &p.y, 1e-3 / p.mlp.num_params());
     BlingOptions o;
     o.simultaneous = simultaneous;
     o.batch_size = 20;
@@ -184,7 +185,7 @@ TEST(BlingTest, EachLayerStepIsBoundedByAlpha) {
   // With beta <= |d| the normalized step has length exactly alpha: one
   // minibatch = one step per layer.
   Problem p({4, 3}, 32);
-  LayeredObjective f(&p.mlp, &p.x, &p.y, 0.0);
+  LayeredObjective f(&p.mlp.network(), &p.x, &p.y, 0.0);
   BlingOptions o;
   o.batch_size = 32;
   o.stop.max_iterations = 1;
@@ -204,7 +205,7 @@ TEST(BlingTest, OrdersAndMinibatchSchemesAreDeterministic) {
          {MinibatchOrder::kIncremental, MinibatchOrder::kStochastic,
           MinibatchOrder::kReshuffled}) {
       Problem p({4, 3}, 64);
-      LayeredObjective f(&p.mlp, &p.x, &p.y, 1e-4);
+      LayeredObjective f(&p.mlp.network(), &p.x, &p.y, 1e-4);
       BlingOptions o;
       o.order = order;
       o.minibatch = scheme;

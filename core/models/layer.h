@@ -1,0 +1,91 @@
+// One layer of a sequential Network (core/models/network.h): the interface
+// every layer kind implements (Dense now; Conv2d, MaxPool2d, Flatten, Rnn and
+// Lstm later).
+//
+// A layer maps a batch of samples (one column each, input_shape().size() rows)
+// to a batch of outputs (output_shape().size() rows). It owns no parameters:
+// the Network hands it a pointer to its block of one contiguous parameter
+// vector (num_params() entries, in the layout the layer documents), so that
+// optimizers see a single vector and each layer is a view into it (as mlpack's
+// layers alias their weights into the FFN's parameter matrix). It owns no
+// per-evaluation state either: whatever Forward must leave for Backward and
+// Gradient (pre-activations, activation derivatives, pooling indices, gate
+// values) lives in a LayerWorkspace owned by the caller, sized once by
+// ResizeWorkspace, so evaluating allocates nothing once sized.
+//
+// Layers are immutable after construction; all methods are const and safe to
+// call from several threads on distinct workspaces.
+#ifndef SPARROW_CORE_MODELS_LAYER_H_
+#define SPARROW_CORE_MODELS_LAYER_H_
+
+#include <vector>
+
+#include "Eigen/Core"
+#include "core/util/random.h"
+
+namespace sparrow::core {
+
+// The shape of one sample as a layer sees it: channels x height x width,
+// stored channel-major, then row-major within a channel (Conv2d's feature
+// maps), or a flat vector of `channels` values (height = width = 1). A column
+// of a batch holds size() values.
+struct Shape {
+  int channels = 0;
+  int height = 1;
+  int width = 1;
+
+  static Shape Flat(int n) { return Shape{n, 1, 1}; }
+  int size() const { return channels * height * width; }
+  bool operator==(const Shape& o) const {
+    return channels == o.channels && height == o.height && width == o.width;
+  }
+  bool operator!=(const Shape& o) const { return !(*this == o); }
+};
+
+// Per-evaluation state of one layer for a batch: buffers whose number, order
+// and sizes the layer decides in ResizeWorkspace (Dense: pre-activations,
+// activation derivatives, deltas). Integer state such as a max-pool's argmax
+// fits a double exactly. Copyable, so caches holding workspaces are values.
+struct LayerWorkspace {
+  std::vector<Eigen::MatrixXd> buffers;
+};
+
+class Layer {
+ public:
+  virtual ~Layer() = default;
+
+  virtual Shape input_shape() const = 0;
+  virtual Shape output_shape() const = 0;
+  // Length of the layer's parameter block (0 for parameter-free layers).
+  virtual int num_params() const = 0;
+
+  // Draws the layer's initial parameters into params[0, num_params()); sigma0
+  // scales the layer's default initialization.
+  virtual void Initialize(double sigma0, Rng* rng, double* params) const = 0;
+
+  // Sizes the workspace for `cols` samples; a no-op when already sized.
+  virtual void ResizeWorkspace(int cols, LayerWorkspace* ws) const = 0;
+
+  // out = layer(in; params) for every column of in (input_shape().size() x B);
+  // out is already output_shape().size() x B. Leaves in *ws what Backward
+  // needs.
+  virtual void Forward(const double* params, const Eigen::MatrixXd& in,
+                       LayerWorkspace* ws, Eigen::MatrixXd* out) const = 0;
+
+  // Given d_out = dL/d(out) for the batch of the last Forward on ws (with the
+  // same in and out), stores in *ws what Gradient needs and, when d_in is not
+  // null, writes d_in = dL/d(in) (sized like in).
+  virtual void Backward(const double* params, const Eigen::MatrixXd& in,
+                        const Eigen::MatrixXd& out,
+                        const Eigen::Ref<const Eigen::MatrixXd>& d_out,
+                        LayerWorkspace* ws, Eigen::MatrixXd* d_in) const = 0;
+
+  // grad[0, num_params()) += dL/d(params) summed over the batch, after
+  // Backward on ws.
+  virtual void Gradient(const Eigen::MatrixXd& in, const LayerWorkspace& ws,
+                        double* grad) const = 0;
+};
+
+}  // namespace sparrow::core
+
+#endif  // SPARROW_CORE_MODELS_LAYER_H_
