@@ -13,7 +13,8 @@ namespace {
 
 // Their objective has its own weight decay (optimizer.*.rho) and their own
 // stopping tests: settings they would silently ignore are refused.
-absl::Status Check(const StopRules& stop, const TrainConfig& config,
+template <typename Options>
+absl::Status Check(const Options& options, const TrainConfig& config,
                    const char* name, const char* tolerance_hint) {
   if (config.model.kind != ModelKind::kMlp ||
       config.loss.kind != LossKind::kMse) {
@@ -27,11 +28,11 @@ absl::Status Check(const StopRules& stop, const TrainConfig& config,
         "regularization.rho_theta is not used by optimizer.", name,
         "; set optimizer.", name, ".rho (the weight decay of its objective)"));
   }
-  if (stop.tolerance != 0.0) {
+  if (options.stop.tolerance != 0.0) {
     return absl::InvalidArgumentError(absl::StrCat(
         "stopping.tolerance is not used by optimizer.", name, tolerance_hint));
   }
-  return absl::OkStatus();
+  return OptionsStatus(options.Validate(), name);
 }
 
 LayeredObjective* MakeLayered(double rho, TrainSetup* setup) {
@@ -41,6 +42,19 @@ LayeredObjective* MakeLayered(double rho, TrainSetup* setup) {
   LayeredObjective* f = layered.get();
   setup->objective = std::move(layered);  // the reported objective is f
   return f;
+}
+
+// Runs `minimize` (MinimizeB2ld or MinimizeBling) on the layered objective.
+template <typename Options, typename Minimize>
+MethodResult RunLayered(const Options& options, const TrainConfig& config,
+                        TrainSetup* setup, Eigen::VectorXd* w,
+                        IterationCallback* callback, Minimize minimize) {
+  LayeredObjective* f = MakeLayered(options.rho, setup);
+  Options o = options;
+  o.seed = config.seed;
+  MethodResult result;
+  result.summary = minimize(o, *f, w, callback);
+  return result;
 }
 
 // The step size a checkpoint reports is the block tolerance (B2LD) or the
@@ -53,41 +67,30 @@ bool UsableStep(const ResumePoint& point) {
 
 absl::Status CheckMethod(const B2ldOptions& options,
                          const TrainConfig& config) {
-  const absl::Status s =
-      Check(options.stop, config, "b2ld",
-            "; use optimizer.b2ld.relative_decrease and gradient_tolerance");
-  if (!s.ok()) return s;
-  return OptionsStatus(options.Validate(), "b2ld");
+  return Check(options, config, "b2ld",
+               "; use optimizer.b2ld.relative_decrease and gradient_tolerance");
 }
 absl::Status CheckMethod(const BlingOptions& options,
                          const TrainConfig& config) {
-  const absl::Status s = Check(options.stop, config, "bling",
-                               "; BLInG stops on max_epochs or max_seconds");
-  if (!s.ok()) return s;
-  return OptionsStatus(options.Validate(), "bling");
+  return Check(options, config, "bling",
+               "; BLInG stops on max_epochs or max_seconds");
 }
 
 absl::StatusOr<MethodResult> RunMethod(const B2ldOptions& options,
                                        const TrainConfig& config,
                                        TrainSetup* setup, Eigen::VectorXd* w,
                                        IterationCallback* callback, Model*) {
-  LayeredObjective* f = MakeLayered(options.rho, setup);
-  B2ldOptions o = options;
-  o.seed = config.seed;
-  MethodResult result;
-  result.summary = MinimizeB2ld(o, *f, w, callback);
-  return result;
+  return RunLayered(options, config, setup, w, callback,
+                    [](const B2ldOptions& o, LayeredObjective& f,
+                       Eigen::VectorXd* w, IterationCallback* callback) {
+                      return MinimizeB2ld(o, f, w, callback);
+                    });
 }
 absl::StatusOr<MethodResult> RunMethod(const BlingOptions& options,
                                        const TrainConfig& config,
                                        TrainSetup* setup, Eigen::VectorXd* w,
                                        IterationCallback* callback, Model*) {
-  LayeredObjective* f = MakeLayered(options.rho, setup);
-  BlingOptions o = options;
-  o.seed = config.seed;
-  MethodResult result;
-  result.summary = MinimizeBling(o, *f, w, callback);
-  return result;
+  return RunLayered(options, config, setup, w, callback, MinimizeBling);
 }
 
 void ResumeMethod(const ResumePoint& point, const TrainConfig&,
