@@ -1,8 +1,6 @@
-// What the trainer does per method: one overload of each function below per
-// alternative of OptimizerOptions, defined in core/train/methods/<method>.cc
-// next to nothing else. Train, TrainConfig::Validate and the server's resume
-// reach them through std::visit, so adding a method means adding its
-// overloads here and its file, with no switch to extend elsewhere.
+// The dispatch over the optimizer alternatives (core/train/optimizer.h): the
+// config's method's CheckMethod / RunMethod / ResumeMethod through std::visit,
+// its iteration budget, and the spec-path prefix of its messages.
 #ifndef SPARROW_CORE_TRAIN_METHODS_H_
 #define SPARROW_CORE_TRAIN_METHODS_H_
 
@@ -15,41 +13,6 @@
 #include "core/train/trainer.h"
 
 namespace sparrow::core {
-
-// The outcome of a method's run.
-struct MethodResult {
-  Summary summary;
-  // The method returned its own best iterate (SBDL's best outer iteration,
-  // with the matching mask); the trainer must not replace it by the best one
-  // on validation data.
-  bool returns_best = false;
-};
-
-// For each Options type of OptimizerOptions:
-//  - CheckMethod: the options are valid and the method can train the config's
-//    model and loss; messages name the spec path (optimizer.<name>.<field>).
-//  - RunMethod: runs the method from *w on the setup; *w ends at the result.
-//    May set the model's method-specific fields (SBDL's mask, variances).
-//  - ResumeMethod: makes a resumed run continue from a checkpoint's step size
-//    and internal state.
-#define SPARROW_DECLARE_METHOD(Options)                                        \
-  absl::Status CheckMethod(const Options& options, const TrainConfig& config); \
-  absl::StatusOr<MethodResult> RunMethod(                                      \
-      const Options& options, const TrainConfig& config, TrainSetup* setup,    \
-      Eigen::VectorXd* w, IterationCallback* callback, Model* model);          \
-  void ResumeMethod(const ResumePoint& point, const TrainConfig& config,       \
-                    Options* options);
-
-SPARROW_DECLARE_METHOD(SgdOptions)
-SPARROW_DECLARE_METHOD(AdamOptions)
-SPARROW_DECLARE_METHOD(LbfgsOptions)
-SPARROW_DECLARE_METHOD(NailsOptions)
-SPARROW_DECLARE_METHOD(NailmOptions)
-SPARROW_DECLARE_METHOD(SbdlOptions)
-SPARROW_DECLARE_METHOD(B2ldOptions)
-SPARROW_DECLARE_METHOD(BlingOptions)
-
-#undef SPARROW_DECLARE_METHOD
 
 // `status` (an Options::Validate result) with its message prefixed by the
 // spec path "optimizer.<name>.".

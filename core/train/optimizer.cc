@@ -6,32 +6,10 @@
 #include "core/train/methods.h"
 
 namespace sparrow::core {
-namespace {
-
-template <typename T>
-constexpr const char* kName = nullptr;
-template <>
-constexpr const char* kName<SgdOptions> = "sgd";
-template <>
-constexpr const char* kName<AdamOptions> = "adam";
-template <>
-constexpr const char* kName<LbfgsOptions> = "lbfgs";
-template <>
-constexpr const char* kName<NailsOptions> = "nails";
-template <>
-constexpr const char* kName<NailmOptions> = "nailm";
-template <>
-constexpr const char* kName<SbdlOptions> = "sbdl";
-template <>
-constexpr const char* kName<B2ldOptions> = "b2ld";
-template <>
-constexpr const char* kName<BlingOptions> = "bling";
-
-}  // namespace
 
 const char* OptimizerName(const OptimizerOptions& options) {
-  return std::visit(
-      [](const auto& o) { return kName<std::decay_t<decltype(o)>>; }, options);
+  return std::visit([](const auto& o) -> const char* { return o.kName; },
+                    options);
 }
 
 StopRules& Stop(OptimizerOptions& options) {

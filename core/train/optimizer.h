@@ -1,22 +1,30 @@
 // The optimizer a training run uses: one alternative per method, each holding
-// the method's own Options (with its stopping rules in `stop`). Everything the
-// trainer, the server and the CLI do per method goes through std::visit over
-// this variant and the overload sets declared in core/train/methods.h, so a
-// new method is one alternative here plus its own files.
+// the method's own Options (its stopping rules in `stop`, its spec name in
+// kName). Everything the trainer, the server and the CLI do per method goes
+// through std::visit over this variant and the overloads declared below, each
+// method's defined in core/train/methods/<method>.cc. A new method is one
+// alternative and one SPARROW_DECLARE_METHOD line here, plus its own files.
 #ifndef SPARROW_CORE_TRAIN_OPTIMIZER_H_
 #define SPARROW_CORE_TRAIN_OPTIMIZER_H_
 
 #include <variant>
 
 #include "Eigen/Core"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "core/optim/bld/bld.h"
 #include "core/optim/first_order/first_order.h"
 #include "core/optim/gauss_newton/gauss_newton.h"
 #include "core/optim/lbfgs/lbfgs.h"
+#include "core/optim/problem.h"
 #include "core/optim/sbdl/sbdl.h"
 #include "core/optim/stop_rules.h"
 
 namespace sparrow::core {
+
+struct Model;
+struct TrainConfig;
+struct TrainSetup;
 
 using OptimizerOptions =
     std::variant<SgdOptions, AdamOptions, LbfgsOptions, NailsOptions,
@@ -38,6 +46,41 @@ struct ResumePoint {
   double step_size = 0.0;
   Eigen::VectorXd state;
 };
+
+// The outcome of a method's run.
+struct MethodResult {
+  Summary summary;
+  // The method returned its own best iterate (SBDL's best outer iteration,
+  // with the matching mask); the trainer must not replace it by the best one
+  // on validation data.
+  bool returns_best = false;
+};
+
+// For each Options type of OptimizerOptions:
+//  - CheckMethod: the options are valid and the method can train the config's
+//    model and loss; messages name the spec path (optimizer.<name>.<field>).
+//  - RunMethod: runs the method from *w on the setup; *w ends at the result.
+//    May set the model's method-specific fields (SBDL's mask, variances).
+//  - ResumeMethod: makes a resumed run continue from a checkpoint's step size
+//    and internal state.
+#define SPARROW_DECLARE_METHOD(Options)                                        \
+  absl::Status CheckMethod(const Options& options, const TrainConfig& config); \
+  absl::StatusOr<MethodResult> RunMethod(                                      \
+      const Options& options, const TrainConfig& config, TrainSetup* setup,    \
+      Eigen::VectorXd* w, IterationCallback* callback, Model* model);          \
+  void ResumeMethod(const ResumePoint& point, const TrainConfig& config,       \
+                    Options* options);
+
+SPARROW_DECLARE_METHOD(SgdOptions)
+SPARROW_DECLARE_METHOD(AdamOptions)
+SPARROW_DECLARE_METHOD(LbfgsOptions)
+SPARROW_DECLARE_METHOD(NailsOptions)
+SPARROW_DECLARE_METHOD(NailmOptions)
+SPARROW_DECLARE_METHOD(SbdlOptions)
+SPARROW_DECLARE_METHOD(B2ldOptions)
+SPARROW_DECLARE_METHOD(BlingOptions)
+
+#undef SPARROW_DECLARE_METHOD
 
 }  // namespace sparrow::core
 

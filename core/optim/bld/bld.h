@@ -23,6 +23,7 @@ namespace sparrow::core {
 enum class LayerOrder { kBackward, kForward, kReshuffled };
 
 struct B2ldOptions {
+  static constexpr const char kName[] = "b2ld";  // in specs and messages
   // Initial block-gradient tolerance; 0 = 0.1 ||grad f(w0)|| (the paper
   // gives no value; this scales with the problem).
   double epsilon0 = 0.0;
@@ -77,6 +78,7 @@ Summary MinimizeB2ld(const B2ldOptions& options, LayeredObjective& objective,
 enum class MinibatchOrder { kIncremental, kStochastic, kReshuffled };
 
 struct BlingOptions {
+  static constexpr const char kName[] = "bling";  // in specs and messages
   double alpha0 = 0.0;  // 0 = 0.5 / max(1, L - 2), or 0.5 when simultaneous
   double decay = 5e-3;  // alpha <- alpha (1 - decay alpha) per minibatch
   double beta = 1e-3;   // normalizer floor

@@ -40,12 +40,14 @@ struct FirstOrderOptions {
 // The two first-order methods as the trainer's optimizer choices: the same
 // options with the method (and SGD's step size) fixed.
 struct SgdOptions : FirstOrderOptions {
+  static constexpr const char kName[] = "sgd";
   SgdOptions() {
     method = Method::kSgd;
     learning_rate = 0.01;
   }
 };
 struct AdamOptions : FirstOrderOptions {
+  static constexpr const char kName[] = "adam";
   AdamOptions() { method = Method::kAdam; }
 };
 

@@ -68,10 +68,12 @@ struct GaussNewtonOptions {
 // choices. threads: Jacobian rows are built across traces on this many
 // threads (>= 1).
 struct NailsOptions : GaussNewtonOptions {
+  static constexpr const char kName[] = "nails";
   NailsOptions() { method = Method::kLineSearch; }
   int threads = 1;
 };
 struct NailmOptions : GaussNewtonOptions {
+  static constexpr const char kName[] = "nailm";
   NailmOptions() { method = Method::kLevenbergMarquardt; }
   int threads = 1;
 };

@@ -45,6 +45,7 @@ enum class SbdlGroups {
 };
 
 struct SbdlOptions {
+  static constexpr const char kName[] = "sbdl";  // in specs and messages
   SbdlGroups groups = SbdlGroups::kElement;
   int tile_inputs = 2;   // kTile: tile height (inputs), >= 1
   int tile_neurons = 2;  // kTile: tile width (neurons), >= 1
