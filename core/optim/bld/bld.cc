@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 #include <numeric>
+#include <optional>
 #include <stdexcept>
 
 #include "Eigen/Cholesky"
@@ -133,185 +134,275 @@ double BldRho(double rho, int n) {
   return rho == 0.0 ? 1e-3 / n : std::max(0.0, rho);
 }
 
-Summary MinimizeB2ld(const B2ldOptions& options, LayeredObjective& objective,
-                     VectorXd* w, IterationCallback* callback,
-                     B2ldStats* stats) {
-  Summary summary;
-  B2ldStats local;
-  B2ldStats& st = stats != nullptr ? *stats : local;
-  const int layers = objective.num_layers();
-  st.updates.assign(layers, 0);
-  st.lbfgs_accepted.assign(layers, 0);
-  st.armijo_used.assign(layers, 0);
-  st.skipped.assign(layers, 0);
-  st.conditions_held = true;
-  internal::RunMonitor monitor(options.stop, callback, &summary);
-  VectorXd grad;
-  double f = objective.Evaluate(*w, &grad);
-  summary.initial_loss = f;
-  if (!std::isfinite(f)) {
-    summary.message = "the objective is not finite at the starting point";
-    monitor.Finish(Termination::kDiverged);
-    return summary;
-  }
+namespace {
+
+LBFGSpp::LBFGSParam<double> BlockSolverParam(const B2ldOptions& options) {
   LBFGSpp::LBFGSParam<double> param;
   param.m = options.memory;
   param.epsilon_rel = 0.0;
   param.max_iterations = options.block_iterations;
   param.linesearch = LBFGSpp::LBFGS_LINESEARCH_BACKTRACKING_STRONG_WOLFE;
-  Rng rng(options.seed);
-  double epsilon =
-      options.epsilon0 > 0.0 ? options.epsilon0 : 0.1 * grad.norm();
-  VectorXd v, g, trial;
+  return param;
+}
+
+// A candidate value of one block and the objective there.
+struct BlockPoint {
+  VectorXd v;
+  double f;
+};
+
+// What one sweep did, for its progress record and stopping tests.
+struct SweepTally {
+  bool all_small = true;
+  bool out_of_time = false;
+  int lbfgs = 0, armijo = 0, skipped = 0;
+  // `grad_` is the full gradient at *w until a block changes: the skip test
+  // of the blocks before the first update reads it instead of a block
+  // evaluation (same decision, no cost).
+  bool grad_current = true;
+};
+
+// One MinimizeB2ld call: the state its sweeps share, a method per stage (one
+// block visit, the end of a sweep and its stopping tests). Run once.
+class B2ldRun {
+ public:
+  B2ldRun(const B2ldOptions& options, LayeredObjective& objective, VectorXd* w,
+          IterationCallback* callback, B2ldStats* stats);
+
+  Summary Run();
+
+ private:
+  void FoldSkippedSweeps(int* sweep);
+  void VisitBlock(int l, SweepTally* tally);
+  BlockPoint SolveBlock(int l, double f_l, SweepTally* tally);
+  BlockPoint ArmijoPoint(double f_l, double g_norm);
+  double Update(int l, double f_l, const BlockPoint& star,
+                const BlockPoint& armijo, SweepTally* tally);
+  std::optional<Termination> EndSweep(int sweep, double f_start,
+                                      const SweepTally& tally);
+
+  const B2ldOptions& options_;
+  LayeredObjective& objective_;
+  VectorXd* w_;
+  const int layers_;
+  B2ldStats local_stats_;
+  B2ldStats& st_;
+  Summary summary_;
+  internal::RunMonitor monitor_;
+  LBFGSpp::LBFGSParam<double> param_;
+  Rng rng_;
+  double f_ = 0.0;
+  double epsilon_ = 0.0;
+  VectorXd grad_;           // the full gradient at the end of the last sweep
+  VectorXd v_, g_, trial_;  // the visited block, its gradient, a trial point
+};
+
+B2ldRun::B2ldRun(const B2ldOptions& options, LayeredObjective& objective,
+                 VectorXd* w, IterationCallback* callback, B2ldStats* stats)
+    : options_(options),
+      objective_(objective),
+      w_(w),
+      layers_(objective.num_layers()),
+      st_(stats != nullptr ? *stats : local_stats_),
+      monitor_(options.stop, callback, &summary_),
+      param_(BlockSolverParam(options)),
+      rng_(options.seed) {
+  st_.updates.assign(layers_, 0);
+  st_.lbfgs_accepted.assign(layers_, 0);
+  st_.armijo_used.assign(layers_, 0);
+  st_.skipped.assign(layers_, 0);
+  st_.conditions_held = true;
+}
+
+Summary B2ldRun::Run() {
+  f_ = objective_.Evaluate(*w_, &grad_);
+  summary_.initial_loss = f_;
+  if (!std::isfinite(f_)) {
+    summary_.message = "the objective is not finite at the starting point";
+    monitor_.Finish(Termination::kDiverged);
+    return summary_;
+  }
+  epsilon_ = options_.epsilon0 > 0.0 ? options_.epsilon0 : 0.1 * grad_.norm();
   for (int sweep = 1;; ++sweep) {
-    const double f_start = f;
-    bool all_small = true;
-    bool out_of_time = false;
-    int lbfgs = 0, armijo = 0, skipped = 0;
-    // `grad` is the full gradient at *w until a block changes: the skip test
-    // of the blocks before the first update reads it instead of a block
-    // evaluation (same decision, no cost).
-    bool grad_current = true;
-    if (options.order != LayerOrder::kReshuffled) {
-      // A sweep that would skip every block changes nothing but the
-      // tolerance: shrink it as those sweeps would, without running them.
-      double largest = 0.0;
-      for (int l = 0; l < layers; ++l) {
-        largest = std::max(largest, grad.segment(objective.block_offset(l),
-                                                 objective.block_size(l))
-                                        .norm());
-      }
-      // Each folded sweep still counts against the sweep budget.
-      while (epsilon >= largest && largest > 0.0 &&
-             sweep < options.stop.max_iterations) {
-        epsilon *= options.epsilon_decay;
-        ++sweep;
-      }
-    }
-    for (int l : LayerSequence(options.order, layers, &rng)) {
-      if (options.stop.max_seconds > 0 &&
-          monitor.Elapsed() >= options.stop.max_seconds) {
-        out_of_time = true;
+    const double f_start = f_;
+    SweepTally tally;
+    if (options_.order != LayerOrder::kReshuffled) FoldSkippedSweeps(&sweep);
+    for (int l : LayerSequence(options_.order, layers_, &rng_)) {
+      if (options_.stop.max_seconds > 0 &&
+          monitor_.Elapsed() >= options_.stop.max_seconds) {
+        tally.out_of_time = true;
         break;
       }
-      const int off = objective.block_offset(l);
-      const int size = objective.block_size(l);
-      if (grad_current && grad.segment(off, size).norm() <= epsilon) {
-        ++st.skipped[l];
-        ++skipped;
-        continue;
-      }
-      objective.SetBlock(*w, l);
-      v = w->segment(off, size);
-      const double f_l = objective.EvaluateBlock(v, &g);
-      const double g_norm = g.norm();
-      if (g_norm <= epsilon) {
-        ++st.skipped[l];
-        ++skipped;
-        continue;
-      }
-      grad_current = false;  // this block is about to change
-      // The block solve: L-BFGS to the current accuracy (or, for the last
-      // layer when asked, the exact least-squares solution).
-      VectorXd v_star = v;
-      double f_star = f_l;
-      if (options.exact_last_layer && l == layers - 1) {
-        v_star = ExactLastLayer(objective);
-        f_star = objective.EvaluateBlock(v_star, nullptr);
-      } else {
-        param.epsilon = epsilon;
-        LBFGSpp::LBFGSSolver<double, LBFGSpp::LineSearchNocedalWright> solver(
-            param);
-        BlockFunctor functor(&objective, &monitor, options.stop.max_seconds);
-        VectorXd x = v;
-        double fx = f_l;
-        try {
-          solver.minimize(functor, x, fx);
-        } catch (const BlockFunctor::OutOfTime&) {
-          // The budget ran out mid-solve: the best point so far is still a
-          // candidate (checked against (4)/(5) below), then the run ends.
-          out_of_time = true;
-        } catch (const std::exception&) {
-          // Line-search trouble: the best point seen is still a candidate.
-        }
-        if (functor.best_v().size() == size) {
-          v_star = functor.best_v();
-          f_star = functor.best();
-        }
-      }
-      // The Armijo point along -g (a = 1): always acceptable.
-      double alpha = 1.0, f_armijo = f_l;
-      VectorXd v_armijo = v;
-      const double g2 = g_norm * g_norm;
-      for (int j = 0; j < options.armijo_max_steps;
-           ++j, alpha *= options.armijo_delta) {
-        trial = v - alpha * g;
-        const double ft = objective.EvaluateBlock(trial, nullptr);
-        if (ft <= f_l - options.armijo_gamma * alpha * g2) {
-          v_armijo = trial;
-          f_armijo = ft;
-          break;
-        }
-      }
-      const bool cond4 = f_star <= f_armijo;
-      const bool cond5 =
-          f_star - f_l <= -options.sigma * (v_star - v).squaredNorm();
-      double f_new;
-      if (cond4 && cond5 && std::isfinite(f_star)) {
-        w->segment(off, size) = v_star;
-        f_new = f_star;
-        ++st.lbfgs_accepted[l];
-        ++lbfgs;
-      } else {
-        w->segment(off, size) = v_armijo;
-        f_new = f_armijo;
-        ++st.armijo_used[l];
-        ++armijo;
-      }
-      // Conditions (4) and (5) of the update actually made.
-      const VectorXd& made = w->segment(off, size);
-      if (!(f_new <= f_armijo &&
-            f_new - f_l <= -options.sigma * (made - v).squaredNorm())) {
-        st.conditions_held = false;
-      }
-      ++st.updates[l];
-      if ((f_l - f_new) / std::max(f_l, 1.0) > options.relative_decrease) {
-        all_small = false;
-      }
-      f = f_new;
+      VisitBlock(l, &tally);
     }
-    epsilon *= options.epsilon_decay;
-    f = objective.Evaluate(*w, &grad);
-    const double grad_norm = grad.norm();
-    std::vector<std::pair<std::string, double>> extras = {
-        {"grad_norm", grad_norm},
-        {"lbfgs_blocks", lbfgs},
-        {"armijo_blocks", armijo},
-        {"skipped_blocks", skipped}};
-    // Cumulative block updates per layer (the paper's Table 5).
-    for (int l = 0; l < layers; ++l) {
-      extras.emplace_back(absl::StrCat("updates_layer_", l), st.updates[l]);
-    }
-    auto stop =
-        monitor.EndIteration(sweep, f_start, f, epsilon, *w, std::move(extras));
-    if (out_of_time && !stop) stop = Termination::kDeadline;
-    if (!stop && grad_norm <= options.gradient_tolerance) {
-      summary.message = absl::StrCat("gradient norm ", grad_norm,
-                                     " <= ", options.gradient_tolerance);
-      stop = Termination::kConverged;
-    }
-    if (!stop && all_small && skipped < layers) {
-      summary.message =
-          "every block decreased the objective by less than relative_decrease "
-          "in the last sweep";
-      stop = Termination::kConverged;
-    }
-    if (stop) {
-      monitor.Finish(*stop);
-      summary.final_loss = f;
-      return summary;
+    if (const auto stop = EndSweep(sweep, f_start, tally)) {
+      monitor_.Finish(*stop);
+      summary_.final_loss = f_;
+      return summary_;
     }
   }
+}
+
+// A sweep that would skip every block changes nothing but the tolerance:
+// shrink it as those sweeps would, without running them.
+void B2ldRun::FoldSkippedSweeps(int* sweep) {
+  double largest = 0.0;
+  for (int l = 0; l < layers_; ++l) {
+    largest = std::max(
+        largest,
+        grad_.segment(objective_.block_offset(l), objective_.block_size(l))
+            .norm());
+  }
+  // Each folded sweep still counts against the sweep budget.
+  while (epsilon_ >= largest && largest > 0.0 &&
+         *sweep < options_.stop.max_iterations) {
+    epsilon_ *= options_.epsilon_decay;
+    ++*sweep;
+  }
+}
+
+// Block l: skipped when its gradient is within the tolerance, else updated to
+// the solver's point when it satisfies conditions (4) and (5), else to the
+// Armijo point.
+void B2ldRun::VisitBlock(int l, SweepTally* tally) {
+  const int off = objective_.block_offset(l);
+  const int size = objective_.block_size(l);
+  if (tally->grad_current && grad_.segment(off, size).norm() <= epsilon_) {
+    ++st_.skipped[l];
+    ++tally->skipped;
+    return;
+  }
+  objective_.SetBlock(*w_, l);
+  v_ = w_->segment(off, size);
+  const double f_l = objective_.EvaluateBlock(v_, &g_);
+  const double g_norm = g_.norm();
+  if (g_norm <= epsilon_) {
+    ++st_.skipped[l];
+    ++tally->skipped;
+    return;
+  }
+  tally->grad_current = false;  // this block is about to change
+  const BlockPoint star = SolveBlock(l, f_l, tally);
+  const BlockPoint armijo = ArmijoPoint(f_l, g_norm);
+  const double f_new = Update(l, f_l, star, armijo, tally);
+  if ((f_l - f_new) / std::max(f_l, 1.0) > options_.relative_decrease) {
+    tally->all_small = false;
+  }
+  f_ = f_new;
+}
+
+// The block solve: L-BFGS to the current accuracy (or, for the last layer
+// when asked, the exact least-squares solution).
+BlockPoint B2ldRun::SolveBlock(int l, double f_l, SweepTally* tally) {
+  BlockPoint star{v_, f_l};
+  if (options_.exact_last_layer && l == layers_ - 1) {
+    star.v = ExactLastLayer(objective_);
+    star.f = objective_.EvaluateBlock(star.v, nullptr);
+    return star;
+  }
+  param_.epsilon = epsilon_;
+  LBFGSpp::LBFGSSolver<double, LBFGSpp::LineSearchNocedalWright> solver(param_);
+  BlockFunctor functor(&objective_, &monitor_, options_.stop.max_seconds);
+  VectorXd x = v_;
+  double fx = f_l;
+  try {
+    solver.minimize(functor, x, fx);
+  } catch (const BlockFunctor::OutOfTime&) {
+    // The budget ran out mid-solve: the best point so far is still a
+    // candidate (checked against (4)/(5) below), then the run ends.
+    tally->out_of_time = true;
+  } catch (const std::exception&) {
+    // Line-search trouble: the best point seen is still a candidate.
+  }
+  if (functor.best_v().size() == v_.size()) {
+    star.v = functor.best_v();
+    star.f = functor.best();
+  }
+  return star;
+}
+
+// The Armijo point along -g (a = 1): always acceptable.
+BlockPoint B2ldRun::ArmijoPoint(double f_l, double g_norm) {
+  double alpha = 1.0;
+  const double g2 = g_norm * g_norm;
+  for (int j = 0; j < options_.armijo_max_steps;
+       ++j, alpha *= options_.armijo_delta) {
+    trial_ = v_ - alpha * g_;
+    const double ft = objective_.EvaluateBlock(trial_, nullptr);
+    if (ft <= f_l - options_.armijo_gamma * alpha * g2) return {trial_, ft};
+  }
+  return {v_, f_l};
+}
+
+// Moves block l to `star` when it satisfies conditions (4) and (5), else to
+// `armijo`; returns the objective there.
+double B2ldRun::Update(int l, double f_l, const BlockPoint& star,
+                       const BlockPoint& armijo, SweepTally* tally) {
+  const int off = objective_.block_offset(l);
+  const int size = objective_.block_size(l);
+  const bool cond4 = star.f <= armijo.f;
+  const bool cond5 =
+      star.f - f_l <= -options_.sigma * (star.v - v_).squaredNorm();
+  double f_new;
+  if (cond4 && cond5 && std::isfinite(star.f)) {
+    w_->segment(off, size) = star.v;
+    f_new = star.f;
+    ++st_.lbfgs_accepted[l];
+    ++tally->lbfgs;
+  } else {
+    w_->segment(off, size) = armijo.v;
+    f_new = armijo.f;
+    ++st_.armijo_used[l];
+    ++tally->armijo;
+  }
+  // Conditions (4) and (5) of the update actually made.
+  const VectorXd& made = w_->segment(off, size);
+  if (!(f_new <= armijo.f &&
+        f_new - f_l <= -options_.sigma * (made - v_).squaredNorm())) {
+    st_.conditions_held = false;
+  }
+  ++st_.updates[l];
+  return f_new;
+}
+
+// Shrinks the tolerance, records the sweep and applies the stopping tests.
+std::optional<Termination> B2ldRun::EndSweep(int sweep, double f_start,
+                                             const SweepTally& tally) {
+  epsilon_ *= options_.epsilon_decay;
+  f_ = objective_.Evaluate(*w_, &grad_);
+  const double grad_norm = grad_.norm();
+  std::vector<std::pair<std::string, double>> extras = {
+      {"grad_norm", grad_norm},
+      {"lbfgs_blocks", tally.lbfgs},
+      {"armijo_blocks", tally.armijo},
+      {"skipped_blocks", tally.skipped}};
+  // Cumulative block updates per layer (the paper's Table 5).
+  for (int l = 0; l < layers_; ++l) {
+    extras.emplace_back(absl::StrCat("updates_layer_", l), st_.updates[l]);
+  }
+  auto stop = monitor_.EndIteration(sweep, f_start, f_, epsilon_, *w_,
+                                    std::move(extras));
+  if (tally.out_of_time && !stop) stop = Termination::kDeadline;
+  if (!stop && grad_norm <= options_.gradient_tolerance) {
+    summary_.message = absl::StrCat("gradient norm ", grad_norm,
+                                    " <= ", options_.gradient_tolerance);
+    stop = Termination::kConverged;
+  }
+  if (!stop && tally.all_small && tally.skipped < layers_) {
+    summary_.message =
+        "every block decreased the objective by less than relative_decrease "
+        "in the last sweep";
+    stop = Termination::kConverged;
+  }
+  return stop;
+}
+
+}  // namespace
+
+Summary MinimizeB2ld(const B2ldOptions& options, LayeredObjective& objective,
+                     VectorXd* w, IterationCallback* callback,
+                     B2ldStats* stats) {
+  return B2ldRun(options, objective, w, callback, stats).Run();
 }
 
 absl::Status BlingOptions::Validate() const {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -253,199 +254,305 @@ SbdlGroupLayout MakeSbdlGroups(const SbdlOptions& options,
   return out;
 }
 
-Summary MinimizeSbdl(const SbdlOptions& options,
-                     const std::vector<DenseBlock>& layers,
-                     SbdlObjective& objective, Eigen::VectorXd* w,
-                     SbdlResult* result, IterationCallback* callback) {
-  Summary summary;
-  internal::RunMonitor monitor(
-      {options.stop.max_iterations, options.stop.max_seconds,
-       /*tolerance=*/0.0, /*report_every=*/1},
-      callback, &summary);
-  const int n = objective.num_params();
-  const SbdlGroupLayout layout = MakeSbdlGroups(options, layers);
-  const size_t num_groups = layout.groups.size();
-  auto lambda = [&](int layer) {
-    return options.lambda.size() == 1 ? options.lambda[0]
-                                      : options.lambda[layer];
-  };
+namespace {
 
-  SbdlResult state;
-  state.mask.setOnes(n);
-  state.variance.setZero(n);
-  state.upsilon.setZero(n);
-  state.omega.setZero(n);
-  state.total_groups = static_cast<int>(num_groups);
-  std::vector<double> omega(num_groups, 1.0), upsilon(num_groups, 1.0);
-  GroupPenalty penalty(&layout, &state.mask);
-  // Penalty weights in the units of V (a mean over N samples): the Bayesian
-  // objective SSE / (2 sigma^2) + sum_g omega_g |W_g| is V N / (2 sigma^2) +
-  // ..., so lambda = 1 weighs the prior exactly as eq. (39) does.
-  const double n_samples = std::max(objective.num_samples(), 1);
-  auto sigma2_at = [&](const Eigen::VectorXd& x) {
-    return options.noise_variance > 0
-               ? options.noise_variance
-               : std::max(objective.MeanSquaredResidual(x), 1e-12);
-  };
-  auto set_weights = [&](double sigma2) {
-    for (size_t g = 0; g < num_groups; ++g) {
-      penalty.set_weight(
-          g, lambda(layout.layer[g]) * 2.0 * sigma2 / n_samples * omega[g]);
-    }
-  };
-  state.noise_variance = sigma2_at(*w);
-  set_weights(state.noise_variance);
-
+FirstOrderOptions SbdlAdamOptions(const SbdlOptions& options) {
   FirstOrderOptions adam_options;
   adam_options.method = FirstOrderOptions::Method::kAdam;
   adam_options.learning_rate = options.learning_rate;
   adam_options.seed = options.seed;
-  FirstOrderOptimizer adam(adam_options);
-  adam.Initialize(n);
-  adam.set_proximal(&penalty);
-  ProximalNewton newton(&objective, &penalty, options.newton_damping);
+  return adam_options;
+}
 
-  Eigen::VectorXd s(n), last_good = *w, best_w = *w;
-  SbdlResult best = state;
-  double best_metric = std::numeric_limits<double>::infinity();
-  bool have_best_metric = false;
-  int stalled = 0;
-  summary.initial_loss = objective.Evaluate(*w, nullptr);
-  double previous = summary.initial_loss;
+// The outer loop's budgets; no tolerance test (the stall test stands in for
+// it) and a progress record every outer iteration.
+StopRules OuterStopRules(const SbdlOptions& options) {
+  StopRules rules;
+  rules.max_iterations = options.stop.max_iterations;
+  rules.max_seconds = options.stop.max_seconds;
+  rules.tolerance = 0.0;
+  rules.report_every = 1;
+  return rules;
+}
+
+// One MinimizeSbdl call: the state its outer iterations share, and a method
+// per stage of an outer iteration (inner solve, hyperparameter update and
+// pruning, recording). Run once.
+class SbdlRun {
+ public:
+  SbdlRun(const SbdlOptions& options, const std::vector<DenseBlock>& layers,
+          SbdlObjective& objective, Eigen::VectorXd* w,
+          IterationCallback* callback);
+
+  // Leaves the kept iterate in *w and its hyperparameters in *result.
+  Summary Run(SbdlResult* result);
+
+ private:
+  double Lambda(int layer) const {
+    return options_.lambda.size() == 1 ? options_.lambda[0]
+                                       : options_.lambda[layer];
+  }
+  // sigma^2: the given noise variance, or the mean squared residual at x.
+  double NoiseVarianceAt(const Eigen::VectorXd& x) const {
+    return options_.noise_variance > 0
+               ? options_.noise_variance
+               : std::max(objective_.MeanSquaredResidual(x), 1e-12);
+  }
+  void SetPenaltyWeights(double sigma2);
+  double InnerSolve(double previous, int* epochs);
+  int ReweightAndPrune(double sigma2);
+  void UpdateResult(int t, double sigma2);
+  std::optional<Termination> EndIteration(int t, double previous, double v,
+                                          double sigma2, int epochs);
+  bool KeepBest();
+
+  const SbdlOptions& options_;
+  const std::vector<DenseBlock>& layers_;
+  SbdlObjective& objective_;
+  Eigen::VectorXd* w_;
+  Summary summary_;
+  internal::RunMonitor monitor_;
+  const int n_;
+  const SbdlGroupLayout layout_;
+  const size_t num_groups_;
+  // Penalty weights in the units of V (a mean over N samples): the Bayesian
+  // objective SSE / (2 sigma^2) + sum_g omega_g |W_g| is V N / (2 sigma^2) +
+  // ..., so lambda = 1 weighs the prior exactly as eq. (39) does.
+  const double n_samples_;
+  SbdlResult state_;
+  std::vector<double> omega_, upsilon_;
+  GroupPenalty penalty_;
+  FirstOrderOptimizer adam_;
+  ProximalNewton newton_;
+  Eigen::VectorXd s_, last_good_, best_w_;
+  // The kept iterate's hyperparameters, and the validation metric it had.
+  SbdlResult best_;
+  double best_metric_ = std::numeric_limits<double>::infinity();
+  bool have_best_metric_ = false;
+  int stalled_ = 0;  // outer iterations without a change of support or metric
+};
+
+SbdlRun::SbdlRun(const SbdlOptions& options,
+                 const std::vector<DenseBlock>& layers,
+                 SbdlObjective& objective, Eigen::VectorXd* w,
+                 IterationCallback* callback)
+    : options_(options),
+      layers_(layers),
+      objective_(objective),
+      w_(w),
+      monitor_(OuterStopRules(options), callback, &summary_),
+      n_(objective.num_params()),
+      layout_(MakeSbdlGroups(options, layers)),
+      num_groups_(layout_.groups.size()),
+      n_samples_(std::max(objective.num_samples(), 1)),
+      omega_(num_groups_, 1.0),
+      upsilon_(num_groups_, 1.0),
+      penalty_(&layout_, &state_.mask),
+      adam_(SbdlAdamOptions(options)),
+      newton_(&objective, &penalty_, options.newton_damping),
+      s_(n_),
+      last_good_(*w),
+      best_w_(*w) {
+  state_.mask.setOnes(n_);
+  state_.variance.setZero(n_);
+  state_.upsilon.setZero(n_);
+  state_.omega.setZero(n_);
+  state_.total_groups = static_cast<int>(num_groups_);
+  state_.noise_variance = NoiseVarianceAt(*w_);
+  SetPenaltyWeights(state_.noise_variance);
+  adam_.Initialize(n_);
+  adam_.set_proximal(&penalty_);
+  best_ = state_;
+}
+
+Summary SbdlRun::Run(SbdlResult* result) {
+  summary_.initial_loss = objective_.Evaluate(*w_, nullptr);
+  double previous = summary_.initial_loss;
   for (int t = 1;; ++t) {
-    // 1. The reweighted regularized fit, warm-started.
-    double v = previous;
     int epochs = 0;
-    for (; epochs < options.inner_epochs; ++epochs) {
-      v = options.inner == SbdlOptions::Inner::kProximalAdam
-              ? adam.Step(objective, w)
-              : newton.Step(w);
-      if (!std::isfinite(v)) break;
-      if (options.stop.max_seconds > 0 &&
-          monitor.Elapsed() >= options.stop.max_seconds)
-        break;
-      // sigma^2 follows the fit, so the prior keeps its Bayesian weight; the
-      // epoch's own loss gives it without another pass over the data.
-      if (options.noise_variance == 0) {
-        set_weights(
-            std::max(objective.MeanSquaredResidualFromLoss(v, *w), 1e-12));
-      }
-    }
-    if (std::isfinite(v)) v = objective.Evaluate(*w, nullptr);
+    double v = InnerSolve(previous, &epochs);
     if (!std::isfinite(v)) {
-      *w = last_good;
-      summary.iterations = t;
-      summary.message = absl::StrFormat(
+      *w_ = last_good_;
+      summary_.iterations = t;
+      summary_.message = absl::StrFormat(
           "the training loss became non-finite in outer iteration %d; try a "
           "smaller learning_rate or a larger newton_damping",
           t);
-      monitor.Finish(Termination::kDiverged);
+      monitor_.Finish(Termination::kDiverged);
       break;
     }
-
     // 2-3. Hyperparameters from the diagonal GGN, then pruning.
-    int newly_pruned = 0;
-    objective.OutputJacobianSquares(*w, &s);
-    const double sigma2 = sigma2_at(*w);
-    state.noise_variance = sigma2;
-    for (size_t g = 0; g < num_groups; ++g) {
-      const std::vector<int>& idx = layout.groups[g];
-      if (!GroupActive(idx, state.mask)) continue;
-      double norm2 = 0.0;
-      for (int k : idx) norm2 += (*w)(k) * (*w)(k);
-      const double norm = std::sqrt(norm2);
-      if (options.reweight) {
-        upsilon[g] = norm / std::max(omega[g], kOmegaFloor);
-        double alpha = 0.0;
-        for (int k : idx) {
-          const double h = s(k) / sigma2;
-          alpha += h / (1.0 + upsilon[g] * h);
-        }
-        omega[g] = std::sqrt(alpha);
-      }
-      const bool prune = norm == 0.0 || (options.reweight &&
-                                         (upsilon[g] < options.kappa_variance ||
-                                          norm < options.kappa_weight));
-      if (prune) {
-        for (int k : idx) {
-          (*w)(k) = 0.0;
-          state.mask(k) = 0.0;
-        }
-        ++newly_pruned;
-      }
-    }
-    set_weights(sigma2);
-    if (options.reweight && PruneDisconnected(layers, w, &state.mask) > 0) {
-      ++newly_pruned;  // the support changed
-    }
-    state.pruned_groups = 0;
-    for (const std::vector<int>& idx : layout.groups)
-      state.pruned_groups += !GroupActive(idx, state.mask);
-    // The variance proxy of every parameter at this iterate.
-    for (int k = 0; k < n; ++k) {
-      const double h = s(k) / sigma2;
-      state.variance(k) = h > 0 ? 1.0 / h : 0.0;  // biases: flat prior
-    }
-    for (size_t g = 0; g < num_groups; ++g) {
-      for (int k : layout.groups[g]) {
-        const double h = s(k) / sigma2;
-        state.upsilon(k) = upsilon[g];
-        state.omega(k) = omega[g];
-        state.variance(k) =
-            state.mask(k) == 0.0 ? 0.0 : upsilon[g] / (1.0 + upsilon[g] * h);
-      }
-    }
-    state.outer_iterations = t;
-    if (newly_pruned > 0) v = objective.Evaluate(*w, nullptr);
+    objective_.OutputJacobianSquares(*w_, &s_);
+    const double sigma2 = NoiseVarianceAt(*w_);
+    state_.noise_variance = sigma2;
+    const int newly_pruned = ReweightAndPrune(sigma2);
+    UpdateResult(t, sigma2);
+    if (newly_pruned > 0) v = objective_.Evaluate(*w_, nullptr);
 
-    double zeros = 0.0, total = 0.0;
-    for (const auto& g : layout.groups) {
-      for (int k : g) zeros += (*w)(k) == 0.0;
-      total += static_cast<double>(g.size());
-    }
-    const double remaining = total > 0 ? 100.0 * (1.0 - zeros / total) : 100.0;
-    const auto stop = monitor.EndIteration(
-        t, previous, v, options.learning_rate, *w,
-        {{"penalty", penalty.Value(*w)},
-         {"remaining_pct", remaining},
-         {"pruned_groups", static_cast<double>(state.pruned_groups)},
-         {"noise_variance", sigma2},
-         {"inner_epochs", static_cast<double>(epochs)}});
-    const double metric = summary.history.empty()
-                              ? std::numeric_limits<double>::quiet_NaN()
-                              : summary.history.back().validation_metric;
-    bool improved = false;
-    if (std::isfinite(metric)) {
-      have_best_metric = true;
-      if (metric < best_metric) {
-        best_metric = metric;
-        improved = true;
-      }
-    }
-    if (!have_best_metric || improved) {
-      best_w = *w;
-      best = state;
-    }
-    stalled = (newly_pruned == 0 && !improved) ? stalled + 1 : 0;
-    last_good = *w;
+    const auto stop = EndIteration(t, previous, v, sigma2, epochs);
+    const bool improved = KeepBest();
+    stalled_ = (newly_pruned == 0 && !improved) ? stalled_ + 1 : 0;
+    last_good_ = *w_;
     previous = v;
     if (stop) {
-      monitor.Finish(*stop);
+      monitor_.Finish(*stop);
       break;
     }
-    if (options.stall_iterations > 0 && t > 1 &&
-        stalled >= options.stall_iterations) {
-      summary.message = absl::StrCat(
-          "the support and the validation metric did not change for ", stalled,
+    if (options_.stall_iterations > 0 && t > 1 &&
+        stalled_ >= options_.stall_iterations) {
+      summary_.message = absl::StrCat(
+          "the support and the validation metric did not change for ", stalled_,
           " outer iterations");
-      monitor.Finish(Termination::kConverged);
+      monitor_.Finish(Termination::kConverged);
       break;
     }
   }
-  *w = best_w;
-  *result = std::move(best);
-  summary.final_loss = objective.Evaluate(*w, nullptr);
-  return summary;
+  *w_ = best_w_;
+  *result = std::move(best_);
+  summary_.final_loss = objective_.Evaluate(*w_, nullptr);
+  return summary_;
+}
+
+void SbdlRun::SetPenaltyWeights(double sigma2) {
+  for (size_t g = 0; g < num_groups_; ++g) {
+    penalty_.set_weight(
+        g, Lambda(layout_.layer[g]) * 2.0 * sigma2 / n_samples_ * omega_[g]);
+  }
+}
+
+// Step 1: the reweighted regularized fit, warm-started from *w_. Returns V at
+// the new iterate (non-finite when the fit diverged) and the epochs run.
+double SbdlRun::InnerSolve(double previous, int* epochs) {
+  double v = previous;
+  int epoch = 0;
+  for (; epoch < options_.inner_epochs; ++epoch) {
+    v = options_.inner == SbdlOptions::Inner::kProximalAdam
+            ? adam_.Step(objective_, w_)
+            : newton_.Step(w_);
+    if (!std::isfinite(v)) break;
+    if (options_.stop.max_seconds > 0 &&
+        monitor_.Elapsed() >= options_.stop.max_seconds)
+      break;
+    // sigma^2 follows the fit, so the prior keeps its Bayesian weight; the
+    // epoch's own loss gives it without another pass over the data.
+    if (options_.noise_variance == 0) {
+      SetPenaltyWeights(
+          std::max(objective_.MeanSquaredResidualFromLoss(v, *w_), 1e-12));
+    }
+  }
+  *epochs = epoch;
+  if (std::isfinite(v)) v = objective_.Evaluate(*w_, nullptr);
+  return v;
+}
+
+// Steps 2-3: upsilon and omega of every active group from the diagonal GGN
+// s_ (ALGORITHMS.md §1.7), then the groups that fall under the thresholds and
+// the neurons left disconnected are pruned. Returns the number of support
+// changes (0 when the support stayed as it was).
+int SbdlRun::ReweightAndPrune(double sigma2) {
+  int newly_pruned = 0;
+  for (size_t g = 0; g < num_groups_; ++g) {
+    const std::vector<int>& idx = layout_.groups[g];
+    if (!GroupActive(idx, state_.mask)) continue;
+    double norm2 = 0.0;
+    for (int k : idx) norm2 += (*w_)(k) * (*w_)(k);
+    const double norm = std::sqrt(norm2);
+    if (options_.reweight) {
+      upsilon_[g] = norm / std::max(omega_[g], kOmegaFloor);
+      double alpha = 0.0;
+      for (int k : idx) {
+        const double h = s_(k) / sigma2;
+        alpha += h / (1.0 + upsilon_[g] * h);
+      }
+      omega_[g] = std::sqrt(alpha);
+    }
+    const bool prune = norm == 0.0 || (options_.reweight &&
+                                       (upsilon_[g] < options_.kappa_variance ||
+                                        norm < options_.kappa_weight));
+    if (prune) {
+      for (int k : idx) {
+        (*w_)(k) = 0.0;
+        state_.mask(k) = 0.0;
+      }
+      ++newly_pruned;
+    }
+  }
+  SetPenaltyWeights(sigma2);
+  if (options_.reweight && PruneDisconnected(layers_, w_, &state_.mask) > 0) {
+    ++newly_pruned;  // the support changed
+  }
+  return newly_pruned;
+}
+
+// The result's per-parameter hyperparameters after outer iteration t.
+void SbdlRun::UpdateResult(int t, double sigma2) {
+  state_.pruned_groups = 0;
+  for (const std::vector<int>& idx : layout_.groups)
+    state_.pruned_groups += !GroupActive(idx, state_.mask);
+  // The variance proxy of every parameter at this iterate.
+  for (int k = 0; k < n_; ++k) {
+    const double h = s_(k) / sigma2;
+    state_.variance(k) = h > 0 ? 1.0 / h : 0.0;  // biases: flat prior
+  }
+  for (size_t g = 0; g < num_groups_; ++g) {
+    for (int k : layout_.groups[g]) {
+      const double h = s_(k) / sigma2;
+      state_.upsilon(k) = upsilon_[g];
+      state_.omega(k) = omega_[g];
+      state_.variance(k) =
+          state_.mask(k) == 0.0 ? 0.0 : upsilon_[g] / (1.0 + upsilon_[g] * h);
+    }
+  }
+  state_.outer_iterations = t;
+}
+
+// Records outer iteration t with its sparsity figures.
+std::optional<Termination> SbdlRun::EndIteration(int t, double previous,
+                                                 double v, double sigma2,
+                                                 int epochs) {
+  double zeros = 0.0, total = 0.0;
+  for (const auto& g : layout_.groups) {
+    for (int k : g) zeros += (*w_)(k) == 0.0;
+    total += static_cast<double>(g.size());
+  }
+  const double remaining = total > 0 ? 100.0 * (1.0 - zeros / total) : 100.0;
+  return monitor_.EndIteration(
+      t, previous, v, options_.learning_rate, *w_,
+      {{"penalty", penalty_.Value(*w_)},
+       {"remaining_pct", remaining},
+       {"pruned_groups", static_cast<double>(state_.pruned_groups)},
+       {"noise_variance", sigma2},
+       {"inner_epochs", static_cast<double>(epochs)}});
+}
+
+// Keeps the iterate with the best validation metric (the latest one while no
+// metric is finite). Returns whether the metric improved.
+bool SbdlRun::KeepBest() {
+  const double metric = summary_.history.empty()
+                            ? std::numeric_limits<double>::quiet_NaN()
+                            : summary_.history.back().validation_metric;
+  bool improved = false;
+  if (std::isfinite(metric)) {
+    have_best_metric_ = true;
+    if (metric < best_metric_) {
+      best_metric_ = metric;
+      improved = true;
+    }
+  }
+  if (!have_best_metric_ || improved) {
+    best_w_ = *w_;
+    best_ = state_;
+  }
+  return improved;
+}
+
+}  // namespace
+
+Summary MinimizeSbdl(const SbdlOptions& options,
+                     const std::vector<DenseBlock>& layers,
+                     SbdlObjective& objective, Eigen::VectorXd* w,
+                     SbdlResult* result, IterationCallback* callback) {
+  return SbdlRun(options, layers, objective, w, callback).Run(result);
 }
 
 }  // namespace sparrow::core
