@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "core/data/csv.h"
+#include "core/train/model_registry.h"
 #include "core/util/option_error.h"
 #include "core/util/status_macros.h"
 
@@ -543,7 +544,7 @@ absl::StatusOr<core::TrainData> LoadTrainData(const v1::JobSpec& spec,
   const int64_t file_rows = table.num_rows();
   SPARROW_ASSIGN_OR_RETURN(const SplitRows ranges, CutSplits(spec, file_rows));
   core::TrainData data;
-  const bool mlp = config.model.kind == core::ModelKind::kMlp;
+  const bool mlp = !core::FamilyOf(config.model.kind).sequence();
   if (mlp) {
     SPARROW_ASSIGN_OR_RETURN(const core::data::RowSplit split_rows,
                              MlpRows(spec.split(), ranges, rows));

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
+#include "core/train/model_registry.h"
 #include "core/util/status_macros.h"
 #include "translate/config.h"
 #include "translate/metrics.h"
@@ -12,48 +13,26 @@ namespace sparrow::translate {
 namespace {
 
 void AddBlocks(const core::Model& m, v1::TrainedModel* out) {
-  if (m.config.kind == core::ModelKind::kStateSpaceRnn) {
-    const core::StateSpaceRnn rnn(m.config.rnn);
-    for (const core::ParamBlock& b : rnn.blocks()) {
-      v1::ParameterBlock* p = out->add_blocks();
-      p->set_name(b.name);
-      p->set_offset(b.offset);
-      p->set_size(b.size);
-    }
-    return;
+  for (const core::ParamBlock& b : core::FamilyOf(m.config.kind).Blocks(m)) {
+    v1::ParameterBlock* p = out->add_blocks();
+    p->set_name(b.name);
+    p->set_offset(b.offset);
+    p->set_size(b.size);
   }
-  v1::ParameterBlock* p = out->add_blocks();
-  p->set_name("mlp");
-  p->set_size(static_cast<int>(m.params.size()));
 }
 
 // The number of parameters the architecture of `m` needs for n_in inputs and
-// n_out outputs. Completes m->config.rnn with the data dimensions (and the
-// number of traces, from the size of the stored x0 block).
-int ExpectedParams(const v1::TrainedModel& p, int n_in, int n_out,
-                   core::Model* m) {
-  switch (m->config.kind) {
-    case core::ModelKind::kMlp:
-      return core::Mlp(core::NetworkSpec(m->config, n_in, n_out)).num_params();
-    case core::ModelKind::kNarxMlp:
-      return core::Mlp(core::NetworkSpec(m->config,
-                                         m->config.lags.dimension(n_in, n_out),
-                                         n_out))
-          .num_params();
-    case core::ModelKind::kStateSpaceRnn: {
-      core::StateSpaceRnnSpec& s = m->config.rnn;
-      s.nu = n_in;
-      s.ny = n_out;
-      s.num_traces = 1;
-      for (const v1::ParameterBlock& b : p.blocks()) {
-        if (b.name() == "x0" && s.nx > 0) {
-          s.num_traces = std::max(1, b.size() / s.nx);
-        }
-      }
-      return core::StateSpaceRnn(s).num_params();
-    }
+// n_out outputs. Completes m->config with the data dimensions (and the number
+// of traces of a free x0, from the size of the stored x0 block).
+int64_t ExpectedParams(const v1::TrainedModel& p, int n_in, int n_out,
+                       core::Model* m) {
+  int num_traces = 1;
+  const int nx = m->config.rnn.nx;
+  for (const v1::ParameterBlock& b : p.blocks()) {
+    if (b.name() == "x0" && nx > 0) num_traces = std::max(1, b.size() / nx);
   }
-  return 0;
+  return core::FamilyOf(m->config.kind)
+      .StoredParameters(&m->config, n_in, n_out, num_traces);
 }
 
 // The pruning mask and SBDL variances, when stored: one per parameter.
@@ -161,7 +140,7 @@ absl::StatusOr<core::Model> FromProto(const v1::TrainedModel& p) {
                         p.output_scaling().names().end());
   m.params = Eigen::Map<const Eigen::VectorXd>(p.parameters().data(),
                                                p.parameters_size());
-  const int expected = ExpectedParams(p, n_in, n_out, &m);
+  const int64_t expected = ExpectedParams(p, n_in, n_out, &m);
   if (expected != m.params.size()) {
     return absl::InvalidArgumentError(
         absl::StrCat("the stored model has ", m.params.size(),

@@ -12,6 +12,7 @@
 #include "core/data/csv.h"
 #include "core/metrics/metrics.h"
 #include "core/train/model.h"
+#include "core/train/model_registry.h"
 #include "core/util/option_error.h"
 #include "core/util/status_macros.h"
 #include "translate/model.h"
@@ -185,7 +186,7 @@ absl::StatusOr<PredictOutput> Predict(const v1::TrainedModel& model,
   if (options.x0_samples > 0) {
     m.config.x0_estimation_samples = options.x0_samples;
   }
-  const bool sequence = m.config.kind != core::ModelKind::kMlp;
+  const bool sequence = core::FamilyOf(m.config.kind).sequence();
   std::vector<std::string> columns = m.input_names;
   if (sequence) {
     columns.insert(columns.end(), m.output_names.begin(), m.output_names.end());

@@ -75,14 +75,14 @@ class InitialStateObjective : public Objective {
   Eigen::VectorXd scratch_;
 };
 
-NarxMlp Narx(const Model& m) {
+}  // namespace
+
+NarxMlp NarxModel(const Model& m) {
   const int nu = m.input_scaling.size();
   const int ny = m.output_scaling.size();
   return NarxMlp(m.config.lags, nu, ny,
                  NetworkSpec(m.config, m.config.lags.dimension(nu, ny), ny));
 }
-
-}  // namespace
 
 MlpSpec NetworkSpec(const ModelConfig& c, int n_in, int n_out) {
   MlpSpec spec{n_in, c.hidden, n_out, c.activation, c.output_activation};
@@ -138,46 +138,8 @@ absl::StatusOr<SequencePrediction> Simulate(const Model& m,
   Eigen::MatrixXd y = y_raw;
   m.input_scaling.Apply(&u);
   m.output_scaling.Apply(&y);
-  const int n = static_cast<int>(u.cols());
-  SequencePrediction out;
-  switch (m.config.kind) {
-    case ModelKind::kNarxMlp: {
-      const data::NarxLags& lags = m.config.lags;
-      if (n <= lags.max_lag()) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "the sequence has ", n, " samples; the model needs more than ",
-            lags.max_lag()));
-      }
-      out.y = Narx(m).Simulate(m.params.data(), u, y);
-      out.first = lags.max_lag();
-      break;
-    }
-    case ModelKind::kStateSpaceRnn: {
-      const StateSpaceRnn rnn(m.config.rnn);
-      StateSpaceRnn::Tape tape;
-      out.first = rnn.warmup();
-      if (n <= out.first) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("the sequence has ", n,
-                         " samples; the encoder needs more than ", out.first));
-      }
-      if (m.config.rnn.initial_state == InitialState::kFree) {
-        const Eigen::VectorXd x0 = EstimateInitialState(
-            rnn, m.params, u, y, m.config.x0_estimation_samples, m.loss,
-            m.rho_x0);
-        rnn.SimulateFrom(m.params.data(), x0, u, 0, &tape);
-      } else {
-        rnn.Simulate(m.params.data(), u, y, 0, &tape);
-      }
-      out.y = y;
-      out.y.rightCols(tape.steps) = tape.outputs();
-      break;
-    }
-    case ModelKind::kMlp:
-      return absl::InvalidArgumentError(
-          "a static MLP has no simulation; use a narx_mlp or state_space_rnn "
-          "model");
-  }
+  SPARROW_ASSIGN_OR_RETURN(SequencePrediction out,
+                           FamilyOf(m.config.kind).SimulateScaled(m, u, y));
   m.output_scaling.Invert(&out.y);
   return out;
 }
@@ -203,7 +165,7 @@ absl::StatusOr<SequencePrediction> PredictOneStep(
   out.first = m.config.lags.max_lag();
   out.y = y;
   out.y.rightCols(u.cols() - out.first) =
-      Narx(m).PredictOneStep(m.params.data(), u, y);
+      NarxModel(m).PredictOneStep(m.params.data(), u, y);
   m.output_scaling.Invert(&out.y);
   return out;
 }
@@ -226,7 +188,7 @@ absl::StatusOr<IntervalPrediction> PredictOneStepWithUncertainty(
   m.output_scaling.Apply(&seq.traces[0].y);
   SPARROW_ASSIGN_OR_RETURN(data::TableData reg,
                            data::BuildNarxRegressors(seq, m.config.lags));
-  const NarxMlp narx = Narx(m);
+  const NarxMlp narx = NarxModel(m);
   Mlp::Cache cache;
   narx.network().Forward(m.params.data(), reg.x, &cache);
   Eigen::MatrixXd var;
@@ -242,7 +204,8 @@ absl::StatusOr<IntervalPrediction> PredictOneStepWithUncertainty(
 
 absl::StatusOr<Eigen::MatrixXd> PredictTable(const Model& m,
                                              const Eigen::MatrixXd& x_raw) {
-  if (m.config.kind != ModelKind::kMlp) {
+  const ModelFamily& family = FamilyOf(m.config.kind);
+  if (family.sequence()) {
     return absl::InvalidArgumentError("row-wise prediction needs an mlp model");
   }
   if (x_raw.rows() != m.input_scaling.size()) {
@@ -254,11 +217,7 @@ absl::StatusOr<Eigen::MatrixXd> PredictTable(const Model& m,
     return absl::InvalidArgumentError("the data contains NaN or Inf");
   Eigen::MatrixXd x = x_raw;
   m.input_scaling.Apply(&x);
-  const Mlp mlp(NetworkSpec(m.config, static_cast<int>(x.rows()),
-                            m.output_scaling.size()));
-  Network::Cache cache;
-  mlp.network().Forward(m.params.data(), x, &cache);
-  Eigen::MatrixXd y = cache.output();
+  SPARROW_ASSIGN_OR_RETURN(Eigen::MatrixXd y, family.PredictRowsScaled(m, x));
   m.output_scaling.Invert(&y);
   return y;
 }

@@ -12,6 +12,7 @@
 #include "core/data/normalization.h"
 #include "core/losses/loss.h"
 #include "core/models/mlp.h"
+#include "core/models/narx_mlp.h"
 #include "core/models/state_space_rnn.h"
 
 namespace sparrow::core {
@@ -61,6 +62,9 @@ struct Model {
   Eigen::VectorXd variance;
   double noise_variance = 0.0;
 };
+
+// The NARX network of a kNarxMlp model (dimensions from its scalings).
+NarxMlp NarxModel(const Model& model);
 
 // Predictions of a sequence model on one trace, in data units.
 struct SequencePrediction {

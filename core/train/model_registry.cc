@@ -2,7 +2,26 @@
 
 #include <array>
 
+#include "absl/strings/str_cat.h"
+
 namespace sparrow::core {
+
+absl::StatusOr<SequencePrediction> ModelFamily::SimulateScaled(
+    const Model&, const Eigen::MatrixXd&, const Eigen::MatrixXd&) const {
+  return absl::InvalidArgumentError(
+      absl::StrCat("a ", name(),
+                   " model has no simulation; use a narx_mlp or "
+                   "state_space_rnn model"));
+}
+
+absl::StatusOr<Eigen::MatrixXd> ModelFamily::PredictRowsScaled(
+    const Model&, const Eigen::MatrixXd&) const {
+  return absl::InvalidArgumentError("row-wise prediction needs an mlp model");
+}
+
+std::vector<ParamBlock> ModelFamily::Blocks(const Model& model) const {
+  return {{name(), 0, static_cast<int>(model.params.size())}};
+}
 
 const ModelFamily& FamilyOf(ModelKind kind) {
   // Indexed by ModelKind; one line per kind.

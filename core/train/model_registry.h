@@ -49,6 +49,25 @@ class ModelFamily {
   virtual absl::Status Setup(const TrainConfig& config, const TrainData& data,
                              Rng* rng, Model* model,
                              TrainSetup* setup) const = 0;
+  // Free-run simulation on inputs u and measured outputs y (channels x N,
+  // both normalized; y is read only for an initial history or state), in
+  // normalized units. InvalidArgument for a model that has no simulation or
+  // a sequence too short for it.
+  virtual absl::StatusOr<SequencePrediction> SimulateScaled(
+      const Model& model, const Eigen::MatrixXd& u,
+      const Eigen::MatrixXd& y) const;
+  // Predictions on rows x (inputs x M, normalized), normalized.
+  // InvalidArgument for a sequence model.
+  virtual absl::StatusOr<Eigen::MatrixXd> PredictRowsScaled(
+      const Model& model, const Eigen::MatrixXd& x) const;
+  // The parameters of a stored model of this kind on n_inputs and n_outputs
+  // channels and num_traces training traces (free initial states), completing
+  // config with those dimensions; and the named blocks of its parameter
+  // vector, as TrainedModel stores them.
+  virtual int64_t StoredParameters(ModelConfig* config, int n_inputs,
+                                   int n_outputs, int num_traces) const = 0;
+  virtual std::vector<ParamBlock> Blocks(const Model& model) const;
+
   // What the trained parameters' zeros mean for the model: its order
   // (state-space RNN), per-layer sparsity and removed units (MLPs).
   virtual void DescribeStructure(const TrainSetup& setup,

@@ -63,6 +63,32 @@ class MlpFamily : public ModelFamily {
                         "model.mlp", rng, model, setup);
   }
 
+  absl::StatusOr<SequencePrediction> SimulateScaled(
+      const Model&, const Eigen::MatrixXd&,
+      const Eigen::MatrixXd&) const override {
+    return absl::InvalidArgumentError(
+        "a static MLP has no simulation; use a narx_mlp or state_space_rnn "
+        "model");
+  }
+
+  absl::StatusOr<Eigen::MatrixXd> PredictRowsScaled(
+      const Model& m, const Eigen::MatrixXd& x) const override {
+    const Mlp mlp(NetworkSpec(m.config, static_cast<int>(x.rows()),
+                              m.output_scaling.size()));
+    Network::Cache cache;
+    mlp.network().Forward(m.params.data(), x, &cache);
+    return cache.output();
+  }
+
+  int64_t StoredParameters(ModelConfig* config, int n_inputs, int n_outputs,
+                           int) const override {
+    return Mlp(NetworkSpec(*config, n_inputs, n_outputs)).num_params();
+  }
+
+  std::vector<ParamBlock> Blocks(const Model& m) const override {
+    return {{"mlp", 0, static_cast<int>(m.params.size())}};
+  }
+
   void DescribeStructure(const TrainSetup& setup, const Eigen::VectorXd& params,
                          Metrics* metrics) const override {
     DescribeNetwork(setup, params, metrics);

@@ -3,6 +3,7 @@
 // simulation error.
 #include <numeric>
 
+#include "absl/strings/str_cat.h"
 #include "core/data/narx.h"
 #include "core/train/model_registry.h"
 #include "core/util/status_macros.h"
@@ -51,6 +52,33 @@ class NarxMlpFamily : public ModelFamily {
           config.rho_theta, setup->one_step.get());
     }
     return absl::OkStatus();
+  }
+
+  absl::StatusOr<SequencePrediction> SimulateScaled(
+      const Model& m, const Eigen::MatrixXd& u,
+      const Eigen::MatrixXd& y) const override {
+    const data::NarxLags& lags = m.config.lags;
+    if (u.cols() <= lags.max_lag()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("the sequence has ", u.cols(),
+                       " samples; the model needs more than ", lags.max_lag()));
+    }
+    SequencePrediction out;
+    out.y = NarxModel(m).Simulate(m.params.data(), u, y);
+    out.first = lags.max_lag();
+    return out;
+  }
+
+  int64_t StoredParameters(ModelConfig* config, int n_inputs, int n_outputs,
+                           int) const override {
+    return Mlp(NetworkSpec(*config, config->lags.dimension(n_inputs, n_outputs),
+                           n_outputs))
+        .num_params();
+  }
+
+  // Stored as one block named "mlp", as for a static MLP.
+  std::vector<ParamBlock> Blocks(const Model& m) const override {
+    return {{"mlp", 0, static_cast<int>(m.params.size())}};
   }
 
   void DescribeStructure(const TrainSetup& setup, const Eigen::VectorXd& params,

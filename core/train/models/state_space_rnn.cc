@@ -86,6 +86,44 @@ class StateSpaceRnnFamily : public ModelFamily {
     return absl::OkStatus();
   }
 
+  absl::StatusOr<SequencePrediction> SimulateScaled(
+      const Model& m, const Eigen::MatrixXd& u,
+      const Eigen::MatrixXd& y) const override {
+    const StateSpaceRnn rnn(m.config.rnn);
+    SequencePrediction out;
+    out.first = rnn.warmup();
+    if (u.cols() <= out.first) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("the sequence has ", u.cols(),
+                       " samples; the encoder needs more than ", out.first));
+    }
+    StateSpaceRnn::Tape tape;
+    if (m.config.rnn.initial_state == InitialState::kFree) {
+      const Eigen::VectorXd x0 = EstimateInitialState(
+          rnn, m.params, u, y, m.config.x0_estimation_samples, m.loss,
+          m.rho_x0);
+      rnn.SimulateFrom(m.params.data(), x0, u, 0, &tape);
+    } else {
+      rnn.Simulate(m.params.data(), u, y, 0, &tape);
+    }
+    out.y = y;
+    out.y.rightCols(tape.steps) = tape.outputs();
+    return out;
+  }
+
+  int64_t StoredParameters(ModelConfig* config, int n_inputs, int n_outputs,
+                           int num_traces) const override {
+    StateSpaceRnnSpec& s = config->rnn;
+    s.nu = n_inputs;
+    s.ny = n_outputs;
+    s.num_traces = num_traces;
+    return StateSpaceRnn(s).num_params();
+  }
+
+  std::vector<ParamBlock> Blocks(const Model& m) const override {
+    return StateSpaceRnn(m.config.rnn).blocks();
+  }
+
   void DescribeStructure(const TrainSetup& setup, const Eigen::VectorXd& params,
                          Metrics* metrics) const override {
     metrics->model_order = ModelOrder(setup.rnn, params);
