@@ -3,7 +3,7 @@
 #include <numeric>
 
 #include "absl/strings/str_cat.h"
-#include "core/train/model_registry.h"
+#include "core/train/models/network_family.h"
 #include "core/util/status_macros.h"
 
 namespace sparrow::core {
@@ -22,7 +22,7 @@ absl::Status OneHotOutputs(const data::TableData& t, Model* model,
   return absl::OkStatus();
 }
 
-class MlpFamily : public ModelFamily {
+class MlpFamily : public NetworkFamily {
  public:
   const char* name() const override { return "mlp"; }
   bool sequence() const override { return false; }
@@ -83,15 +83,6 @@ class MlpFamily : public ModelFamily {
   int64_t StoredParameters(ModelConfig* config, int n_inputs, int n_outputs,
                            int) const override {
     return Mlp(NetworkSpec(*config, n_inputs, n_outputs)).num_params();
-  }
-
-  std::vector<ParamBlock> Blocks(const Model& m) const override {
-    return {{"mlp", 0, static_cast<int>(m.params.size())}};
-  }
-
-  void DescribeStructure(const TrainSetup& setup, const Eigen::VectorXd& params,
-                         Metrics* metrics) const override {
-    DescribeNetwork(setup, params, metrics);
   }
 };
 

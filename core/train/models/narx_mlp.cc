@@ -5,13 +5,13 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/data/narx.h"
-#include "core/train/model_registry.h"
+#include "core/train/models/network_family.h"
 #include "core/util/status_macros.h"
 
 namespace sparrow::core {
 namespace {
 
-class NarxMlpFamily : public ModelFamily {
+class NarxMlpFamily : public NetworkFamily {
  public:
   const char* name() const override { return "narx_mlp"; }
   bool sequence() const override { return true; }
@@ -74,16 +74,6 @@ class NarxMlpFamily : public ModelFamily {
     return Mlp(NetworkSpec(*config, config->lags.dimension(n_inputs, n_outputs),
                            n_outputs))
         .num_params();
-  }
-
-  // Stored as one block named "mlp", as for a static MLP.
-  std::vector<ParamBlock> Blocks(const Model& m) const override {
-    return {{"mlp", 0, static_cast<int>(m.params.size())}};
-  }
-
-  void DescribeStructure(const TrainSetup& setup, const Eigen::VectorXd& params,
-                         Metrics* metrics) const override {
-    DescribeNetwork(setup, params, metrics);
   }
 };
 
