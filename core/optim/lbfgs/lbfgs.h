@@ -18,7 +18,7 @@ namespace sparrow::core {
 
 struct LbfgsOptions {
   static constexpr const char kName[] = "lbfgs";  // in specs and messages
-  int memory = 10;                   // correction pairs kept, >= 1
+  int memory = 10;                                // correction pairs kept, >= 1
   double gradient_tolerance = 1e-8;  // converged when |g| <= tol * max(1, |w|)
   int max_line_search = 40;  // function evaluations per line search, >= 1
   // Iterations are LBFGS++ iterations; the tolerance test is LBFGS++'s
