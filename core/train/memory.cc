@@ -24,11 +24,6 @@ int64_t Saturate(double bytes) {
                        : static_cast<int64_t>(std::ceil(bytes));
 }
 
-bool UsesGaussNewton(const OptimizerOptions& o) {
-  return std::holds_alternative<NailsOptions>(o) ||
-         std::holds_alternative<NailmOptions>(o);
-}
-
 // L-BFGS correction pairs the method keeps (at least the default 10 counted
 // for every method).
 int CorrectionPairs(const OptimizerOptions& o) {

@@ -47,18 +47,25 @@ void ResumeMethod(const ResumePoint& point, TrainConfig* config) {
              config->optimizer);
 }
 
-int* IterationBudget(TrainConfig* config) {
-  if (config->penalty.kind != TrainConfig::Penalty::Kind::kNone) {
-    return &config->admm.stop.max_iterations;
-  }
-  return &Stop(config->optimizer).max_iterations;
+bool UsesGaussNewton(const OptimizerOptions& options) {
+  return std::holds_alternative<NailsOptions>(options) ||
+         std::holds_alternative<NailmOptions>(options);
 }
 
-int IterationBudget(const TrainConfig& config) {
-  if (config.penalty.kind != TrainConfig::Penalty::Kind::kNone) {
-    return config.admm.stop.max_iterations;
-  }
-  return Stop(config.optimizer).max_iterations;
+namespace {
+
+// The budget of IterationBudget, for a const or mutable config.
+template <typename Config>
+auto* Budget(Config* config) {
+  return config->penalty.kind != TrainConfig::Penalty::Kind::kNone
+             ? &config->admm.stop.max_iterations
+             : &Stop(config->optimizer).max_iterations;
 }
+
+}  // namespace
+
+int* IterationBudget(TrainConfig* config) { return Budget(config); }
+
+int IterationBudget(const TrainConfig& config) { return *Budget(&config); }
 
 }  // namespace sparrow::core

@@ -39,6 +39,10 @@ const char* OptimizerName(const OptimizerOptions& options);
 StopRules& Stop(OptimizerOptions& options);
 const StopRules& Stop(const OptimizerOptions& options);
 
+// NAILS or NAILM: the Gauss-Newton methods (ADMM runs around them; their
+// normal equations dominate a job's memory).
+bool UsesGaussNewton(const OptimizerOptions& options);
+
 // Where a resumed run continues: the last checkpoint's step size (learning
 // rate, damping, ...; NaN when none) and the method's internal state
 // (IterationRecord::optimizer_state; empty when none).

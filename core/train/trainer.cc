@@ -24,11 +24,6 @@ absl::Status NonNegative(absl::string_view field, double v) {
   return OptionError(field, v, ">= 0");
 }
 
-bool UsesGaussNewton(const OptimizerOptions& o) {
-  return std::holds_alternative<NailsOptions>(o) ||
-         std::holds_alternative<NailmOptions>(o);
-}
-
 // Wraps the user's callback: adds the validation metric, keeps the best iterate
 // on validation data, and stops after `patience` reports without improvement.
 class ValidationMonitor : public IterationCallback {
