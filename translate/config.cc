@@ -42,7 +42,7 @@ std::vector<int> Sizes(const google::protobuf::RepeatedField<int32_t>& r) {
 
 absl::Status ToMlpConfig(const v1::MlpModel& m, Activation default_output,
                          core::ModelConfig* c) {
-  c->kind = core::ModelKind::kMlp;
+  c->kind = core::MlpKind{};
   c->hidden = Sizes(m.hidden());
   c->bias = !m.no_bias();
   SPARROW_ASSIGN_OR_RETURN(
@@ -57,16 +57,16 @@ absl::Status ToMlpConfig(const v1::MlpModel& m, Activation default_output,
 
 absl::Status ToNarxMlpConfig(const v1::NarxMlpModel& n,
                              Activation default_output, core::ModelConfig* c) {
-  c->kind = core::ModelKind::kNarxMlp;
-  c->simulation_error = n.simulation_error();
+  core::NarxMlpKind& narx = c->kind.emplace<core::NarxMlpKind>();
+  narx.simulation_error = n.simulation_error();
   c->hidden = Sizes(n.hidden());
   SPARROW_ASSIGN_OR_RETURN(c->activation,
                            ToActivation(n.activation(), Activation::kTanh,
                                         "model.narx_mlp.activation"));
   c->output_activation = default_output;
-  c->lags.input_lags = n.input_lags();
-  c->lags.output_lags = n.output_lags();
-  c->lags.feedthrough = !n.no_feedthrough();
+  narx.lags.input_lags = n.input_lags();
+  narx.lags.output_lags = n.output_lags();
+  narx.lags.feedthrough = !n.no_feedthrough();
   if (n.input_lags() < 0) {
     return core::OptionError("model.narx_mlp.input_lags", n.input_lags(),
                              ">= 0");
@@ -75,7 +75,7 @@ absl::Status ToNarxMlpConfig(const v1::NarxMlpModel& n,
     return core::OptionError("model.narx_mlp.output_lags", n.output_lags(),
                              ">= 0");
   }
-  SPARROW_RETURN_IF_ERROR(core::data::ValidateNarxLags(c->lags));
+  SPARROW_RETURN_IF_ERROR(core::data::ValidateNarxLags(narx.lags));
   return core::ValidateMlpSpec(core::NetworkSpec(*c, 1, 1), "model.narx_mlp",
                                /*limit_params=*/false);
 }
@@ -98,8 +98,8 @@ absl::StatusOr<core::InitialState> ToInitialState(v1::InitialState s) {
 absl::Status ToStateSpaceRnnConfig(const v1::StateSpaceRnnModel& r,
                                    Activation default_output,
                                    core::ModelConfig* c) {
-  c->kind = core::ModelKind::kStateSpaceRnn;
-  core::StateSpaceRnnSpec& s = c->rnn;
+  core::StateSpaceRnnKind& kind = c->kind.emplace<core::StateSpaceRnnKind>();
+  core::StateSpaceRnnSpec& s = kind.rnn;
   s.nx = r.nx();
   s.fx_hidden = Sizes(r.fx_hidden());
   s.fy_hidden = Sizes(r.fy_hidden());
@@ -119,7 +119,7 @@ absl::Status ToStateSpaceRnnConfig(const v1::StateSpaceRnnModel& r,
     return core::OptionError("model.state_space_rnn.x0_estimation_samples",
                              r.x0_estimation_samples(), ">= 0 (0 means 100)");
   }
-  c->x0_estimation_samples =
+  kind.x0_estimation_samples =
       r.x0_estimation_samples() == 0 ? 100 : r.x0_estimation_samples();
   // Sizes only, with data dimensions not known yet; the parameter count is
   // checked at submission (--max-model-params) and by the trainer.

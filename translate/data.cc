@@ -552,9 +552,8 @@ absl::StatusOr<core::TrainData> LoadTrainData(const v1::JobSpec& spec,
   } else {
     SPARROW_RETURN_IF_ERROR(
         BuildSequences(spec.data(), table, channels, ranges, &data));
-    if (config.model.kind == core::ModelKind::kNarxMlp) {
-      SPARROW_RETURN_IF_ERROR(
-          CheckTraceLengths(data, config.model.lags.max_lag()));
+    if (const auto* narx = std::get_if<core::NarxMlpKind>(&config.model.kind)) {
+      SPARROW_RETURN_IF_ERROR(CheckTraceLengths(data, narx->lags.max_lag()));
     }
   }
   if (summary != nullptr) {

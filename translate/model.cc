@@ -27,7 +27,8 @@ void AddBlocks(const core::Model& m, v1::TrainedModel* out) {
 int64_t ExpectedParams(const v1::TrainedModel& p, int n_in, int n_out,
                        core::Model* m) {
   int num_traces = 1;
-  const int nx = m->config.rnn.nx;
+  const auto* rnn = std::get_if<core::StateSpaceRnnKind>(&m->config.kind);
+  const int nx = rnn != nullptr ? rnn->rnn.nx : 0;
   for (const v1::ParameterBlock& b : p.blocks()) {
     if (b.name() == "x0" && nx > 0) num_traces = std::max(1, b.size() / nx);
   }

@@ -183,8 +183,9 @@ absl::StatusOr<PredictOutput> Predict(const v1::TrainedModel& model,
     return core::OptionError("x0_samples", options.x0_samples,
                              ">= 0 (0 = the model's own setting)");
   }
-  if (options.x0_samples > 0) {
-    m.config.x0_estimation_samples = options.x0_samples;
+  auto* rnn = std::get_if<core::StateSpaceRnnKind>(&m.config.kind);
+  if (options.x0_samples > 0 && rnn != nullptr) {
+    rnn->x0_estimation_samples = options.x0_samples;
   }
   const bool sequence = core::FamilyOf(m.config.kind).sequence();
   std::vector<std::string> columns = m.input_names;

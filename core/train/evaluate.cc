@@ -1,5 +1,6 @@
 // Metrics of a trained model on held-out data (and on the training split),
 // in data units.
+#include <variant>
 #include <vector>
 
 #include "core/metrics/metrics.h"
@@ -43,7 +44,7 @@ double* Field(Metrics* m, int which, double Metrics::*train,
 // Training traces of a free-x0 model keep the x0 learned with it.
 Eigen::MatrixXd SimulateLearnedX0(const Model& model, const data::Trace& tr,
                                   int trace) {
-  const StateSpaceRnn rnn(model.config.rnn);
+  const StateSpaceRnn rnn(model.config.as<StateSpaceRnnKind>().rnn);
   Eigen::MatrixXd u = tr.u;
   model.input_scaling.Apply(&u);
   StateSpaceRnn::Tape tape;
@@ -62,11 +63,12 @@ absl::Status EvaluateSequences(const Model& model,
                                Metrics* metrics) {
   if (data.traces.empty()) return absl::OkStatus();
   std::vector<Eigen::MatrixXd> ys, sims, ones;
-  const bool narx = model.config.kind == ModelKind::kNarxMlp;
+  const bool narx = model.config.is<NarxMlpKind>();
+  const auto* rnn = std::get_if<StateSpaceRnnKind>(&model.config.kind);
   const bool learned_x0 =
-      which == 0 && model.config.kind == ModelKind::kStateSpaceRnn &&
-      model.config.rnn.initial_state == InitialState::kFree &&
-      static_cast<int>(data.traces.size()) == model.config.rnn.num_traces;
+      which == 0 && rnn != nullptr &&
+      rnn->rnn.initial_state == InitialState::kFree &&
+      static_cast<int>(data.traces.size()) == rnn->rnn.num_traces;
   for (size_t t = 0; t < data.traces.size(); ++t) {
     const data::Trace& tr = data.traces[t];
     SequencePrediction p;

@@ -80,8 +80,8 @@ class InitialStateObjective : public Objective {
 NarxMlp NarxModel(const Model& m) {
   const int nu = m.input_scaling.size();
   const int ny = m.output_scaling.size();
-  return NarxMlp(m.config.lags, nu, ny,
-                 NetworkSpec(m.config, m.config.lags.dimension(nu, ny), ny));
+  const data::NarxLags& lags = m.config.as<NarxMlpKind>().lags;
+  return NarxMlp(lags, nu, ny, NetworkSpec(m.config, lags.dimension(nu, ny), ny));
 }
 
 MlpSpec NetworkSpec(const ModelConfig& c, int n_in, int n_out) {
@@ -147,7 +147,7 @@ absl::StatusOr<SequencePrediction> Simulate(const Model& m,
 absl::StatusOr<SequencePrediction> PredictOneStep(
     const Model& m, const Eigen::MatrixXd& u_raw,
     const Eigen::MatrixXd& y_raw) {
-  if (m.config.kind != ModelKind::kNarxMlp) {
+  if (!m.config.is<NarxMlpKind>()) {
     return absl::InvalidArgumentError(
         "one-step prediction needs a narx_mlp model");
   }
@@ -156,13 +156,14 @@ absl::StatusOr<SequencePrediction> PredictOneStep(
   Eigen::MatrixXd y = y_raw;
   m.input_scaling.Apply(&u);
   m.output_scaling.Apply(&y);
-  if (u.cols() <= m.config.lags.max_lag()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "the sequence has ", u.cols(), " samples; the model needs more than ",
-        m.config.lags.max_lag()));
+  const int max_lag = m.config.as<NarxMlpKind>().lags.max_lag();
+  if (u.cols() <= max_lag) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the sequence has ", u.cols(),
+                     " samples; the model needs more than ", max_lag));
   }
   SequencePrediction out;
-  out.first = m.config.lags.max_lag();
+  out.first = max_lag;
   out.y = y;
   out.y.rightCols(u.cols() - out.first) =
       NarxModel(m).PredictOneStep(m.params.data(), u, y);
@@ -187,7 +188,7 @@ absl::StatusOr<IntervalPrediction> PredictOneStepWithUncertainty(
   m.input_scaling.Apply(&seq.traces[0].u);
   m.output_scaling.Apply(&seq.traces[0].y);
   SPARROW_ASSIGN_OR_RETURN(data::TableData reg,
-                           data::BuildNarxRegressors(seq, m.config.lags));
+                           data::BuildNarxRegressors(seq, m.config.as<NarxMlpKind>().lags));
   const NarxMlp narx = NarxModel(m);
   Mlp::Cache cache;
   narx.network().Forward(m.params.data(), reg.x, &cache);

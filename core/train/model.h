@@ -4,6 +4,7 @@
 #define SPARROW_CORE_TRAIN_MODEL_H_
 
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "Eigen/Core"
@@ -14,31 +15,44 @@
 #include "core/models/mlp.h"
 #include "core/models/narx_mlp.h"
 #include "core/models/state_space_rnn.h"
+#include "core/train/models/mlp.h"
+#include "core/train/models/narx_mlp.h"
+#include "core/train/models/state_space_rnn.h"
 
 namespace sparrow::core {
 
-enum class ModelKind { kMlp, kNarxMlp, kStateSpaceRnn };
+// The model kind with its own fields. Each kind is declared in
+// core/train/models/<kind>.h and its family (model_registry.h) is defined in
+// the matching .cc; adding a kind adds its alternative here.
+using ModelKind = std::variant<MlpKind, NarxMlpKind, StateSpaceRnnKind>;
 
 struct ModelConfig {
-  ModelKind kind = ModelKind::kMlp;
-  // kMlp and kNarxMlp: the network on rows / NARX regressors.
+  ModelKind kind;  // MlpKind by default
+  // The network of the MLP-based kinds (mlp, narx_mlp).
   std::vector<int> hidden;
   Activation activation = Activation::kTanh;
   Activation output_activation = Activation::kLinear;
-  bool bias = true;     // kMlp: false = bias-free layers
-  data::NarxLags lags;  // kNarxMlp
-  // kNarxMlp: train on the free-run simulation error instead of one step
-  // ahead.
-  bool simulation_error = false;
-  // kStateSpaceRnn. nu, ny and num_traces are set from the data by the trainer.
-  StateSpaceRnnSpec rnn;
-  // Samples of a new trace used to estimate a free x0 (Bemporad eq. 30, N0).
-  int x0_estimation_samples = 100;
+  bool bias = true;  // mlp: false = bias-free layers
   // Glorot-normal initialization scale (Bemporad's sigma0).
   double init_scale = 1.0;
+
+  template <typename Kind>
+  bool is() const {
+    return std::holds_alternative<Kind>(kind);
+  }
+  // The kind's fields; the kind must be Kind.
+  template <typename Kind>
+  const Kind& as() const {
+    return std::get<Kind>(kind);
+  }
+  template <typename Kind>
+  Kind& as() {
+    return std::get<Kind>(kind);
+  }
 };
 
-// The network that maps model inputs to outputs for kMlp / kNarxMlp.
+// The network that maps model inputs to outputs for the mlp and narx_mlp
+// kinds.
 MlpSpec NetworkSpec(const ModelConfig& config, int n_in, int n_out);
 
 // Trainable parameters of the model on n_inputs input and n_outputs output

@@ -1,6 +1,7 @@
 #include "core/train/model_registry.h"
 
-#include <array>
+#include <type_traits>
+#include <variant>
 
 #include "absl/strings/str_cat.h"
 
@@ -23,15 +24,12 @@ std::vector<ParamBlock> ModelFamily::Blocks(const Model& model) const {
   return {{name(), 0, static_cast<int>(model.params.size())}};
 }
 
-const ModelFamily& FamilyOf(ModelKind kind) {
-  // Indexed by ModelKind; one line per kind.
-  static const auto* const kFamilies =
-      new std::array<std::unique_ptr<ModelFamily>, 3>{
-          MakeMlpFamily(),            // ModelKind::kMlp
-          MakeNarxMlpFamily(),        // ModelKind::kNarxMlp
-          MakeStateSpaceRnnFamily(),  // ModelKind::kStateSpaceRnn
-      };
-  return *(*kFamilies)[static_cast<size_t>(kind)];
+const ModelFamily& FamilyOf(const ModelKind& kind) {
+  return std::visit(
+      [](const auto& k) -> const ModelFamily& {
+        return std::decay_t<decltype(k)>::Family();
+      },
+      kind);
 }
 
 }  // namespace sparrow::core

@@ -1,5 +1,6 @@
-// The model registry: one ModelFamily per ModelKind, each in its own file
-// under core/train/models/, registered by one line in model_registry.cc.
+// The model registry: one ModelFamily per alternative of ModelKind, each in
+// its own file under core/train/models/ and reached through its kind's
+// static Family().
 // Everything the trainer and the service do per model kind goes through it:
 // counting parameters before a job is accepted, estimating its memory,
 // building the model and its objective, and describing the trained model's
@@ -10,7 +11,6 @@
 #define SPARROW_CORE_TRAIN_MODEL_REGISTRY_H_
 
 #include <cstdint>
-#include <memory>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -31,6 +31,11 @@ class ModelFamily {
   // table rows.
   virtual bool sequence() const = 0;
 
+  // Checks the kind's own fields and how they combine with the rest of the
+  // config, before any data is read; InvalidArgument names the field.
+  virtual absl::Status Check(const TrainConfig&) const {
+    return absl::OkStatus();
+  }
   // Trainable parameters on n_inputs input and n_outputs output channels,
   // without building the model; InvalidArgument names the bad model field.
   virtual absl::StatusOr<int64_t> CountParameters(const ModelConfig& config,
@@ -75,13 +80,8 @@ class ModelFamily {
                                  Metrics* metrics) const = 0;
 };
 
-// The family of a kind. Every ModelKind has one.
-const ModelFamily& FamilyOf(ModelKind kind);
-
-// The families, one per file in core/train/models/.
-std::unique_ptr<ModelFamily> MakeMlpFamily();
-std::unique_ptr<ModelFamily> MakeNarxMlpFamily();
-std::unique_ptr<ModelFamily> MakeStateSpaceRnnFamily();
+// The family of a kind. Every ModelKind alternative has one.
+const ModelFamily& FamilyOf(const ModelKind& kind);
 
 }  // namespace sparrow::core
 

@@ -103,19 +103,7 @@ absl::Status ValidateModelAndData(const TrainConfig& c) {
         absl::StrCat("batch_size (", c.batch_size, ") and bptt_window (",
                      c.bptt_window, ") must be >= 0"));
   }
-  if (c.model.x0_estimation_samples < 1) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("model.state_space_rnn.x0_estimation_samples is ",
-                     c.model.x0_estimation_samples, "; it must be >= 1"));
-  }
-  if (c.model.kind == ModelKind::kNarxMlp)
-    SPARROW_RETURN_IF_ERROR(data::ValidateNarxLags(c.model.lags));
-  if (c.model.simulation_error && c.batch_size > 0) {
-    return absl::InvalidArgumentError(
-        "model.narx_mlp.simulation_error trains on whole traces (full batch); "
-        "remove optimizer.*.batch.batch_size");
-  }
-  return absl::OkStatus();
+  return FamilyOf(c.model.kind).Check(c);
 }
 
 // Uses config.initial_params (a warm start or resume) when given.

@@ -211,8 +211,9 @@ TEST_F(PredictTest, X0SamplesOverridesTheModelsSetting) {
   auto out = Predict(rnn().proto, csv(), options);
   ASSERT_TRUE(out.ok()) << out.status();
   core::Model model = rnn().model;
-  ASSERT_NE(model.config.x0_estimation_samples, 7);
-  model.config.x0_estimation_samples = 7;
+  int& n0 = model.config.as<core::StateSpaceRnnKind>().x0_estimation_samples;
+  ASSERT_NE(n0, 7);
+  n0 = 7;
   auto want = core::Simulate(model, trace().u, trace().y);
   ASSERT_TRUE(want.ok()) << want.status();
   EXPECT_EQ(out->y, want->y);

@@ -95,7 +95,7 @@ absl::StatusOr<Summary> RunAdmm(const GaussNewtonOptions& o,
 
 absl::Status Check(const GaussNewtonOptions& options, int threads,
                    const TrainConfig& config, const char* name) {
-  if (config.model.kind != ModelKind::kStateSpaceRnn) {
+  if (!config.model.is<StateSpaceRnnKind>()) {
     return absl::InvalidArgumentError(
         "optimizer.nails/nailm train state_space_rnn models; use lbfgs or adam "
         "for mlp and narx_mlp");

@@ -9,7 +9,7 @@ namespace sparrow::core {
 
 absl::Status CheckMethod(const SbdlOptions& options,
                          const TrainConfig& config) {
-  if (config.model.kind == ModelKind::kStateSpaceRnn) {
+  if (config.model.is<StateSpaceRnnKind>()) {
     return absl::InvalidArgumentError(
         "optimizer.sbdl trains narx_mlp and mlp models; use nails or nailm "
         "for state_space_rnn");

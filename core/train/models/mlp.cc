@@ -1,5 +1,7 @@
-// The static MLP on table rows (ModelKind::kMlp): regression, or
+// The static MLP on table rows (MlpKind): regression, or
 // classification with a sigmoid or softmax output.
+#include "core/train/models/mlp.h"
+
 #include <numeric>
 
 #include "absl/strings/str_cat.h"
@@ -24,7 +26,7 @@ absl::Status OneHotOutputs(const data::TableData& t, Model* model,
 
 class MlpFamily : public NetworkFamily {
  public:
-  const char* name() const override { return "mlp"; }
+  const char* name() const override { return MlpKind::kName; }
   bool sequence() const override { return false; }
 
   absl::StatusOr<int64_t> CountParameters(const ModelConfig& config,
@@ -88,8 +90,9 @@ class MlpFamily : public NetworkFamily {
 
 }  // namespace
 
-std::unique_ptr<ModelFamily> MakeMlpFamily() {
-  return std::make_unique<MlpFamily>();
+const ModelFamily& MlpKind::Family() {
+  static const auto* const kFamily = new MlpFamily;
+  return *kFamily;
 }
 
 }  // namespace sparrow::core

@@ -1,6 +1,8 @@
-// The NARX MLP (ModelKind::kNarxMlp): an MLP on lagged inputs and outputs,
+// The NARX MLP (NarxMlpKind): an MLP on lagged inputs and outputs,
 // trained one step ahead on the regressor table or on the free-run
 // simulation error.
+#include "core/train/models/narx_mlp.h"
+
 #include <numeric>
 
 #include "absl/strings/str_cat.h"
@@ -13,15 +15,27 @@ namespace {
 
 class NarxMlpFamily : public NetworkFamily {
  public:
-  const char* name() const override { return "narx_mlp"; }
+  const char* name() const override { return NarxMlpKind::kName; }
   bool sequence() const override { return true; }
   bool BuildsRegressors() const override { return true; }
+
+  absl::Status Check(const TrainConfig& config) const override {
+    const NarxMlpKind& narx = config.model.as<NarxMlpKind>();
+    SPARROW_RETURN_IF_ERROR(data::ValidateNarxLags(narx.lags));
+    if (narx.simulation_error && config.batch_size > 0) {
+      return absl::InvalidArgumentError(
+          "model.narx_mlp.simulation_error trains on whole traces (full "
+          "batch); remove optimizer.*.batch.batch_size");
+    }
+    return absl::OkStatus();
+  }
 
   absl::StatusOr<int64_t> CountParameters(const ModelConfig& config,
                                           int n_inputs,
                                           int n_outputs) const override {
     const MlpSpec spec = NetworkSpec(
-        config, config.lags.dimension(n_inputs, n_outputs), n_outputs);
+        config, config.as<NarxMlpKind>().lags.dimension(n_inputs, n_outputs),
+        n_outputs);
     SPARROW_RETURN_IF_ERROR(
         ValidateMlpSpec(spec, "model.narx_mlp", /*limit_params=*/false));
     return CountMlpParameters(spec);
@@ -29,26 +43,27 @@ class NarxMlpFamily : public NetworkFamily {
 
   double ActivationWidth(const ModelConfig& config, int inputs,
                          int outputs) const override {
-    return config.lags.dimension(inputs, outputs) +
+    return config.as<NarxMlpKind>().lags.dimension(inputs, outputs) +
            std::accumulate(config.hidden.begin(), config.hidden.end(), 0.0) +
            outputs;
   }
 
   absl::Status Setup(const TrainConfig& config, const TrainData& data, Rng* rng,
                      Model* model, TrainSetup* setup) const override {
+    const NarxMlpKind& narx = config.model.as<NarxMlpKind>();
     SPARROW_RETURN_IF_ERROR(ScaleTraces(config, data, model, setup));
     SPARROW_ASSIGN_OR_RETURN(
         setup->train_table,
-        data::BuildNarxRegressors(setup->train_seq, config.model.lags));
+        data::BuildNarxRegressors(setup->train_seq, narx.lags));
     SPARROW_RETURN_IF_ERROR(
         SetupNetwork(config, static_cast<int>(setup->train_table.x.rows()),
                      data.train_seq.n_y, "model.narx_mlp", rng, model, setup));
-    if (config.model.simulation_error) {
+    if (narx.simulation_error) {
       // The one-step objective stays, for the curvature SBDL needs.
       setup->one_step.reset(
           static_cast<TableObjective*>(setup->objective.release()));
       setup->objective = std::make_unique<NarxSimulationObjective>(
-          &setup->mlp, config.model.lags, &setup->train_seq.traces, config.loss,
+          &setup->mlp, narx.lags, &setup->train_seq.traces, config.loss,
           config.rho_theta, setup->one_step.get());
     }
     return absl::OkStatus();
@@ -57,7 +72,7 @@ class NarxMlpFamily : public NetworkFamily {
   absl::StatusOr<SequencePrediction> SimulateScaled(
       const Model& m, const Eigen::MatrixXd& u,
       const Eigen::MatrixXd& y) const override {
-    const data::NarxLags& lags = m.config.lags;
+    const data::NarxLags& lags = m.config.as<NarxMlpKind>().lags;
     if (u.cols() <= lags.max_lag()) {
       return absl::InvalidArgumentError(
           absl::StrCat("the sequence has ", u.cols(),
@@ -71,7 +86,8 @@ class NarxMlpFamily : public NetworkFamily {
 
   int64_t StoredParameters(ModelConfig* config, int n_inputs, int n_outputs,
                            int) const override {
-    return Mlp(NetworkSpec(*config, config->lags.dimension(n_inputs, n_outputs),
+    const data::NarxLags& lags = config->as<NarxMlpKind>().lags;
+    return Mlp(NetworkSpec(*config, lags.dimension(n_inputs, n_outputs),
                            n_outputs))
         .num_params();
   }
@@ -79,8 +95,9 @@ class NarxMlpFamily : public NetworkFamily {
 
 }  // namespace
 
-std::unique_ptr<ModelFamily> MakeNarxMlpFamily() {
-  return std::make_unique<NarxMlpFamily>();
+const ModelFamily& NarxMlpKind::Family() {
+  static const auto* const kFamily = new NarxMlpFamily;
+  return *kFamily;
 }
 
 }  // namespace sparrow::core

@@ -1,5 +1,7 @@
-// The state-space RNN (ModelKind::kStateSpaceRnn) of Bemporad's NAILS paper:
+// The state-space RNN (StateSpaceRnnKind) of Bemporad's NAILS paper:
 // x+ = fx(x, u), y = fy(x, u), with a free or encoded initial state.
+#include "core/train/models/state_space_rnn.h"
+
 #include <numeric>
 
 #include "absl/strings/str_cat.h"
@@ -9,6 +11,13 @@
 
 namespace sparrow::core {
 namespace {
+
+const StateSpaceRnnSpec& Rnn(const ModelConfig& c) {
+  return c.as<StateSpaceRnnKind>().rnn;
+}
+StateSpaceRnnSpec& MutableRnn(ModelConfig* c) {
+  return c->as<StateSpaceRnnKind>().rnn;
+}
 
 double Sum(const std::vector<int>& v) {
   return std::accumulate(v.begin(), v.end(), 0.0);
@@ -40,13 +49,23 @@ absl::Status CheckTraceLengths(const TrainData& data, int warmup) {
 
 class StateSpaceRnnFamily : public ModelFamily {
  public:
-  const char* name() const override { return "state_space_rnn"; }
+  const char* name() const override { return StateSpaceRnnKind::kName; }
   bool sequence() const override { return true; }
+
+  absl::Status Check(const TrainConfig& config) const override {
+    const int n0 = config.model.as<StateSpaceRnnKind>().x0_estimation_samples;
+    if (n0 < 1) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("model.state_space_rnn.x0_estimation_samples is ", n0,
+                       "; it must be >= 1"));
+    }
+    return absl::OkStatus();
+  }
 
   absl::StatusOr<int64_t> CountParameters(const ModelConfig& config,
                                           int n_inputs,
                                           int n_outputs) const override {
-    StateSpaceRnnSpec spec = config.rnn;
+    StateSpaceRnnSpec spec = Rnn(config);
     spec.nu = n_inputs;
     spec.ny = n_outputs;
     spec.num_traces = 1;  // a free x0 counted for one trace
@@ -57,15 +76,15 @@ class StateSpaceRnnFamily : public ModelFamily {
 
   double ActivationWidth(const ModelConfig& config, int inputs,
                          int outputs) const override {
-    return config.rnn.nx + Sum(config.rnn.fx_hidden) +
-           Sum(config.rnn.fy_hidden) + outputs + inputs;
+    return Rnn(config).nx + Sum(Rnn(config).fx_hidden) +
+           Sum(Rnn(config).fy_hidden) + outputs + inputs;
   }
 
   absl::Status Setup(const TrainConfig& config, const TrainData& data, Rng* rng,
                      Model* model, TrainSetup* setup) const override {
     SPARROW_RETURN_IF_ERROR(ScaleTraces(config, data, model, setup));
     const data::SequenceData& s = data.train_seq;
-    StateSpaceRnnSpec& spec = model->config.rnn;
+    StateSpaceRnnSpec& spec = MutableRnn(&model->config);
     spec.nu = s.n_u;
     spec.ny = s.n_y;
     spec.num_traces = static_cast<int>(s.traces.size());
@@ -89,7 +108,7 @@ class StateSpaceRnnFamily : public ModelFamily {
   absl::StatusOr<SequencePrediction> SimulateScaled(
       const Model& m, const Eigen::MatrixXd& u,
       const Eigen::MatrixXd& y) const override {
-    const StateSpaceRnn rnn(m.config.rnn);
+    const StateSpaceRnn rnn(Rnn(m.config));
     SequencePrediction out;
     out.first = rnn.warmup();
     if (u.cols() <= out.first) {
@@ -98,9 +117,9 @@ class StateSpaceRnnFamily : public ModelFamily {
                        " samples; the encoder needs more than ", out.first));
     }
     StateSpaceRnn::Tape tape;
-    if (m.config.rnn.initial_state == InitialState::kFree) {
+    if (Rnn(m.config).initial_state == InitialState::kFree) {
       const Eigen::VectorXd x0 = EstimateInitialState(
-          rnn, m.params, u, y, m.config.x0_estimation_samples, m.loss,
+          rnn, m.params, u, y, m.config.as<StateSpaceRnnKind>().x0_estimation_samples, m.loss,
           m.rho_x0);
       rnn.SimulateFrom(m.params.data(), x0, u, 0, &tape);
     } else {
@@ -113,7 +132,7 @@ class StateSpaceRnnFamily : public ModelFamily {
 
   int64_t StoredParameters(ModelConfig* config, int n_inputs, int n_outputs,
                            int num_traces) const override {
-    StateSpaceRnnSpec& s = config->rnn;
+    StateSpaceRnnSpec& s = MutableRnn(config);
     s.nu = n_inputs;
     s.ny = n_outputs;
     s.num_traces = num_traces;
@@ -121,7 +140,7 @@ class StateSpaceRnnFamily : public ModelFamily {
   }
 
   std::vector<ParamBlock> Blocks(const Model& m) const override {
-    return StateSpaceRnn(m.config.rnn).blocks();
+    return StateSpaceRnn(Rnn(m.config)).blocks();
   }
 
   void DescribeStructure(const TrainSetup& setup, const Eigen::VectorXd& params,
@@ -132,8 +151,9 @@ class StateSpaceRnnFamily : public ModelFamily {
 
 }  // namespace
 
-std::unique_ptr<ModelFamily> MakeStateSpaceRnnFamily() {
-  return std::make_unique<StateSpaceRnnFamily>();
+const ModelFamily& StateSpaceRnnKind::Family() {
+  static const auto* const kFamily = new StateSpaceRnnFamily;
+  return *kFamily;
 }
 
 }  // namespace sparrow::core

@@ -31,7 +31,7 @@ enum class Kind { kB2ld, kBling };
 
 TrainConfig BldConfig(Kind kind) {
   TrainConfig c;
-  c.model.kind = ModelKind::kMlp;
+  c.model.kind = MlpKind{};
   c.model.hidden = {10, 10, 10};
   c.model.activation = Activation::kSigmoid;
   c.model.bias = false;
@@ -82,8 +82,8 @@ TEST(BldTrainerTest, OnlyLeastSquaresMlps) {
   c.loss.kind = LossKind::kSoftmaxCrossEntropy;
   EXPECT_FALSE(c.Validate().ok());
   c = BldConfig(Kind::kBling);
-  c.model.kind = ModelKind::kNarxMlp;
-  c.model.lags.input_lags = c.model.lags.output_lags = 1;
+  data::NarxLags& lags = c.model.kind.emplace<NarxMlpKind>().lags;
+  lags.input_lags = lags.output_lags = 1;
   const absl::Status s = c.Validate();
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.message().find("optimizer.bling"), std::string::npos);

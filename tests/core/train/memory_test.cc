@@ -10,10 +10,10 @@ constexpr int64_t kGiB = int64_t{1} << 30;
 TrainConfig Rnn(int nx, std::vector<int> fx, std::vector<int> fy,
                 OptimizerOptions optimizer) {
   TrainConfig c;
-  c.model.kind = ModelKind::kStateSpaceRnn;
-  c.model.rnn.nx = nx;
-  c.model.rnn.fx_hidden = std::move(fx);
-  c.model.rnn.fy_hidden = std::move(fy);
+  StateSpaceRnnSpec& rnn = c.model.kind.emplace<StateSpaceRnnKind>().rnn;
+  rnn.nx = nx;
+  rnn.fx_hidden = std::move(fx);
+  rnn.fy_hidden = std::move(fy);
   c.optimizer = optimizer;
   return c;
 }
@@ -67,18 +67,18 @@ TEST(MemoryTest, MoreThreadsMoreGaussNewtonMatrices) {
 
 TEST(MemoryTest, DataGrowsWithRowsAndNarxLags) {
   TrainConfig c;
-  c.model.kind = ModelKind::kNarxMlp;
+  data::NarxLags& lags = c.model.kind.emplace<NarxMlpKind>().lags;
   c.model.hidden = {16};
-  c.model.lags.input_lags = 2;
-  c.model.lags.output_lags = 2;
+  lags.input_lags = 2;
+  lags.output_lags = 2;
   auto small = EstimateMemory(c, 1, 1, 1000, 30000);
   auto large = EstimateMemory(c, 1, 1, 1000000, 30000000);
   ASSERT_TRUE(small.ok() && large.ok());
   EXPECT_GT(large->data, 100 * small->data / 2);
-  c.model.lags.input_lags = 50;
-  auto lags = EstimateMemory(c, 1, 1, 1000000, 30000000);
-  ASSERT_TRUE(lags.ok());
-  EXPECT_GT(lags->data, large->data);
+  lags.input_lags = 50;
+  auto more_lags = EstimateMemory(c, 1, 1, 1000000, 30000000);
+  ASSERT_TRUE(more_lags.ok());
+  EXPECT_GT(more_lags->data, large->data);
 }
 
 TEST(MemoryTest, ImpossibleModelIsAnError) {

@@ -17,10 +17,10 @@ bool Contains(const absl::Status& s, const std::string& text) {
 
 ModelConfig Rnn(int nx) {
   ModelConfig c;
-  c.kind = ModelKind::kStateSpaceRnn;
-  c.rnn.nx = nx;
-  c.rnn.fx_hidden = {8};
-  c.rnn.fy_hidden = {8};
+  StateSpaceRnnSpec& rnn = c.kind.emplace<StateSpaceRnnKind>().rnn;
+  rnn.nx = nx;
+  rnn.fx_hidden = {8};
+  rnn.fy_hidden = {8};
   return c;
 }
 
@@ -40,7 +40,7 @@ TEST(ModelSizeTest, AHugeStateDimensionIsRefusedNamingNxAndTheLimit) {
 TEST(ModelSizeTest, CountsMatchTheBuiltModel) {
   const auto count = CountParameters(Rnn(3), 2, 1);
   ASSERT_TRUE(count.ok()) << count.status();
-  StateSpaceRnnSpec spec = Rnn(3).rnn;
+  StateSpaceRnnSpec spec = Rnn(3).as<StateSpaceRnnKind>().rnn;
   spec.nu = 2;
   spec.ny = 1;
   EXPECT_EQ(*count, StateSpaceRnn(spec).num_params());
@@ -50,7 +50,7 @@ TEST(ModelSizeTest, ANetworkBeyondIntIndexingIsCountedThenRefused) {
   // Five hidden layers of 100000: 4e10 weights, beyond any int. The count is
   // exact (a service compares it with its own limit and names that) ...
   ModelConfig c;
-  c.kind = ModelKind::kMlp;
+  c.kind = MlpKind{};
   c.hidden = std::vector<int>(5, kMaxLayerWidth);
   const auto count = CountParameters(c, 10, 1);
   ASSERT_TRUE(count.ok()) << count.status();
@@ -62,11 +62,11 @@ TEST(ModelSizeTest, ANetworkBeyondIntIndexingIsCountedThenRefused) {
   EXPECT_TRUE(Contains(s, "at most 2147483647")) << s;
   // The state-space model's networks, too.
   ModelConfig r = Rnn(kMaxLayerWidth);
-  r.rnn.fx_hidden = {kMaxLayerWidth, kMaxLayerWidth};
+  r.as<StateSpaceRnnKind>().rnn.fx_hidden = {kMaxLayerWidth, kMaxLayerWidth};
   const auto rnn_count = CountParameters(r, 1, 1);
   ASSERT_TRUE(rnn_count.ok()) << rnn_count.status();
   EXPECT_GT(*rnn_count, kMaxNetworkParams);
-  StateSpaceRnnSpec spec = r.rnn;
+  StateSpaceRnnSpec spec = r.as<StateSpaceRnnKind>().rnn;
   spec.nu = spec.ny = 1;
   EXPECT_FALSE(ValidateStateSpaceRnnSpec(spec, "model.state_space_rnn").ok());
 }

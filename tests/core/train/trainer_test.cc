@@ -45,10 +45,10 @@ data::SequenceData TeacherData(int samples, uint64_t seed) {
 
 TrainConfig RnnConfig() {
   TrainConfig c;
-  c.model.kind = ModelKind::kStateSpaceRnn;
-  c.model.rnn.nx = 2;
-  c.model.rnn.fx_hidden = {4};
-  c.model.rnn.fy_hidden = {4};
+  StateSpaceRnnSpec& rnn = c.model.kind.emplace<StateSpaceRnnKind>().rnn;
+  rnn.nx = 2;
+  rnn.fx_hidden = {4};
+  rnn.fy_hidden = {4};
   c.model.init_scale = 0.5;
   c.rho_x0 = 1e-3;
   c.rho_theta = 1e-4;
@@ -158,8 +158,7 @@ TEST(TrainerTest, NarxOnCascadedTanksReportsOneStepAndSimulation) {
     p->traces.push_back({g.u, g.y});
   }
   TrainConfig c;
-  c.model.kind = ModelKind::kNarxMlp;
-  c.model.lags = {2, 2, true};
+  c.model.kind = NarxMlpKind{.lags = {2, 2, true}};
   c.model.hidden = {10};
   LbfgsOptions lbfgs;
   lbfgs.stop.max_iterations = 200;
@@ -193,7 +192,7 @@ TEST(TrainerTest, MlpRegressionAndClassification) {
   make(600, &reg.train_table, &cls.train_table);
   make(300, &reg.test_table, &cls.test_table);
   TrainConfig c;
-  c.model.kind = ModelKind::kMlp;
+  c.model.kind = MlpKind{};
   c.model.hidden = {16};
   AdamOptions adam;
   adam.learning_rate = 0.01;
@@ -271,7 +270,7 @@ TEST(TrainerTest, AdmmPenaltiesShapeTheModel) {
   c.penalty.levels = {-1.0, -0.5, 0.0, 0.5, 1.0};
   auto q = Train(c, data, nullptr);
   ASSERT_TRUE(q.ok()) << q.status();
-  const StateSpaceRnn rnn(q->model.config.rnn);
+  const StateSpaceRnn rnn(q->model.config.as<StateSpaceRnnKind>().rnn);
   for (int i = rnn.fx_offset(); i < rnn.num_params(); ++i) {
     const double v = q->model.params(i);
     EXPECT_TRUE(v == -1.0 || v == -0.5 || v == 0.0 || v == 0.5 || v == 1.0)
@@ -287,8 +286,9 @@ TEST(TrainerTest, TooShortTraceIsAnError) {
   TrainData data;
   data.train_seq = TeacherData(5, 1);
   TrainConfig c = RnnConfig();
-  c.model.rnn.initial_state = InitialState::kEncoder;
-  c.model.rnn.encoder = EncoderSpec{{3}, 4, 4};
+  StateSpaceRnnSpec& rnn = c.model.as<StateSpaceRnnKind>().rnn;
+  rnn.initial_state = InitialState::kEncoder;
+  rnn.encoder = EncoderSpec{{3}, 4, 4};
   auto r = Train(c, data, nullptr);
   EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(r.status().message().find("has 5 samples"), std::string::npos)

@@ -1,0 +1,24 @@
+// The state-space RNN: its entry in ModelConfig::kind, with its own networks
+// (ModelConfig's shared network fields are not used).
+#ifndef SPARROW_CORE_TRAIN_MODELS_STATE_SPACE_RNN_H_
+#define SPARROW_CORE_TRAIN_MODELS_STATE_SPACE_RNN_H_
+
+#include "core/models/state_space_rnn.h"
+
+namespace sparrow::core {
+
+class ModelFamily;
+
+struct StateSpaceRnnKind {
+  static constexpr char kName[] = "state_space_rnn";
+  static const ModelFamily& Family();  // core/train/models/state_space_rnn.cc
+
+  // nu, ny and num_traces are set from the data by the trainer.
+  StateSpaceRnnSpec rnn;
+  // Samples of a new trace used to estimate a free x0 (Bemporad eq. 30, N0).
+  int x0_estimation_samples = 100;
+};
+
+}  // namespace sparrow::core
+
+#endif  // SPARROW_CORE_TRAIN_MODELS_STATE_SPACE_RNN_H_
