@@ -81,7 +81,8 @@ NarxMlp NarxModel(const Model& m) {
   const int nu = m.input_scaling.size();
   const int ny = m.output_scaling.size();
   const data::NarxLags& lags = m.config.as<NarxMlpKind>().lags;
-  return NarxMlp(lags, nu, ny, NetworkSpec(m.config, lags.dimension(nu, ny), ny));
+  return NarxMlp(lags, nu, ny,
+                 NetworkSpec(m.config, lags.dimension(nu, ny), ny));
 }
 
 MlpSpec NetworkSpec(const ModelConfig& c, int n_in, int n_out) {
@@ -187,8 +188,9 @@ absl::StatusOr<IntervalPrediction> PredictOneStepWithUncertainty(
   seq.traces.push_back({u_raw, y_raw});
   m.input_scaling.Apply(&seq.traces[0].u);
   m.output_scaling.Apply(&seq.traces[0].y);
-  SPARROW_ASSIGN_OR_RETURN(data::TableData reg,
-                           data::BuildNarxRegressors(seq, m.config.as<NarxMlpKind>().lags));
+  SPARROW_ASSIGN_OR_RETURN(
+      data::TableData reg,
+      data::BuildNarxRegressors(seq, m.config.as<NarxMlpKind>().lags));
   const NarxMlp narx = NarxModel(m);
   Mlp::Cache cache;
   narx.network().Forward(m.params.data(), reg.x, &cache);

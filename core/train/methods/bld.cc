@@ -16,8 +16,7 @@ namespace {
 template <typename Options>
 absl::Status Check(const Options& options, const TrainConfig& config,
                    const char* name, const char* tolerance_hint) {
-  if (!config.model.is<MlpKind>() ||
-      config.loss.kind != LossKind::kMse) {
+  if (!config.model.is<MlpKind>() || config.loss.kind != LossKind::kMse) {
     return absl::InvalidArgumentError(
         absl::StrCat("optimizer.", name,
                      " trains mlp models with loss LOSS_MSE (Palagi & Seccia's "

@@ -119,7 +119,8 @@ class StateSpaceRnnFamily : public ModelFamily {
     StateSpaceRnn::Tape tape;
     if (Rnn(m.config).initial_state == InitialState::kFree) {
       const Eigen::VectorXd x0 = EstimateInitialState(
-          rnn, m.params, u, y, m.config.as<StateSpaceRnnKind>().x0_estimation_samples, m.loss,
+          rnn, m.params, u, y,
+          m.config.as<StateSpaceRnnKind>().x0_estimation_samples, m.loss,
           m.rho_x0);
       rnn.SimulateFrom(m.params.data(), x0, u, 0, &tape);
     } else {
