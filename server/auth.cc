@@ -60,14 +60,25 @@ absl::StatusOr<std::string> Authenticator::Tenant(
         "this server requires a bearer token: pass --token or set "
         "SPARROW_TOKEN");
   }
-  const absl::string_view value(it->second.data(), it->second.size());
+  return TenantOfHeader(absl::string_view(it->second.data(), it->second.size()));
+}
+
+absl::StatusOr<std::string> Authenticator::TenantOfHeader(
+    absl::string_view authorization) const {
+  if (tenants_.empty()) return std::string("default");
   constexpr absl::string_view kBearer = "Bearer ";
-  if (!absl::StartsWithIgnoreCase(value, kBearer)) {
+  if (!absl::StartsWithIgnoreCase(authorization, kBearer)) {
     return absl::UnauthenticatedError(
         "the authorization header must be 'Bearer TOKEN'");
   }
-  auto tenant = tenants_.find(
-      std::string(absl::StripAsciiWhitespace(value.substr(kBearer.size()))));
+  return TenantOfToken(authorization.substr(kBearer.size()));
+}
+
+absl::StatusOr<std::string> Authenticator::TenantOfToken(
+    absl::string_view token) const {
+  if (tenants_.empty()) return std::string("default");
+  auto tenant =
+      tenants_.find(std::string(absl::StripAsciiWhitespace(token)));
   if (tenant == tenants_.end()) {
     return absl::UnauthenticatedError("the token is not valid on this server");
   }

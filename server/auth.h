@@ -8,6 +8,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "grpcpp/server_context.h"
 
 namespace sparrow::server {
@@ -26,6 +27,12 @@ class Authenticator {
   // UNAUTHENTICATED when tokens are configured and it is missing or unknown.
   absl::StatusOr<std::string> Tenant(
       const grpc::CallbackServerContext* context) const;
+
+  // The same for an HTTP "Authorization" header's value, and for a bare token
+  // (a login form).
+  absl::StatusOr<std::string> TenantOfHeader(
+      absl::string_view authorization) const;
+  absl::StatusOr<std::string> TenantOfToken(absl::string_view token) const;
 
   bool enabled() const { return !tenants_.empty(); }
 

@@ -71,6 +71,7 @@ absl::StatusOr<std::unique_ptr<SparrowServer>> SparrowServer::Start(
   SPARROW_RETURN_IF_ERROR(server->jobs_->Start());
   server->starting_ = false;
   SPARROW_RETURN_IF_ERROR(server->ServeMetrics());
+  SPARROW_RETURN_IF_ERROR(server->ServeHttp());
   server->server_->GetHealthCheckService()->SetServingStatus(true);
   spdlog::info("sparrowd listening on {} (data in {}, {} workers{})",
                server->address(), options.data_dir, options.jobs.workers,
@@ -170,6 +171,24 @@ absl::Status SparrowServer::ServeMetrics() {
   return absl::OkStatus();
 }
 
+absl::Status SparrowServer::ServeHttp() {
+  if (options_.http.listen.empty()) return absl::OkStatus();
+  http::HttpOptions http = options_.http;
+  http.tls_cert = options_.tls_cert;
+  http.tls_key = options_.tls_key;
+  auto server = http::HttpServer::Start(
+      http, {store_.get(), jobs_.get(), hub_.get(), &auth_});
+  if (!server.ok()) {
+    Shutdown(absl::ZeroDuration());
+    return server.status();
+  }
+  http_ = *std::move(server);
+  const std::string host = http.listen.substr(0, http.listen.rfind(':'));
+  spdlog::info("dashboard on {}://{}:{}/",
+               http.tls_cert.empty() ? "http" : "https", host, http_->port());
+  return absl::OkStatus();
+}
+
 std::string SparrowServer::address() const {
   absl::string_view listen = options_.listen;
   const size_t colon = listen.rfind(':');
@@ -180,6 +199,7 @@ void SparrowServer::Shutdown(absl::Duration grace) {
   if (stopped_) return;
   stopped_ = true;
   draining_ = true;
+  if (http_ != nullptr) http_->Stop();
   if (server_ != nullptr) {
     server_->GetHealthCheckService()->SetServingStatus(false);
   }

@@ -13,6 +13,7 @@
 #include "grpcpp/security/server_credentials.h"
 #include "grpcpp/server.h"
 #include "server/auth.h"
+#include "server/http/http_server.h"
 #include "server/jobs/event_hub.h"
 #include "server/jobs/job_manager.h"
 #include "server/metrics.h"
@@ -36,6 +37,8 @@ struct ServerOptions {
   std::string tokens_file;  // empty: no authentication, one tenant "default"
   std::string tls_cert, tls_key;  // PEM files; both or neither
   std::string metrics_listen;     // HOST:PORT of /metrics; empty: off
+  // The dashboard and JSON API; off while http.listen is empty. TLS as gRPC's.
+  http::HttpOptions http;
   JobManagerOptions jobs;
   UploadLimits uploads;
 };
@@ -49,6 +52,8 @@ class SparrowServer {
   ~SparrowServer();
 
   int port() const { return port_; }
+  // The HTTP port (0 when HTTP is off).
+  int http_port() const { return http_ != nullptr ? http_->port() : 0; }
   std::string address() const;  // host:port actually bound
 
   // Graceful stop: new calls get UNAVAILABLE, health turns NOT_SERVING,
@@ -73,6 +78,8 @@ class SparrowServer {
   absl::Status Listen(std::shared_ptr<grpc::ServerCredentials> credentials);
   // Serves /metrics when options_.metrics_listen is set.
   absl::Status ServeMetrics();
+  // Serves the dashboard when options_.http.listen is set.
+  absl::Status ServeHttp();
 
   ServerOptions options_;
   std::unique_ptr<Store> store_;
@@ -89,6 +96,7 @@ class SparrowServer {
   std::unique_ptr<ModelService> model_service_;
   std::unique_ptr<grpc::Server> server_;
   std::unique_ptr<prometheus::Exposer> exposer_;
+  std::unique_ptr<http::HttpServer> http_;
   int port_ = 0;
   bool stopped_ = false;
 };

@@ -27,6 +27,7 @@ struct Flags {
   double checkpoint_min_seconds = 1.0;
   double min_event_ms = 2.0;
   std::string log_level = "info";
+  int series_cache_mb = 256;
 };
 
 // Where sparrowd serves, its store, its workers and their checkpoints and
@@ -72,6 +73,29 @@ void AddServiceFlags(CLI::App* app, Flags* f) {
                   "PEM private key for --tls-cert");
   app->add_option("--metrics-listen", f->options.metrics_listen,
                   "HOST:PORT to serve Prometheus /metrics on (off when empty)");
+  sparrow::server::http::HttpOptions& http = f->options.http;
+  http.listen = "127.0.0.1:8080";
+  app->add_option("--http-listen", http.listen,
+                  "HOST:PORT of the dashboard and JSON API (port 0 picks a "
+                  "free port; empty turns HTTP off)")
+      ->capture_default_str();
+  app->add_option("--http-threads", http.threads,
+                  "Threads serving HTTP requests other than event streams")
+      ->check(CLI::Range(1, 1024))
+      ->capture_default_str();
+  app->add_option("--http-max-streams", http.max_streams,
+                  "Event streams (SSE) open at once; more get 503")
+      ->check(CLI::Range(1, 100000))
+      ->capture_default_str();
+  app->add_option("--http-max-sessions", http.max_sessions,
+                  "Browser login sessions kept; the oldest ends first")
+      ->check(CLI::Range(1, 10000000))
+      ->capture_default_str();
+  app->add_option("--http-series-cache-mb", f->series_cache_mb,
+                  "Memory for the dashboard's cached curves; least recently "
+                  "viewed jobs are dropped beyond it")
+      ->check(CLI::Range(1, 1 << 20))
+      ->capture_default_str();
 }
 
 // What a tenant, a job and an upload may use.
@@ -167,7 +191,8 @@ int main(int argc, char** argv) {
   f.options.jobs.workers =
       std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
   CLI::App app{
-      "sparrowd: the Sparrow training service (gRPC).\n\n"
+      "sparrowd: the Sparrow training service (gRPC, and the dashboard over "
+      "HTTP).\n\n"
       "Example:\n"
       "  sparrowd --listen 127.0.0.1:50051 --data-dir ./sparrow-data "
       "--workers 2\n"
@@ -183,6 +208,7 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   sparrow::server::ServerOptions& o = f.options;
   o.jobs.event_flush_interval = absl::Milliseconds(f.flush_ms);
+  o.http.series_cache_bytes = static_cast<size_t>(f.series_cache_mb) << 20;
   o.jobs.checkpoint_min_interval = absl::Seconds(f.checkpoint_min_seconds);
   o.jobs.min_event_interval = absl::Milliseconds(f.min_event_ms);
   spdlog::set_level(spdlog::level::from_str(f.log_level));
