@@ -247,7 +247,18 @@ async function main() {
   const [csv] = await Promise.all([page.waitForEvent('download'), page.click('[data-testid="chart-loss-csv"]')]);
   const csvText = fs.readFileSync(await csv.path(), 'utf8');
   check(csvText.startsWith('iteration,loss') && csvText.trim().split('\n').length > 1, `unexpected loss CSV: ${csvText.slice(0, 80)}`);
-  log('PASS loss CSV download');
+  const [png] = await Promise.all([page.waitForEvent('download'), page.click('[data-testid="chart-loss-png"]')]);
+  const pngBytes = fs.readFileSync(await png.path());
+  check(pngBytes.subarray(1, 4).toString() === 'PNG' && pngBytes.length > 2000, `unexpected loss PNG (${pngBytes.length} bytes)`);
+  log('PASS loss CSV and PNG downloads');
+
+  // Log axis and smoothing rebuild the charts with a smoothed series over the raw one.
+  await page.check('#log-y');
+  await page.fill('#smoothing', '0.9');
+  await page.waitForSelector('#chart-loss .u-legend >> text=loss (raw)');
+  await page.selectOption('#x-axis', 'elapsed_seconds');
+  await waitFor('the loss chart over wall time', async () => (await points(page, '#chart-loss')) > 0);
+  log('PASS log y, smoothing and wall-time axis');
 
   // Runs table screenshot once both jobs have progress to show.
   await page.goto(`${base}/#/`);

@@ -469,17 +469,17 @@ function setJobState(state, reason) {
   badge.title = reason || '';
 }
 
-function summaryList(summary) {
+function summaryList(summary, iterationsText) {
   const items = [
     ['Optimizer', summary.optimizer], ['Model', summary.model], ['Dataset', summary.dataset_id],
-    ['Iterations', `${summary.iterations ?? 0} / ${summary.max_iterations ?? '—'}`],
+    ['Iterations', iterationsText],
     ['Duration', fmtDuration(summary.elapsed_seconds)], ['Attempts', summary.attempts],
     ['Created', fmtTime(summary.create_time)],
   ];
   if (summary.summary) items.push(['Summary', summary.summary]);
   if (summary.reason) items.push(['Reason', summary.reason]);
   return el('dl', { class: 'summary', id: 'job-summary' },
-    items.map(([k, v]) => el('div', {}, el('dt', { text: k }), el('dd', { text: v ?? '—' }))));
+    items.map(([k, v]) => el('div', {}, el('dt', { text: k }), el('dd', {}, v ?? '—'))));
 }
 
 function timelineItem(entry) {
@@ -510,10 +510,11 @@ async function renderJob(view, id) {
   const chartGrid = el('div', { class: 'chart-grid', id: 'job-charts' });
   const timeline = el('ol', { id: 'state-timeline', class: 'timeline' }, (series.states || []).map(timelineItem));
   const afterRun = el('div', { id: 'after-run' });
+  const iterationsText = el('span', { id: 'job-iterations', text: `${summary.iterations ?? 0} / ${summary.max_iterations ?? '—'}` });
 
   view.append(
     jobHeader(summary),
-    summaryList(summary),
+    summaryList(summary, iterationsText),
     el('div', { class: 'toolbar' },
       el('label', {}, logToggle, ' log y'),
       el('label', {}, 'x ', xSelect),
@@ -560,14 +561,26 @@ async function renderJob(view, id) {
     if (redrawTimer === null) redrawTimer = setTimeout(redraw, REDRAW_INTERVAL_MS);
   }
 
-  function onIteration(event) {
-    const point = JSON.parse(event.data);
+  // Each seq is handled once: after a reconnect the browser's Last-Event-ID and our after_seq
+  // agree, but a repeated event must never draw a point twice.
+  let lastSeq = series.last_seq ?? 0;
+  function isNew(event) {
+    if (event.seq <= lastSeq) return false;
+    lastSeq = event.seq;
+    return true;
+  }
+
+  function onIteration(message) {
+    const point = JSON.parse(message.data);
+    if (!isNew(point)) return;
     for (const key of Object.keys(columns)) columns[key].push(point[key] ?? null);
+    iterationsText.textContent = `${point.iteration} / ${summary.max_iterations ?? '—'}`;
     scheduleRedraw();
   }
 
-  function onState(event) {
-    const change = JSON.parse(event.data);
+  function onState(message) {
+    const change = JSON.parse(message.data);
+    if (!isNew(change)) return;
     timeline.append(timelineItem(change));
     setJobState(change.state, change.reason);
     if (TERMINAL_STATES.has(change.state)) {
@@ -578,10 +591,24 @@ async function renderJob(view, id) {
     }
   }
 
+  // EventSource retries on its own after a dropped connection (e.g. a sparrowd restart); it
+  // gives up only when the server refuses the stream (401, 404, 503 at --http-max-streams).
+  // The status is hidden from us, so ask the API once: its error (or the 401 redirect) says why.
+  async function onStreamError() {
+    if (source.readyState !== EventSource.CLOSED) return;
+    try {
+      await api(base);
+      showError(new Error('Live updates stopped: the server refused the event stream. Reload to retry.'));
+    } catch (error) {
+      showError(error);
+    }
+  }
+
   function openStream() {
-    source = new EventSource(`${base}/events?after_seq=${series.last_seq ?? 0}`);
+    source = new EventSource(`${base}/events?after_seq=${lastSeq}`);
     source.addEventListener('iteration', onIteration);
     source.addEventListener('state', onState);
+    source.addEventListener('error', onStreamError);
   }
 
   logToggle.onchange = () => { options.logY = logToggle.checked; buildCharts(); };
