@@ -214,6 +214,10 @@ async function main() {
   page.setDefaultTimeout(STEP_TIMEOUT_MS);
   const pageErrors = [];
   page.on('pageerror', (error) => pageErrors.push(error.message));
+  // A script or style the Content-Security-Policy blocks only shows up on the console.
+  page.on('console', (message) => {
+    if (message.type() === 'error' && /Content Security Policy|Refused to/.test(message.text())) pageErrors.push(message.text());
+  });
 
   // Runs table: both jobs appear, each row links to its job page.
   await page.goto(`${base}/#/`);
@@ -314,6 +318,12 @@ async function main() {
   const pageWidth = await page.evaluate(() => document.documentElement.scrollWidth);
   check(pageWidth <= 400, `at 400 px the page is ${pageWidth} px wide`);
   log('PASS narrow layout');
+
+  // The login page: a form that posts the token to /login.
+  await page.goto(`${base}/login`);
+  check(await page.getAttribute('#login-form', 'method') === 'post', 'the login form does not POST');
+  check(await page.$('#login-form input[name="token"]'), 'the login form has no token field');
+  log('PASS login page');
 
   for (const file of [runsPng, jobPng, comparePng]) await checkNotBlank(page, file);
   check(pageErrors.length === 0, `uncaught errors in the page: ${pageErrors.join('; ')}`);
