@@ -207,6 +207,8 @@ async function main() {
   const longId = await submit(binDir, grpcPort, specs.long);
   const shortId = await submit(binDir, grpcPort, specs.short);
   log(`submitted long ${longId}, short ${shortId}`);
+  // The UI steps below need the long job running (2 workers: it does not wait for the short one).
+  await waitFor('the long job to run', async () => (await getJson(`${base}/api/v1/jobs/${longId}`)).summary.state === 'RUNNING');
 
   const { chromium } = createRequire(PLAYWRIGHT_DIR + '/')('playwright-core');
   browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
@@ -226,18 +228,24 @@ async function main() {
   check(href === `#/job/${longId}`, `the long job's row links to ${href}`);
   log('PASS runs table lists both jobs');
 
+  // Sorting by name, then the other way round.
+  const names = () => page.$$eval('#runs-table tbody td[data-key="name"]', (cells) => cells.map((c) => c.textContent));
+  await page.click('#runs-table th[data-key="name"]');
+  await waitFor('ascending names', async () => (await names()).join('|') === 'long adam|short lbfgs');
+  await page.click('#runs-table th[data-key="name"]');
+  await waitFor('descending names', async () => (await names()).join('|') === 'short lbfgs|long adam');
+
   // Filtering by state keeps exactly the jobs in that state.
-  const longState = await page.getAttribute(`#runs-table tr[data-job-id="${longId}"]`, 'data-state');
-  await page.selectOption('#state-filter', longState);
-  await waitFor(`the ${longState} filter`, () => page.$$eval('#runs-table tbody tr',
-    (rows, state) => rows.length > 0 && rows.every((r) => r.dataset.state === state), longState));
+  await page.selectOption('#state-filter', 'RUNNING');
+  await waitFor('the RUNNING filter', () => page.$$eval('#runs-table tbody tr',
+    (rows, id) => rows.some((r) => r.dataset.jobId === id) && rows.every((r) => r.dataset.state === 'RUNNING'), longId));
   await page.selectOption('#state-filter', 'FAILED');
   await waitFor('the FAILED filter to hide the long job', async () => !(await page.$(`#runs-table tr[data-job-id="${longId}"]`)));
   await page.selectOption('#state-filter', '');
   await page.fill('#text-filter', 'long adam');
-  await waitFor('the text filter', async () => (await page.$$('#runs-table tbody tr')).length === 1);
+  await waitFor('the text filter', async () => (await names()).join('|') === 'long adam');
   await page.fill('#text-filter', '');
-  log('PASS runs table filters');
+  log('PASS runs table sorts and filters');
 
   // Live job page: the loss curve grows between two reads.
   await page.goto(`${base}/#/job/${longId}`);

@@ -522,6 +522,8 @@ async function renderJob(view, id) {
       cancelButton),
     chartGrid,
     el('h3', { text: 'State timeline' }), timeline,
+    el('details', { id: 'job-spec' }, el('summary', { text: 'Spec' }),
+      el('pre', { text: JSON.stringify(detail.job && detail.job.spec, null, 2) })),
     afterRun);
 
   // Rebuilt from scratch when an option changes: uPlot cannot switch scale distributions live.
@@ -763,6 +765,12 @@ function heatMapCanvas(layer, zeroColor) {
     image.data.set([...rgb, 255], 4 * (r * layer.cols + c));
   }));
   ctx.putImageData(image, 0, 0);
+  canvas.addEventListener('mousemove', (event) => {
+    const box = canvas.getBoundingClientRect();
+    const c = Math.floor(((event.clientX - box.left) / box.width) * layer.cols);
+    const r = Math.floor(((event.clientY - box.top) / box.height) * layer.rows);
+    if (r >= 0 && r < layer.rows && c >= 0 && c < layer.cols) canvas.title = `neuron ${r}, input ${c}: w = ${layer.weights[r][c]}`;
+  });
   // Keep cells square and the map readable: up to 24 px per weight, at most 480 px wide.
   const cell = Math.max(1, Math.min(24, Math.floor(480 / layer.cols)));
   canvas.style.width = `${layer.cols * cell}px`;
