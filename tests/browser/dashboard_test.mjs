@@ -287,6 +287,8 @@ async function main() {
   check(page.url().endsWith(`#/compare/${longId},${shortId}`) || page.url().endsWith(`#/compare/${shortId},${longId}`),
     `compare address is ${page.url()}`);
   await waitFor('the compare loss chart', async () => (await points(page, '#chart-compare-loss')) > 0);
+  await page.check('#compare-log-y');
+  await waitFor('the compare loss chart on a log axis', async () => (await points(page, '#chart-compare-loss')) > 0);
   const comparePng = path.join(outDir, 'dashboard-compare.png');
   await page.screenshot({ path: comparePng, fullPage: true });
   log('PASS compare page');

@@ -814,18 +814,31 @@ async function renderCompare(view, ids) {
   const color = (i) => colors.palette[i % colors.palette.length];
   const label = (run) => run.summary.name || run.id;
 
-  view.append(el('h2', { text: `Compare ${runs.length} jobs` }));
+  const logToggle = el('input', { type: 'checkbox', id: 'compare-log-y' });
   const grid = el('div', { class: 'chart-grid' });
-  view.append(grid);
-  const charts = [['loss', 'Loss'], ['validation_metric', 'Validation metric']].map(([key, title]) => {
-    const panel = chartPanel(`chart-compare-${key.replace(/_/g, '-')}`, title);
-    grid.append(panel.root);
-    return new LineChart(panel, {
-      xLabel: 'iteration',
-      series: runs.map((run, i) => ({ label: label(run), color: color(i), width: 1.5 })),
-      data: alignSeries(runs, key),
+  view.append(el('h2', { text: `Compare ${runs.length} jobs` }),
+    el('div', { class: 'toolbar' }, el('label', {}, logToggle, ' log y')),
+    grid);
+  let charts = [];
+
+  // Rebuilt on a log-y switch, like the job page's charts.
+  function buildCharts() {
+    charts.forEach((c) => c.destroy());
+    grid.replaceChildren();
+    charts = [['loss', 'Loss'], ['validation_metric', 'Validation metric']].map(([key, title]) => {
+      const panel = chartPanel(`chart-compare-${key.replace(/_/g, '-')}`, title);
+      grid.append(panel.root);
+      const [x, ...ys] = alignSeries(runs, key);
+      return new LineChart(panel, {
+        xLabel: 'iteration',
+        logY: logToggle.checked,
+        series: runs.map((run, i) => ({ label: label(run), color: color(i), width: 1.5 })),
+        data: [x, ...(logToggle.checked ? ys.map(positiveOnly) : ys)],
+      });
     });
-  });
+  }
+  logToggle.onchange = buildCharts;
+  buildCharts();
 
   const rows = runs.map((run, i) => {
     const best = run.series.best || {};
