@@ -126,7 +126,7 @@ function writeSpecs() {
   const spec = (name, optimizer, maxEpochs, reportEvery) => ({
     name,
     data: { csv_path: csv, inputs: ['u'], outputs: ['y'] },
-    split: { train: [{ first: 1, last: 1024 }], test: [{ first: 1025, last: 2048 }] },
+    split: { train: [{ first: 1, last: 1024 }], validation: [{ first: 1025, last: 1536 }], test: [{ first: 1537, last: 2048 }] },
     model: { state_space_rnn: { nx: 2, fx_hidden: [4], fy_hidden: [4], initial_state: 'INITIAL_STATE_FREE' }, init_scale: 0.5 },
     regularization: { rho_x0: 0.01, rho_theta: 0.01 },
     optimizer,
@@ -142,8 +142,13 @@ function writeSpecs() {
 
 async function submit(binDir, grpcPort, specPath) {
   const stdout = await runCli(path.join(binDir, 'sparrow'), ['submit', specPath, '--server', `127.0.0.1:${grpcPort}`, '--json']);
-  const id = JSON.parse(stdout.trim().split('\n')[0]).job_id;
-  check(id, `sparrow submit printed no job_id: ${stdout}`);
+  let id = null;
+  try {
+    id = JSON.parse(stdout).job_id;
+  } catch {
+    // Reported below with the output.
+  }
+  check(id, `sparrow submit --json printed no job_id: ${stdout}`);
   return id;
 }
 
@@ -297,7 +302,13 @@ async function main() {
   await page.goto(`${base}/#/job/${longId}`);
   await page.waitForSelector('#cancel-button:not([disabled])');
   await page.click('#cancel-button');
-  await page.waitForSelector('#job-state[data-state="CANCELLED"]', { timeout: 30_000 });
+  await waitFor('the job page to show CANCELLED', async () => {
+    const shown = await page.getAttribute('#job-state', 'data-state');
+    if (shown === 'CANCELLED') return true;
+    // Not yet: this becomes the reason given if it never happens.
+    const { summary } = await getJson(`${base}/api/v1/jobs/${longId}`);
+    throw new Error(`the page shows ${shown}, the server says ${summary.state}`);
+  }, 30_000);
   check(await page.isDisabled('#cancel-button'), 'the cancel button is still enabled after CANCELLED');
   log('PASS cancel from the job page');
 

@@ -41,10 +41,16 @@ function fmtNumber(value, digits = 4) {
 
 function fmtDuration(seconds) {
   if (seconds === null || seconds === undefined) return '—';
+  if (seconds < 10) return `${Number(seconds.toFixed(1))}s`;
   const s = Math.round(seconds);
   if (s < 60) return `${s}s`;
   if (s < 3600) return `${Math.floor(s / 60)}m ${s % 60}s`;
   return `${Math.floor(s / 3600)}h ${Math.floor((s % 3600) / 60)}m`;
+}
+
+// Dataset ids are 64-digit content hashes: a prefix tells them apart, the tooltip has it all.
+function shortId(id) {
+  return el('span', { title: id, text: id && id.length > 12 ? `${id.slice(0, 12)}…` : id || '—' });
 }
 
 function fmtTime(rfc3339) {
@@ -181,7 +187,7 @@ class LineChart {
       // x is iterations or seconds, never dates.
       scales: { x: { time: false }, y: logY ? { distr: 3 } : {} },
       // uPlot's own labels print tiny log-axis ticks as 0; ours keep the significant digits.
-      axes: [{ ...axis, label: xLabel }, { ...axis, size: 60, values: (u, ticks) => ticks.map((v) => fmtNumber(v, 3)) }],
+      axes: [{ ...axis, label: xLabel }, { ...axis, size: 60, values: (u, ticks) => ticks.map((v) => (v === null ? '' : fmtNumber(v, 3))) }],
       series: [
         { label: xLabel },
         ...series.map((s) => ({
@@ -207,9 +213,12 @@ class LineChart {
     return Math.max(200, this.panel.body.clientWidth || 600);
   }
 
-  // data-points lets tests (and curious users) see how many points the chart holds.
+  // data-points lets tests (and curious users) see how many points the chart holds; a chart
+  // without a single value (e.g. no validation split) says so instead of showing empty axes.
   markPoints() {
     this.panel.root.dataset.points = String(this.data[0].length);
+    const empty = this.data.slice(1).every((column) => column.every((v) => v === null || v === undefined));
+    this.panel.root.classList.toggle('no-values', empty);
   }
 
   setData(data) {
@@ -336,6 +345,8 @@ function runCell(job, key) {
       return job.sparsity_pct === null || job.sparsity_pct === undefined ? '—' : job.sparsity_pct.toFixed(1);
     case 'elapsed_seconds':
       return fmtDuration(job.elapsed_seconds);
+    case 'dataset_id':
+      return shortId(job.dataset_id);
     default:
       return job[key] ?? '—';
   }
@@ -462,7 +473,8 @@ function jobHeader(summary) {
 
 function setJobState(state, reason) {
   const badge = document.getElementById('job-state');
-  if (!badge) return;
+  // The cancel reply (CANCELLING) can arrive after the stream's final state: never go back.
+  if (!badge || TERMINAL_STATES.has(badge.dataset.state)) return;
   badge.textContent = state;
   badge.className = `state state-${state}`;
   badge.dataset.state = state;
@@ -471,7 +483,7 @@ function setJobState(state, reason) {
 
 function summaryList(summary, iterationsText) {
   const items = [
-    ['Optimizer', summary.optimizer], ['Model', summary.model], ['Dataset', summary.dataset_id],
+    ['Optimizer', summary.optimizer], ['Model', summary.model], ['Dataset', shortId(summary.dataset_id)],
     ['Iterations', iterationsText],
     ['Duration', fmtDuration(summary.elapsed_seconds)], ['Attempts', summary.attempts],
     ['Created', fmtTime(summary.create_time)],
