@@ -278,9 +278,14 @@ async function main() {
   await waitFor('the loss chart over wall time', async () => (await points(page, '#chart-loss')) > 0);
   log('PASS log y, smoothing and wall-time axis');
 
-  // Runs table screenshot once both jobs have progress to show.
+  // Runs table screenshot with one job running and one done.
+  await waitFor('the short job to succeed', async () => {
+    const { summary } = await getJson(`${base}/api/v1/jobs/${shortId}`);
+    check(!['FAILED', 'CANCELLED'].includes(summary.state), `the short job ended ${summary.state}: ${summary.reason}`);
+    return summary.state === 'SUCCEEDED';
+  }, 120_000);
   await page.goto(`${base}/#/`);
-  await page.waitForSelector(`#runs-table tr[data-job-id="${shortId}"]`);
+  await page.waitForSelector(`#runs-table tr[data-job-id="${shortId}"][data-state="SUCCEEDED"]`);
   const runsPng = path.join(outDir, 'dashboard-runs.png');
   await page.screenshot({ path: runsPng });
 
@@ -313,11 +318,6 @@ async function main() {
   log('PASS cancel from the job page');
 
   // The short job's trained model: fit plot and weight heat map.
-  await waitFor('the short job to succeed', async () => {
-    const { summary } = await getJson(`${base}/api/v1/jobs/${shortId}`);
-    check(!['FAILED', 'CANCELLED'].includes(summary.state), `the short job ended ${summary.state}: ${summary.reason}`);
-    return summary.state === 'SUCCEEDED';
-  }, 120_000);
   await page.goto(`${base}/#/job/${shortId}`);
   await page.waitForSelector('#chart-fit-0 canvas');
   await page.waitForSelector('#heatmap canvas.heatmap');
