@@ -207,6 +207,10 @@ async function main() {
   startSparrowd(binDir, grpcPort, httpPort);
   await waitFor('GET /api/v1/session', async () => (await fetch(`${base}/api/v1/session`)).ok, 30_000);
   log(`sparrowd up: gRPC ${grpcPort}, HTTP ${httpPort}`);
+  // The pages are compiled into sparrowd; a binary built without web/ answers 404 here.
+  const index = await fetch(`${base}/`);
+  check(index.ok, `sparrowd serves no dashboard at / (${index.status}: ${await index.text()}); ` +
+    'was it built with web/src and web/node_modules (npm ci --prefix web)?');
 
   await runCli(path.join(binDir, 'sparrow'), ['datagen', 'cascaded-tanks', '--samples', '2048', '--seed', '1', '-o', path.join(tmpDir, 'tanks.csv')]);
   const specs = writeSpecs();
@@ -327,6 +331,16 @@ async function main() {
   await page.screenshot({ path: jobPng });
   await page.screenshot({ path: path.join(outDir, 'dashboard-job-full.png'), fullPage: true });
   log('PASS fit plot and heat map of the finished job');
+
+  // A job watched from submission to the end: the page follows the stream to SUCCEEDED and
+  // then shows the trained model without a reload.
+  const watchedId = await submit(binDir, grpcPort, specs.short);
+  await page.goto(`${base}/#/job/${watchedId}`);
+  const stateAtLoad = await page.getAttribute('#job-state', 'data-state');
+  await page.waitForSelector('#job-state[data-state="SUCCEEDED"]', { timeout: 120_000 });
+  await page.waitForSelector('#chart-fit-0 canvas');
+  await page.waitForSelector('#heatmap canvas.heatmap');
+  log(`PASS live job page went from ${stateAtLoad} to SUCCEEDED and drew the model`);
 
   // An API error shows up in the banner.
   await page.goto(`${base}/#/job/no-such-job`);

@@ -62,15 +62,13 @@ function fmtTime(rfc3339) {
 // ------------------------------------------------------------------------------------------
 // API access and errors
 
-class ApiError extends Error {}
-
 // Fetches JSON from the API. A 401 means the session is gone: the login page takes over.
 // Other failures throw with the server's own message so the banner can show it.
 async function api(path, options = {}) {
   const response = await fetch(path, { credentials: 'same-origin', ...options });
   if (response.status === 401) {
     window.location.assign('/login');
-    throw new ApiError('not logged in');
+    throw new Error('not logged in');
   }
   let body = null;
   try {
@@ -80,7 +78,7 @@ async function api(path, options = {}) {
   }
   if (!response.ok) {
     const message = body && body.error && body.error.message;
-    throw new ApiError(message || `${response.status} ${response.statusText} (${path})`);
+    throw new Error(message || `${response.status} ${response.statusText} (${path})`);
   }
   return body;
 }
@@ -601,7 +599,7 @@ async function renderJob(view, id) {
       cancelButton.disabled = true;
       // The stream ends after the final state; EventSource would reconnect forever otherwise.
       source.close();
-      if (change.state === 'SUCCEEDED') renderAfterRun(afterRun, base).catch(showError);
+      if (change.state === 'SUCCEEDED') showAfterRun().catch(showError);
     }
   }
 
@@ -646,9 +644,14 @@ async function renderJob(view, id) {
     }
   };
 
+  let afterRunCharts = [];
+  async function showAfterRun() {
+    afterRunCharts = await renderAfterRun(afterRun, base);
+  }
+
   buildCharts();
   if (TERMINAL_STATES.has(summary.state)) {
-    if (summary.state === 'SUCCEEDED') await renderAfterRun(afterRun, base);
+    if (summary.state === 'SUCCEEDED') await showAfterRun();
   } else {
     openStream();
   }
@@ -656,19 +659,21 @@ async function renderJob(view, id) {
   return () => {
     if (source) source.close();
     clearTimeout(redrawTimer);
-    charts.forEach((c) => c.destroy());
+    [...charts, ...afterRunCharts].forEach((c) => c.destroy());
   };
 }
 
 // ------------------------------------------------------------------------------------------
 // After the run: fit plot, per-layer sparsity bars, weight heat maps
 
+// Returns the fit charts so the page can destroy them when it goes.
 async function renderAfterRun(container, base) {
   const [fit, model] = await Promise.all([api(`${base}/fit?points=${SERIES_POINTS}`), api(`${base}/model`)]);
   container.replaceChildren(el('h2', { text: 'Trained model' }));
-  renderFit(container, fit);
+  const charts = renderFit(container, fit);
   renderSparsityBars(container, model);
   renderHeatMaps(container, model);
+  return charts;
 }
 
 // A dashed vertical line at x = first: before it the model reads measured outputs.
@@ -696,10 +701,10 @@ function renderFit(container, fit) {
     `the dashed line marks the first predicted sample (${fit.first}).`));
   const grid = el('div', { class: 'chart-grid', id: 'fit-charts' });
   container.append(grid);
-  fit.outputs.forEach((output, k) => {
+  return fit.outputs.map((output, k) => {
     const panel = chartPanel(`chart-fit-${k}`, `Fit: ${output}`);
     grid.append(panel.root);
-    new LineChart(panel, {
+    return new LineChart(panel, {
       xLabel: 'sample',
       series: [
         { label: `${output} measured`, color: colors.palette[0], width: 1.5 },
