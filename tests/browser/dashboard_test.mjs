@@ -109,10 +109,22 @@ async function runCli(bin, args) {
 
 function startSparrowd(binDir, grpcPort, httpPort) {
   const out = fs.openSync(path.join(tmpDir, 'sparrowd.log'), 'a');
-  const child = spawn(path.join(binDir, 'sparrowd'), [
-    '--listen', `127.0.0.1:${grpcPort}`, '--http-listen', `127.0.0.1:${httpPort}`,
-    '--data-dir', path.join(tmpDir, 'data'), '--workers', '2', '--min-event-interval-ms', '0',
-  ], { detached: true, stdio: ['ignore', out, out] });
+  const child = spawn(
+    path.join(binDir, 'sparrowd'),
+    [
+      '--listen',
+      `127.0.0.1:${grpcPort}`,
+      '--http-listen',
+      `127.0.0.1:${httpPort}`,
+      '--data-dir',
+      path.join(tmpDir, 'data'),
+      '--workers',
+      '2',
+      '--min-event-interval-ms',
+      '0',
+    ],
+    { detached: true, stdio: ['ignore', out, out] },
+  );
   children.push(child);
   child.on('exit', (code, signal) => {
     if (children.includes(child)) finish(1, `FAIL: sparrowd exited early (code ${code}, signal ${signal})`);
@@ -126,8 +138,15 @@ function writeSpecs() {
   const spec = (name, optimizer, maxEpochs, reportEvery) => ({
     name,
     data: { csv_path: csv, inputs: ['u'], outputs: ['y'] },
-    split: { train: [{ first: 1, last: 1024 }], validation: [{ first: 1025, last: 1536 }], test: [{ first: 1537, last: 2048 }] },
-    model: { state_space_rnn: { nx: 2, fx_hidden: [4], fy_hidden: [4], initial_state: 'INITIAL_STATE_FREE' }, init_scale: 0.5 },
+    split: {
+      train: [{ first: 1, last: 1024 }],
+      validation: [{ first: 1025, last: 1536 }],
+      test: [{ first: 1537, last: 2048 }],
+    },
+    model: {
+      state_space_rnn: { nx: 2, fx_hidden: [4], fy_hidden: [4], initial_state: 'INITIAL_STATE_FREE' },
+      init_scale: 0.5,
+    },
     regularization: { rho_x0: 0.01, rho_theta: 0.01 },
     optimizer,
     stopping: { max_epochs: maxEpochs, report_every: reportEvery },
@@ -141,7 +160,13 @@ function writeSpecs() {
 }
 
 async function submit(binDir, grpcPort, specPath) {
-  const stdout = await runCli(path.join(binDir, 'sparrow'), ['submit', specPath, '--server', `127.0.0.1:${grpcPort}`, '--json']);
+  const stdout = await runCli(path.join(binDir, 'sparrow'), [
+    'submit',
+    specPath,
+    '--server',
+    `127.0.0.1:${grpcPort}`,
+    '--json',
+  ]);
   let id = null;
   try {
     id = JSON.parse(stdout).job_id;
@@ -181,8 +206,10 @@ async function checkNotBlank(page, file) {
     const background = Math.max(...counts.values());
     return { colours: counts.size, foreground: 1 - background / pixels };
   }, dataUrl);
-  check(stats.colours >= 50 && stats.foreground >= 0.02,
-    `${path.basename(file)} looks blank: ${stats.colours} colours, ${(100 * stats.foreground).toFixed(1)} % non-background`);
+  check(
+    stats.colours >= 50 && stats.foreground >= 0.02,
+    `${path.basename(file)} looks blank: ${stats.colours} colours, ${(100 * stats.foreground).toFixed(1)} % non-background`,
+  );
   log(`${path.basename(file)}: ${stats.colours} colours, ${(100 * stats.foreground).toFixed(1)} % non-background`);
 }
 
@@ -209,16 +236,31 @@ async function main() {
   log(`sparrowd up: gRPC ${grpcPort}, HTTP ${httpPort}`);
   // The pages are compiled into sparrowd; a binary built without web/ answers 404 here.
   const index = await fetch(`${base}/`);
-  check(index.ok, `sparrowd serves no dashboard at / (${index.status}: ${await index.text()}); ` +
-    'was it built with web/src and web/node_modules (npm ci --prefix web)?');
+  check(
+    index.ok,
+    `sparrowd serves no dashboard at / (${index.status}: ${await index.text()}); ` +
+      'was it built with web/src and web/node_modules (npm ci --prefix web)?',
+  );
 
-  await runCli(path.join(binDir, 'sparrow'), ['datagen', 'cascaded-tanks', '--samples', '2048', '--seed', '1', '-o', path.join(tmpDir, 'tanks.csv')]);
+  await runCli(path.join(binDir, 'sparrow'), [
+    'datagen',
+    'cascaded-tanks',
+    '--samples',
+    '2048',
+    '--seed',
+    '1',
+    '-o',
+    path.join(tmpDir, 'tanks.csv'),
+  ]);
   const specs = writeSpecs();
   const longId = await submit(binDir, grpcPort, specs.long);
   const shortId = await submit(binDir, grpcPort, specs.short);
   log(`submitted long ${longId}, short ${shortId}`);
   // The UI steps below need the long job running (2 workers: it does not wait for the short one).
-  await waitFor('the long job to run', async () => (await getJson(`${base}/api/v1/jobs/${longId}`)).summary.state === 'RUNNING');
+  await waitFor(
+    'the long job to run',
+    async () => (await getJson(`${base}/api/v1/jobs/${longId}`)).summary.state === 'RUNNING',
+  );
 
   const { chromium } = createRequire(PLAYWRIGHT_DIR + '/')('playwright-core');
   browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
@@ -228,7 +270,8 @@ async function main() {
   page.on('pageerror', (error) => pageErrors.push(error.message));
   // A script or style the Content-Security-Policy blocks only shows up on the console.
   page.on('console', (message) => {
-    if (message.type() === 'error' && /Content Security Policy|Refused to/.test(message.text())) pageErrors.push(message.text());
+    if (message.type() === 'error' && /Content Security Policy|Refused to/.test(message.text()))
+      pageErrors.push(message.text());
   });
 
   // Runs table: both jobs appear, each row links to its job page.
@@ -247,10 +290,18 @@ async function main() {
 
   // Filtering by state keeps exactly the jobs in that state.
   await page.selectOption('#state-filter', 'RUNNING');
-  await waitFor('the RUNNING filter', () => page.$$eval('#runs-table tbody tr',
-    (rows, id) => rows.some((r) => r.dataset.jobId === id) && rows.every((r) => r.dataset.state === 'RUNNING'), longId));
+  await waitFor('the RUNNING filter', () =>
+    page.$$eval(
+      '#runs-table tbody tr',
+      (rows, id) => rows.some((r) => r.dataset.jobId === id) && rows.every((r) => r.dataset.state === 'RUNNING'),
+      longId,
+    ),
+  );
   await page.selectOption('#state-filter', 'FAILED');
-  await waitFor('the FAILED filter to hide the long job', async () => !(await page.$(`#runs-table tr[data-job-id="${longId}"]`)));
+  await waitFor(
+    'the FAILED filter to hide the long job',
+    async () => !(await page.$(`#runs-table tr[data-job-id="${longId}"]`)),
+  );
   await page.selectOption('#state-filter', '');
   await page.fill('#text-filter', 'long adam');
   await waitFor('the text filter', async () => (await names()).join('|') === 'long adam');
@@ -268,10 +319,16 @@ async function main() {
   // CSV download of the plotted data.
   const [csv] = await Promise.all([page.waitForEvent('download'), page.click('[data-testid="chart-loss-csv"]')]);
   const csvText = fs.readFileSync(await csv.path(), 'utf8');
-  check(csvText.startsWith('iteration,loss') && csvText.trim().split('\n').length > 1, `unexpected loss CSV: ${csvText.slice(0, 80)}`);
+  check(
+    csvText.startsWith('iteration,loss') && csvText.trim().split('\n').length > 1,
+    `unexpected loss CSV: ${csvText.slice(0, 80)}`,
+  );
   const [png] = await Promise.all([page.waitForEvent('download'), page.click('[data-testid="chart-loss-png"]')]);
   const pngBytes = fs.readFileSync(await png.path());
-  check(pngBytes.subarray(1, 4).toString() === 'PNG' && pngBytes.length > 2000, `unexpected loss PNG (${pngBytes.length} bytes)`);
+  check(
+    pngBytes.subarray(1, 4).toString() === 'PNG' && pngBytes.length > 2000,
+    `unexpected loss PNG (${pngBytes.length} bytes)`,
+  );
   log('PASS loss CSV and PNG downloads');
 
   // Log axis and smoothing rebuild the charts with a smoothed series over the raw one.
@@ -283,11 +340,18 @@ async function main() {
   log('PASS log y, smoothing and wall-time axis');
 
   // Runs table screenshot with one job running and one done.
-  await waitFor('the short job to succeed', async () => {
-    const { summary } = await getJson(`${base}/api/v1/jobs/${shortId}`);
-    check(!['FAILED', 'CANCELLED'].includes(summary.state), `the short job ended ${summary.state}: ${summary.reason}`);
-    return summary.state === 'SUCCEEDED';
-  }, 120_000);
+  await waitFor(
+    'the short job to succeed',
+    async () => {
+      const { summary } = await getJson(`${base}/api/v1/jobs/${shortId}`);
+      check(
+        !['FAILED', 'CANCELLED'].includes(summary.state),
+        `the short job ended ${summary.state}: ${summary.reason}`,
+      );
+      return summary.state === 'SUCCEEDED';
+    },
+    120_000,
+  );
   await page.goto(`${base}/#/`);
   await page.waitForSelector(`#runs-table tr[data-job-id="${shortId}"][data-state="SUCCEEDED"]`);
   const runsPng = path.join(outDir, 'dashboard-runs.png');
@@ -298,8 +362,10 @@ async function main() {
   await page.check(`[data-testid="select-${shortId}"]`);
   await page.click('#compare-button');
   await page.waitForSelector('#compare-table tbody tr:nth-child(2)');
-  check(page.url().endsWith(`#/compare/${longId},${shortId}`) || page.url().endsWith(`#/compare/${shortId},${longId}`),
-    `compare address is ${page.url()}`);
+  check(
+    page.url().endsWith(`#/compare/${longId},${shortId}`) || page.url().endsWith(`#/compare/${shortId},${longId}`),
+    `compare address is ${page.url()}`,
+  );
   await waitFor('the compare loss chart', async () => (await points(page, '#chart-compare-loss')) > 0);
   await page.check('#compare-log-y');
   await waitFor('the compare loss chart on a log axis', async () => (await points(page, '#chart-compare-loss')) > 0);
@@ -311,13 +377,17 @@ async function main() {
   await page.goto(`${base}/#/job/${longId}`);
   await page.waitForSelector('#cancel-button:not([disabled])');
   await page.click('#cancel-button');
-  await waitFor('the job page to show CANCELLED', async () => {
-    const shown = await page.getAttribute('#job-state', 'data-state');
-    if (shown === 'CANCELLED') return true;
-    // Not yet: this becomes the reason given if it never happens.
-    const { summary } = await getJson(`${base}/api/v1/jobs/${longId}`);
-    throw new Error(`the page shows ${shown}, the server says ${summary.state}`);
-  }, 30_000);
+  await waitFor(
+    'the job page to show CANCELLED',
+    async () => {
+      const shown = await page.getAttribute('#job-state', 'data-state');
+      if (shown === 'CANCELLED') return true;
+      // Not yet: this becomes the reason given if it never happens.
+      const { summary } = await getJson(`${base}/api/v1/jobs/${longId}`);
+      throw new Error(`the page shows ${shown}, the server says ${summary.state}`);
+    },
+    30_000,
+  );
   check(await page.isDisabled('#cancel-button'), 'the cancel button is still enabled after CANCELLED');
   log('PASS cancel from the job page');
 
@@ -357,7 +427,7 @@ async function main() {
 
   // The login page: a form that posts the token to /login.
   await page.goto(`${base}/login`);
-  check(await page.getAttribute('#login-form', 'method') === 'post', 'the login form does not POST');
+  check((await page.getAttribute('#login-form', 'method')) === 'post', 'the login form does not POST');
   check(await page.$('#login-form input[name="token"]'), 'the login form has no token field');
   log('PASS login page');
 

@@ -107,14 +107,18 @@ function theme() {
     muted: cssVar('--muted'),
     grid: cssVar('--grid'),
     bg: cssVar('--bg'),
-    palette: cssVar('--palette').split(',').map((c) => c.trim()),
+    palette: cssVar('--palette')
+      .split(',')
+      .map((c) => c.trim()),
     zero: cssVar('--zero-weight'),
   };
 }
 
 function withAlpha(color, alpha) {
   // Palette colours are #rrggbb; uPlot accepts any canvas colour string.
-  const hex = Math.round(alpha * 255).toString(16).padStart(2, '0');
+  const hex = Math.round(alpha * 255)
+    .toString(16)
+    .padStart(2, '0');
   return color + hex;
 }
 
@@ -159,9 +163,12 @@ function chartPanel(id, title) {
   const body = el('div', { class: 'chart-body' });
   const csvButton = el('button', { type: 'button', class: 'small', 'data-testid': `${id}-csv`, text: 'CSV' });
   const pngButton = el('button', { type: 'button', class: 'small', 'data-testid': `${id}-png`, text: 'PNG' });
-  const root = el('section', { class: 'chart', id, 'data-points': '0' },
+  const root = el(
+    'section',
+    { class: 'chart', id, 'data-points': '0' },
     el('div', { class: 'chart-head' }, el('h3', { text: title }), csvButton, pngButton),
-    body);
+    body,
+  );
   return { root, body, csvButton, pngButton };
 }
 
@@ -179,27 +186,34 @@ class LineChart {
       grid: { stroke: colors.grid, width: 1 },
       ticks: { stroke: colors.grid, width: 1 },
     };
-    this.plot = new uPlot({
-      width: this.width(),
-      height: 220,
-      // x is iterations or seconds, never dates.
-      scales: { x: { time: false }, y: logY ? { distr: 3 } : {} },
-      // uPlot's own labels print tiny log-axis ticks as 0; ours keep the significant digits.
-      axes: [{ ...axis, label: xLabel }, { ...axis, size: 60, values: (u, ticks) => ticks.map((v) => (v === null ? '' : fmtNumber(v, 3))) }],
-      series: [
-        { label: xLabel },
-        ...series.map((s) => ({
-          label: s.label,
-          stroke: s.color,
-          width: s.width ?? 1.5,
-          dash: s.dash,
-          spanGaps: true,
-          points: { show: false },
-        })),
-      ],
-      legend: { live: true },
-      hooks: { draw: drawHooks },
-    }, data, panel.body);
+    this.plot = new uPlot(
+      {
+        width: this.width(),
+        height: 220,
+        // x is iterations or seconds, never dates.
+        scales: { x: { time: false }, y: logY ? { distr: 3 } : {} },
+        // uPlot's own labels print tiny log-axis ticks as 0; ours keep the significant digits.
+        axes: [
+          { ...axis, label: xLabel },
+          { ...axis, size: 60, values: (u, ticks) => ticks.map((v) => (v === null ? '' : fmtNumber(v, 3))) },
+        ],
+        series: [
+          { label: xLabel },
+          ...series.map((s) => ({
+            label: s.label,
+            stroke: s.color,
+            width: s.width ?? 1.5,
+            dash: s.dash,
+            spanGaps: true,
+            points: { show: false },
+          })),
+        ],
+        legend: { live: true },
+        hooks: { draw: drawHooks },
+      },
+      data,
+      panel.body,
+    );
     this.resizeObserver = new ResizeObserver(() => this.plot.setSize({ width: this.width(), height: 220 }));
     this.resizeObserver.observe(panel.body);
     panel.csvButton.onclick = () => this.downloadCsv();
@@ -332,8 +346,10 @@ function runCell(job, key) {
     case 'state':
       return el('span', { class: `state state-${job.state}`, title: job.reason || '', text: job.state });
     case 'iterations': {
-      const eta = job.eta_seconds !== null && job.eta_seconds !== undefined && !TERMINAL_STATES.has(job.state)
-        ? ` (ETA ${fmtDuration(job.eta_seconds)})` : '';
+      const eta =
+        job.eta_seconds !== null && job.eta_seconds !== undefined && !TERMINAL_STATES.has(job.state)
+          ? ` (ETA ${fmtDuration(job.eta_seconds)})`
+          : '';
       return `${job.iterations ?? 0} / ${job.max_iterations ?? '—'}${eta}`;
     }
     case 'loss':
@@ -353,29 +369,50 @@ function runCell(job, key) {
 function renderRuns(view) {
   const state = { jobs: [], sortKey: null, sortAscending: true, selected: new Set() };
 
-  const stateFilter = el('select', { id: 'state-filter', 'aria-label': 'Filter by state' },
+  const stateFilter = el(
+    'select',
+    { id: 'state-filter', 'aria-label': 'Filter by state' },
     el('option', { value: '', text: 'All states' }),
-    ALL_STATES.map((s) => el('option', { value: s, text: s })));
+    ALL_STATES.map((s) => el('option', { value: s, text: s })),
+  );
   const textFilter = el('input', {
-    type: 'search', id: 'text-filter', placeholder: 'Filter by name, id, model…', 'aria-label': 'Filter text',
+    type: 'search',
+    id: 'text-filter',
+    placeholder: 'Filter by name, id, model…',
+    'aria-label': 'Filter text',
   });
   const compareButton = el('button', { type: 'button', id: 'compare-button', disabled: true, text: 'Compare' });
-  const headerRow = el('tr', {}, el('th', { class: 'select-col' }),
-    RUN_COLUMNS.map((column) => el('th', {
-      'data-key': column.key,
-      class: 'sortable',
-      onclick: () => {
-        state.sortAscending = state.sortKey === column.key ? !state.sortAscending : true;
-        state.sortKey = column.key;
-        draw();
-      },
-    }, column.label)));
+  const headerRow = el(
+    'tr',
+    {},
+    el('th', { class: 'select-col' }),
+    RUN_COLUMNS.map((column) =>
+      el(
+        'th',
+        {
+          'data-key': column.key,
+          class: 'sortable',
+          onclick: () => {
+            state.sortAscending = state.sortKey === column.key ? !state.sortAscending : true;
+            state.sortKey = column.key;
+            draw();
+          },
+        },
+        column.label,
+      ),
+    ),
+  );
   const tbody = el('tbody');
   const count = el('span', { class: 'muted', id: 'runs-count' });
 
   view.append(
     el('div', { class: 'toolbar' }, stateFilter, textFilter, compareButton, count),
-    el('div', { class: 'table-scroll' }, el('table', { id: 'runs-table', class: 'data' }, el('thead', {}, headerRow), tbody)));
+    el(
+      'div',
+      { class: 'table-scroll' },
+      el('table', { id: 'runs-table', class: 'data' }, el('thead', {}, headerRow), tbody),
+    ),
+  );
 
   stateFilter.onchange = draw;
   textFilter.oninput = draw;
@@ -386,9 +423,14 @@ function renderRuns(view) {
   function visibleJobs() {
     const wanted = stateFilter.value;
     const text = textFilter.value.trim().toLowerCase();
-    let jobs = state.jobs.filter((job) => (!wanted || job.state === wanted) &&
-      (!text || [job.id, job.name, job.optimizer, job.model, job.dataset_id, job.state]
-        .some((field) => field && field.toLowerCase().includes(text))));
+    let jobs = state.jobs.filter(
+      (job) =>
+        (!wanted || job.state === wanted) &&
+        (!text ||
+          [job.id, job.name, job.optimizer, job.model, job.dataset_id, job.state].some(
+            (field) => field && field.toLowerCase().includes(text),
+          )),
+    );
     if (state.sortKey) {
       const column = RUN_COLUMNS.find((c) => c.key === state.sortKey);
       jobs = jobs.slice().sort((a, b) => {
@@ -405,19 +447,30 @@ function renderRuns(view) {
       th.classList.toggle('sorted-desc', th.dataset.key === state.sortKey && !state.sortAscending);
     }
     const jobs = visibleJobs();
-    tbody.replaceChildren(...jobs.map((job) => el('tr', { 'data-job-id': job.id, 'data-state': job.state },
-      el('td', { class: 'select-col' }, el('input', {
-        type: 'checkbox',
-        'data-testid': `select-${job.id}`,
-        'aria-label': `Select ${job.name || job.id}`,
-        checked: state.selected.has(job.id),
-        onchange: (event) => {
-          if (event.target.checked) state.selected.add(job.id);
-          else state.selected.delete(job.id);
-          compareButton.disabled = state.selected.size < 2;
-        },
-      })),
-      RUN_COLUMNS.map((column) => el('td', { 'data-key': column.key }, runCell(job, column.key))))));
+    tbody.replaceChildren(
+      ...jobs.map((job) =>
+        el(
+          'tr',
+          { 'data-job-id': job.id, 'data-state': job.state },
+          el(
+            'td',
+            { class: 'select-col' },
+            el('input', {
+              type: 'checkbox',
+              'data-testid': `select-${job.id}`,
+              'aria-label': `Select ${job.name || job.id}`,
+              checked: state.selected.has(job.id),
+              onchange: (event) => {
+                if (event.target.checked) state.selected.add(job.id);
+                else state.selected.delete(job.id);
+                compareButton.disabled = state.selected.size < 2;
+              },
+            }),
+          ),
+          RUN_COLUMNS.map((column) => el('td', { 'data-key': column.key }, runCell(job, column.key))),
+        ),
+      ),
+    );
     count.textContent = `${jobs.length} of ${state.jobs.length} jobs`;
     compareButton.disabled = state.selected.size < 2;
   }
@@ -463,10 +516,18 @@ function seriesColumns(series) {
 }
 
 function jobHeader(summary) {
-  return el('div', { class: 'job-head' },
+  return el(
+    'div',
+    { class: 'job-head' },
     el('h2', {}, summary.name || summary.id),
-    el('span', { id: 'job-state', class: `state state-${summary.state}`, 'data-state': summary.state, text: summary.state }),
-    el('code', { class: 'muted', text: summary.id }));
+    el('span', {
+      id: 'job-state',
+      class: `state state-${summary.state}`,
+      'data-state': summary.state,
+      text: summary.state,
+    }),
+    el('code', { class: 'muted', text: summary.id }),
+  );
 }
 
 function setJobState(state, reason) {
@@ -481,21 +542,31 @@ function setJobState(state, reason) {
 
 function summaryList(summary, iterationsText) {
   const items = [
-    ['Optimizer', summary.optimizer], ['Model', summary.model], ['Dataset', shortId(summary.dataset_id)],
+    ['Optimizer', summary.optimizer],
+    ['Model', summary.model],
+    ['Dataset', shortId(summary.dataset_id)],
     ['Iterations', iterationsText],
-    ['Duration', fmtDuration(summary.elapsed_seconds)], ['Attempts', summary.attempts],
+    ['Duration', fmtDuration(summary.elapsed_seconds)],
+    ['Attempts', summary.attempts],
     ['Created', fmtTime(summary.create_time)],
   ];
   if (summary.summary) items.push(['Summary', summary.summary]);
   if (summary.reason) items.push(['Reason', summary.reason]);
-  return el('dl', { class: 'summary', id: 'job-summary' },
-    items.map(([k, v]) => el('div', {}, el('dt', { text: k }), el('dd', {}, v ?? '—'))));
+  return el(
+    'dl',
+    { class: 'summary', id: 'job-summary' },
+    items.map(([k, v]) => el('div', {}, el('dt', { text: k }), el('dd', {}, v ?? '—'))),
+  );
 }
 
 function timelineItem(entry) {
-  return el('li', { 'data-state': entry.state },
+  return el(
+    'li',
+    { 'data-state': entry.state },
     el('span', { class: `state state-${entry.state}`, text: entry.state }),
-    ` ${fmtTime(entry.time)}`, entry.reason ? el('span', { class: 'muted', text: ` — ${entry.reason}` }) : null);
+    ` ${fmtTime(entry.time)}`,
+    entry.reason ? el('span', { class: 'muted', text: ` — ${entry.reason}` }) : null,
+  );
 }
 
 async function renderJob(view, id) {
@@ -509,32 +580,51 @@ async function renderJob(view, id) {
   let redrawTimer = null;
 
   const cancelButton = el('button', {
-    type: 'button', id: 'cancel-button', class: 'danger', text: 'Cancel', disabled: TERMINAL_STATES.has(summary.state),
+    type: 'button',
+    id: 'cancel-button',
+    class: 'danger',
+    text: 'Cancel',
+    disabled: TERMINAL_STATES.has(summary.state),
   });
   const logToggle = el('input', { type: 'checkbox', id: 'log-y' });
-  const xSelect = el('select', { id: 'x-axis', 'aria-label': 'x axis' },
+  const xSelect = el(
+    'select',
+    { id: 'x-axis', 'aria-label': 'x axis' },
     el('option', { value: 'iteration', text: 'iteration' }),
-    el('option', { value: 'elapsed_seconds', text: 'wall time (s)' }));
+    el('option', { value: 'elapsed_seconds', text: 'wall time (s)' }),
+  );
   const smoothing = el('input', { type: 'range', id: 'smoothing', min: '0', max: '0.99', step: '0.01', value: '0' });
   const smoothingValue = el('output', { for: 'smoothing', text: '0.00' });
   const chartGrid = el('div', { class: 'chart-grid', id: 'job-charts' });
   const timeline = el('ol', { id: 'state-timeline', class: 'timeline' }, (series.states || []).map(timelineItem));
   const afterRun = el('div', { id: 'after-run' });
-  const iterationsText = el('span', { id: 'job-iterations', text: `${summary.iterations ?? 0} / ${summary.max_iterations ?? '—'}` });
+  const iterationsText = el('span', {
+    id: 'job-iterations',
+    text: `${summary.iterations ?? 0} / ${summary.max_iterations ?? '—'}`,
+  });
 
   view.append(
     jobHeader(summary),
     summaryList(summary, iterationsText),
-    el('div', { class: 'toolbar' },
+    el(
+      'div',
+      { class: 'toolbar' },
       el('label', {}, logToggle, ' log y'),
       el('label', {}, 'x ', xSelect),
       el('label', {}, 'smoothing ', smoothing, smoothingValue),
-      cancelButton),
+      cancelButton,
+    ),
     chartGrid,
-    el('h3', { text: 'State timeline' }), timeline,
-    el('details', { id: 'job-spec' }, el('summary', { text: 'Spec' }),
-      el('pre', { text: JSON.stringify(detail.job && detail.job.spec, null, 2) })),
-    afterRun);
+    el('h3', { text: 'State timeline' }),
+    timeline,
+    el(
+      'details',
+      { id: 'job-spec' },
+      el('summary', { text: 'Spec' }),
+      el('pre', { text: JSON.stringify(detail.job && detail.job.spec, null, 2) }),
+    ),
+    afterRun,
+  );
 
   // Rebuilt from scratch when an option changes: uPlot cannot switch scale distributions live.
   function buildCharts() {
@@ -546,11 +636,18 @@ async function renderJob(view, id) {
       chartGrid.append(panel.root);
       const logY = options.logY && curve.logAllowed;
       const color = colors.palette[index % colors.palette.length];
-      const series = options.weight > 0
-        ? [{ label: `${curve.key} (raw)`, color: withAlpha(color, 0.3), width: 1 }, { label: curve.key, color, width: 2 }]
-        : [{ label: curve.key, color, width: 1.5 }];
+      const series =
+        options.weight > 0
+          ? [
+              { label: `${curve.key} (raw)`, color: withAlpha(color, 0.3), width: 1 },
+              { label: curve.key, color, width: 2 },
+            ]
+          : [{ label: curve.key, color, width: 1.5 }];
       const chart = new LineChart(panel, {
-        xLabel: options.xKey, logY, series, data: chartData(curve, logY),
+        xLabel: options.xKey,
+        logY,
+        series,
+        data: chartData(curve, logY),
       });
       chart.curve = curve;
       chart.logY = logY;
@@ -623,8 +720,14 @@ async function renderJob(view, id) {
     source.addEventListener('error', onStreamError);
   }
 
-  logToggle.onchange = () => { options.logY = logToggle.checked; buildCharts(); };
-  xSelect.onchange = () => { options.xKey = xSelect.value; buildCharts(); };
+  logToggle.onchange = () => {
+    options.logY = logToggle.checked;
+    buildCharts();
+  };
+  xSelect.onchange = () => {
+    options.xKey = xSelect.value;
+    buildCharts();
+  };
   smoothing.oninput = () => {
     const hadSmoothing = options.weight > 0;
     options.weight = Number(smoothing.value);
@@ -696,9 +799,14 @@ function firstMarker(first) {
 function renderFit(container, fit) {
   const colors = theme();
   const metrics = fit.metrics || {};
-  container.append(el('p', { class: 'muted', id: 'fit-info' },
-    `${fit.mode} on the ${fit.split} split; RMSE ${fmtNumber(metrics.rmse)}, BFR ${fmtNumber(metrics.bfr)} %; ` +
-    `the dashed line marks the first predicted sample (${fit.first}).`));
+  container.append(
+    el(
+      'p',
+      { class: 'muted', id: 'fit-info' },
+      `${fit.mode} on the ${fit.split} split; RMSE ${fmtNumber(metrics.rmse)}, BFR ${fmtNumber(metrics.bfr)} %; ` +
+        `the dashed line marks the first predicted sample (${fit.first}).`,
+    ),
+  );
   const grid = el('div', { class: 'chart-grid', id: 'fit-charts' });
   container.append(grid);
   return fit.outputs.map((output, k) => {
@@ -720,15 +828,37 @@ function renderSparsityBars(container, model) {
   const layers = model.layers || [];
   const panel = chartPanel('chart-layer-sparsity', 'Zero weights per layer (%)');
   container.append(panel.root);
-  const bars = el('div', { class: 'bars', id: 'layer-sparsity' }, layers.map((layer) => el('div', { class: 'bar-row' },
-    el('span', { class: 'bar-label', text: layer.name }),
-    el('span', { class: 'bar-track' }, el('span', { class: 'bar-fill', style: `width:${layer.zero_pct}%` })),
-    el('span', { class: 'bar-value', text: `${layer.zero_pct.toFixed(1)} % (${layer.zeros} of ${layer.rows * layer.cols})` }))));
+  const bars = el(
+    'div',
+    { class: 'bars', id: 'layer-sparsity' },
+    layers.map((layer) =>
+      el(
+        'div',
+        { class: 'bar-row' },
+        el('span', { class: 'bar-label', text: layer.name }),
+        el('span', { class: 'bar-track' }, el('span', { class: 'bar-fill', style: `width:${layer.zero_pct}%` })),
+        el('span', {
+          class: 'bar-value',
+          text: `${layer.zero_pct.toFixed(1)} % (${layer.zeros} of ${layer.rows * layer.cols})`,
+        }),
+      ),
+    ),
+  );
   panel.body.append(bars);
   panel.root.dataset.points = String(layers.length);
-  panel.csvButton.onclick = () => download('layer-sparsity.csv', new Blob([toCsv(
-    ['layer', 'rows', 'cols', 'zeros', 'zero_pct'],
-    layers.map((l) => [l.name, l.rows, l.cols, l.zeros, l.zero_pct]))], { type: 'text/csv' }));
+  panel.csvButton.onclick = () =>
+    download(
+      'layer-sparsity.csv',
+      new Blob(
+        [
+          toCsv(
+            ['layer', 'rows', 'cols', 'zeros', 'zero_pct'],
+            layers.map((l) => [l.name, l.rows, l.cols, l.zeros, l.zero_pct]),
+          ),
+        ],
+        { type: 'text/csv' },
+      ),
+    );
   panel.pngButton.onclick = () => downloadCanvasPng(barsToCanvas(layers), 'layer-sparsity.png');
 }
 
@@ -757,7 +887,13 @@ function barsToCanvas(layers) {
 }
 
 // Viridis stops: perceptually uniform and readable on light and dark backgrounds alike.
-const VIRIDIS = [[68, 1, 84], [59, 82, 139], [33, 145, 140], [94, 201, 98], [253, 231, 37]];
+const VIRIDIS = [
+  [68, 1, 84],
+  [59, 82, 139],
+  [33, 145, 140],
+  [94, 201, 98],
+  [253, 231, 37],
+];
 
 function viridis(t) {
   const scaled = Math.min(Math.max(t, 0), 1) * (VIRIDIS.length - 1);
@@ -773,20 +909,28 @@ function parseColor(hex) {
 
 // Paints one pixel per weight on a small canvas; CSS scales it up without smoothing.
 function heatMapCanvas(layer, zeroColor) {
-  const canvas = el('canvas', { class: 'heatmap', 'data-testid': 'heatmap-canvas', width: layer.cols, height: layer.rows });
+  const canvas = el('canvas', {
+    class: 'heatmap',
+    'data-testid': 'heatmap-canvas',
+    width: layer.cols,
+    height: layer.rows,
+  });
   const ctx = canvas.getContext('2d');
   const image = ctx.createImageData(layer.cols, layer.rows);
   const maxAbs = Math.max(...layer.weights.flat().map(Math.abs), 1e-300);
-  layer.weights.forEach((row, r) => row.forEach((w, c) => {
-    const rgb = w === 0 ? zeroColor : viridis(Math.abs(w) / maxAbs);
-    image.data.set([...rgb, 255], 4 * (r * layer.cols + c));
-  }));
+  layer.weights.forEach((row, r) =>
+    row.forEach((w, c) => {
+      const rgb = w === 0 ? zeroColor : viridis(Math.abs(w) / maxAbs);
+      image.data.set([...rgb, 255], 4 * (r * layer.cols + c));
+    }),
+  );
   ctx.putImageData(image, 0, 0);
   canvas.addEventListener('mousemove', (event) => {
     const box = canvas.getBoundingClientRect();
     const c = Math.floor(((event.clientX - box.left) / box.width) * layer.cols);
     const r = Math.floor(((event.clientY - box.top) / box.height) * layer.rows);
-    if (r >= 0 && r < layer.rows && c >= 0 && c < layer.cols) canvas.title = `neuron ${r}, input ${c}: w = ${layer.weights[r][c]}`;
+    if (r >= 0 && r < layer.rows && c >= 0 && c < layer.cols)
+      canvas.title = `neuron ${r}, input ${c}: w = ${layer.weights[r][c]}`;
   });
   // Keep cells square and the map readable: up to 24 px per weight, at most 480 px wide.
   const cell = Math.max(1, Math.min(24, Math.floor(480 / layer.cols)));
@@ -797,17 +941,38 @@ function heatMapCanvas(layer, zeroColor) {
 function renderHeatMaps(container, model) {
   const zeroColor = parseColor(theme().zero);
   const section = el('div', { id: 'heatmap', class: 'chart-grid' });
-  container.append(el('h3', { text: 'Weight magnitude |w|' }),
-    el('p', { class: 'muted' }, 'Rows are neurons. Colour: |w| / max |w| of the layer, dark = small, yellow = large; ',
-      el('span', { class: 'zero-swatch' }), ' exactly zero.'),
-    section);
+  container.append(
+    el('h3', { text: 'Weight magnitude |w|' }),
+    el(
+      'p',
+      { class: 'muted' },
+      'Rows are neurons. Colour: |w| / max |w| of the layer, dark = small, yellow = large; ',
+      el('span', { class: 'zero-swatch' }),
+      ' exactly zero.',
+    ),
+    section,
+  );
   (model.layers || []).forEach((layer, i) => {
-    const panel = chartPanel(`chart-heatmap-${i}`, `${layer.name} (${layer.rows} × ${layer.cols}${layer.truncated ? ', cut' : ''})`);
+    const panel = chartPanel(
+      `chart-heatmap-${i}`,
+      `${layer.name} (${layer.rows} × ${layer.cols}${layer.truncated ? ', cut' : ''})`,
+    );
     const { canvas, maxAbs } = heatMapCanvas(layer, zeroColor);
     panel.body.append(canvas, el('div', { class: 'muted small', text: `max |w| = ${fmtNumber(maxAbs)}` }));
     panel.root.dataset.points = String(layer.rows * layer.cols);
-    panel.csvButton.onclick = () => download(`${layer.name}.csv`,
-      new Blob([toCsv(layer.weights[0].map((_, c) => `col ${c}`), layer.weights)], { type: 'text/csv' }));
+    panel.csvButton.onclick = () =>
+      download(
+        `${layer.name}.csv`,
+        new Blob(
+          [
+            toCsv(
+              layer.weights[0].map((_, c) => `col ${c}`),
+              layer.weights,
+            ),
+          ],
+          { type: 'text/csv' },
+        ),
+      );
     panel.pngButton.onclick = () => downloadCanvasPng(canvas, `${layer.name}.png`);
     section.append(panel.root);
   });
@@ -822,27 +987,34 @@ function alignSeries(runs, key) {
 }
 
 async function renderCompare(view, ids) {
-  const runs = await Promise.all(ids.map(async (id) => {
-    const base = `/api/v1/jobs/${encodeURIComponent(id)}`;
-    const [detail, series] = await Promise.all([api(base), api(`${base}/series?points=${SERIES_POINTS}`)]);
-    return { id, summary: detail.summary, series };
-  }));
+  const runs = await Promise.all(
+    ids.map(async (id) => {
+      const base = `/api/v1/jobs/${encodeURIComponent(id)}`;
+      const [detail, series] = await Promise.all([api(base), api(`${base}/series?points=${SERIES_POINTS}`)]);
+      return { id, summary: detail.summary, series };
+    }),
+  );
   const colors = theme();
   const color = (i) => colors.palette[i % colors.palette.length];
   const label = (run) => run.summary.name || run.id;
 
   const logToggle = el('input', { type: 'checkbox', id: 'compare-log-y' });
   const grid = el('div', { class: 'chart-grid' });
-  view.append(el('h2', { text: `Compare ${runs.length} jobs` }),
+  view.append(
+    el('h2', { text: `Compare ${runs.length} jobs` }),
     el('div', { class: 'toolbar' }, el('label', {}, logToggle, ' log y')),
-    grid);
+    grid,
+  );
   let charts = [];
 
   // Rebuilt on a log-y switch, like the job page's charts.
   function buildCharts() {
     charts.forEach((c) => c.destroy());
     grid.replaceChildren();
-    charts = [['loss', 'Loss'], ['validation_metric', 'Validation metric']].map(([key, title]) => {
+    charts = [
+      ['loss', 'Loss'],
+      ['validation_metric', 'Validation metric'],
+    ].map(([key, title]) => {
       const panel = chartPanel(`chart-compare-${key.replace(/_/g, '-')}`, title);
       grid.append(panel.root);
       const [x, ...ys] = alignSeries(runs, key);
@@ -860,20 +1032,53 @@ async function renderCompare(view, ids) {
   const rows = runs.map((run, i) => {
     const best = run.series.best || {};
     const final = run.series.final || {};
-    return el('tr', { 'data-job-id': run.id },
-      el('td', {}, el('span', { class: 'swatch', style: `background:${color(i)}` }),
-        el('a', { href: `#/job/${encodeURIComponent(run.id)}`, text: label(run) })),
+    return el(
+      'tr',
+      { 'data-job-id': run.id },
+      el(
+        'td',
+        {},
+        el('span', { class: 'swatch', style: `background:${color(i)}` }),
+        el('a', { href: `#/job/${encodeURIComponent(run.id)}`, text: label(run) }),
+      ),
       el('td', {}, el('span', { class: `state state-${run.summary.state}`, text: run.summary.state })),
       el('td', { text: fmtNumber(final.loss) }),
       el('td', { text: fmtNumber(best.loss) }),
       el('td', { text: fmtNumber(final.validation_metric) }),
       el('td', { text: fmtNumber(best.validation_metric) }),
-      el('td', { text: final.sparsity_pct === null || final.sparsity_pct === undefined ? '—' : final.sparsity_pct.toFixed(1) }));
+      el('td', {
+        text: final.sparsity_pct === null || final.sparsity_pct === undefined ? '—' : final.sparsity_pct.toFixed(1),
+      }),
+    );
   });
-  view.append(el('div', { class: 'table-scroll' }, el('table', { id: 'compare-table', class: 'data' },
-    el('thead', {}, el('tr', {}, ['Job', 'State', 'Final loss', 'Best loss', 'Final val. metric', 'Best val. metric', 'Final sparsity %']
-      .map((h) => el('th', { text: h })))),
-    el('tbody', {}, rows))));
+  view.append(
+    el(
+      'div',
+      { class: 'table-scroll' },
+      el(
+        'table',
+        { id: 'compare-table', class: 'data' },
+        el(
+          'thead',
+          {},
+          el(
+            'tr',
+            {},
+            [
+              'Job',
+              'State',
+              'Final loss',
+              'Best loss',
+              'Final val. metric',
+              'Best val. metric',
+              'Final sparsity %',
+            ].map((h) => el('th', { text: h })),
+          ),
+        ),
+        el('tbody', {}, rows),
+      ),
+    ),
+  );
 
   return () => charts.forEach((c) => c.destroy());
 }
