@@ -52,10 +52,12 @@ async function finish(code, message) {
   if (code === 1) {
     const tail = sparrowdLogTail();
     if (tail) process.stderr.write(`--- last lines of sparrowd's log ---\n${tail}\n`);
+    if (tmpDir) process.stderr.write(`[dashboard_test] kept ${tmpDir} (data dir, specs, sparrowd.log)\n`);
   }
-  if (browser) await browser.close().catch(() => {});
+  // A wedged browser must not keep us from exiting.
+  if (browser) await Promise.race([browser.close().catch(() => {}), sleep(5000)]);
   killChildren();
-  if (tmpDir && code === 0) fs.rmSync(tmpDir, { recursive: true, force: true });
+  if (tmpDir && code === 0) fs.rmSync(tmpDir, { recursive: true, force: true, maxRetries: 3 });
   process.exit(code);
 }
 
