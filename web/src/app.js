@@ -6,6 +6,7 @@
 const TERMINAL_STATES = new Set(['SUCCEEDED', 'FAILED', 'CANCELLED']);
 const ALL_STATES = ['QUEUED', 'RUNNING', 'CANCELLING', 'SUCCEEDED', 'FAILED', 'CANCELLED'];
 const RUNS_POLL_MS = 2000;
+const RUNS_MAX_PAGES = 5; // 5000 jobs; beyond that the table would be slow anyway
 const REDRAW_INTERVAL_MS = 100; // live charts redraw at most 10 times a second
 const SERIES_POINTS = 2000;
 
@@ -366,6 +367,19 @@ function runCell(job, key) {
   }
 }
 
+// Every job of the tenant, following page tokens, but at most RUNS_MAX_PAGES pages per poll.
+async function listAllJobs() {
+  const jobs = [];
+  let token = '';
+  for (let page = 0; page < RUNS_MAX_PAGES; page++) {
+    const reply = await api(`/api/v1/jobs?page_size=1000&page_token=${encodeURIComponent(token)}`);
+    jobs.push(...(reply.jobs || []));
+    token = reply.next_page_token;
+    if (!token) break;
+  }
+  return jobs;
+}
+
 function renderRuns(view) {
   const state = { jobs: [], sortKey: null, sortAscending: true, selected: new Set() };
 
@@ -431,14 +445,15 @@ function renderRuns(view) {
             (field) => field && field.toLowerCase().includes(text),
           )),
     );
-    if (state.sortKey) {
-      const column = RUN_COLUMNS.find((c) => c.key === state.sortKey);
-      jobs = jobs.slice().sort((a, b) => {
-        const order = compareValues(column.value(a), column.value(b));
-        return state.sortAscending ? order : -order;
-      });
+    if (!state.sortKey) {
+      // Newest first until the user picks a column, whatever order the server lists them in.
+      return jobs.slice().sort((a, b) => Date.parse(b.create_time) - Date.parse(a.create_time));
     }
-    return jobs;
+    const column = RUN_COLUMNS.find((c) => c.key === state.sortKey);
+    return jobs.slice().sort((a, b) => {
+      const order = compareValues(column.value(a), column.value(b));
+      return state.sortAscending ? order : -order;
+    });
   }
 
   function draw() {
@@ -479,9 +494,9 @@ function renderRuns(view) {
   let timer = null;
   async function poll() {
     try {
-      const page = await api('/api/v1/jobs?page_size=1000');
+      const jobs = await listAllJobs();
       if (stopped) return;
-      state.jobs = page.jobs || [];
+      state.jobs = jobs;
       clearError();
       draw();
     } catch (error) {
