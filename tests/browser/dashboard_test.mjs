@@ -283,8 +283,10 @@ async function main() {
   check(href === `#/job/${longId}`, `the long job's row links to ${href}`);
   log('PASS runs table lists both jobs');
 
-  // Sorting by name, then the other way round.
+  // Newest first by default; then sorted by name, and the other way round.
   const names = () => page.$$eval('#runs-table tbody td[data-key="name"]', (cells) => cells.map((c) => c.textContent));
+  const order = await page.$$eval('#runs-table tbody tr', (rows) => rows.map((r) => r.dataset.jobId));
+  check(order.join() === [shortId, longId].join(), `the runs table is not newest first: ${order}`);
   await page.click('#runs-table th[data-key="name"]');
   await waitFor('ascending names', async () => (await names()).join('|') === 'long adam|short lbfgs');
   await page.click('#runs-table th[data-key="name"]');
