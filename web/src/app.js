@@ -234,9 +234,14 @@ class LineChart {
     this.panel.root.classList.toggle('no-values', empty);
   }
 
+  // New points keep a zoomed-in view (drag to zoom) where it is; double-click zooms out and
+  // the chart follows the live data again.
   setData(data) {
+    const { min, max } = this.plot.scales.x;
+    const xs = this.data[0];
+    const zoomed = xs.length > 0 && (min > xs[0] || max < xs[xs.length - 1]);
     this.data = data;
-    this.plot.setData(data);
+    this.plot.setData(data, !zoomed);
     this.markPoints();
   }
 
