@@ -183,10 +183,16 @@ absl::Status SparrowServer::ServeHttp() {
     return server.status();
   }
   http_ = *std::move(server);
-  const std::string host = http.listen.substr(0, http.listen.rfind(':'));
-  spdlog::info("dashboard on {}://{}:{}/",
-               http.tls_cert.empty() ? "http" : "https", host, http_->port());
+  spdlog::info("dashboard on {}", dashboard_url());
   return absl::OkStatus();
+}
+
+std::string SparrowServer::dashboard_url() const {
+  if (http_ == nullptr) return "";
+  absl::string_view listen = options_.http.listen;
+  return absl::StrCat(options_.tls_cert.empty() ? "http" : "https", "://",
+                      listen.substr(0, listen.rfind(':')), ":", http_->port(),
+                      "/");
 }
 
 std::string SparrowServer::address() const {

@@ -54,6 +54,8 @@ class SparrowServer {
   int port() const { return port_; }
   // The HTTP port (0 when HTTP is off).
   int http_port() const { return http_ != nullptr ? http_->port() : 0; }
+  // "http://HOST:PORT/" of the dashboard, or "" while it is off.
+  std::string dashboard_url() const;
   std::string address() const;  // host:port actually bound
 
   // Graceful stop: new calls get UNAVAILABLE, health turns NOT_SERVING,

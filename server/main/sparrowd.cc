@@ -170,6 +170,10 @@ int Serve(const sparrow::server::ServerOptions& o) {
     return 2;
   }
   std::cout << "sparrowd: listening on " << (*server)->address() << std::endl;
+  if ((*server)->http_port() != 0) {
+    std::cout << "sparrowd: dashboard on " << (*server)->dashboard_url()
+              << std::endl;
+  }
   int signal = 0;
   sigwait(&stop, &signal);
   spdlog::info(

@@ -161,7 +161,7 @@ start_sparrowd() {
   shift 2
   : > "$log"
   # Every iteration an event: the restart checks count them.
-  "$sparrowd" --listen "$listen" --min-event-interval-ms 0 "$@" > "$log" 2>&1 &
+  "$sparrowd" --listen "$listen" --http-listen 127.0.0.1:0 --min-event-interval-ms 0 "$@" > "$log" 2>&1 &
   server_pid=$!
   pids+=("$server_pid")
   server_addr=""

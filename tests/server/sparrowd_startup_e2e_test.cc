@@ -38,9 +38,10 @@ class SparrowdStartupE2E : public ::testing::Test {
   }
 
   std::vector<std::string> Args() const {
-    return {"--listen",   "127.0.0.1:0",
-            "--data-dir", (dir_ / "data").string(),
-            "--workers",  "1"};
+    return {"--listen",      "127.0.0.1:0",
+            "--http-listen", "127.0.0.1:0",
+            "--data-dir",    (dir_ / "data").string(),
+            "--workers",     "1"};
   }
 
   // Runs sparrowd until it exits by itself (or 30 s); its exit code.
