@@ -31,6 +31,7 @@ cleanup() {
   local p
   for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null; done
   for p in "${pids[@]}"; do wait_exit "$p" 5; done
+  for p in ${orphans:-}; do alive "$p" && kill -KILL "$p"; done
   rm -rf "$tmp"
 }
 trap cleanup EXIT
@@ -75,7 +76,7 @@ export SPARROW_ADDR=127.0.0.1:$grpc_port SPARROW_TOKEN=
 start_sparrowd() {
   local i
   "$sparrowd" --listen "$SPARROW_ADDR" --http-listen "127.0.0.1:$http_port" --data-dir "$tmp/data" \
-    --workers 1 --min-event-interval-ms 0 --checkpoint-every 5 > "$1" 2>&1 &
+    --workers 1 --min-event-interval-ms 0 --checkpoint-every 5 --checkpoint-min-seconds 0 > "$1" 2>&1 &
   server_pid=$!
   pids+=("$server_pid")
   for ((i = 0; i < 150; i++)); do
@@ -106,10 +107,11 @@ PY
 }
 count() { events "$1" 2>/dev/null | wc -l; }
 # dense FILE: JSON events with seqs 1, 2, 3, ... once each, the final SUCCEEDED state event
-# last (and only there), and a RUNNING event "resumed" after the kill.
+# last (and only there), and one RUNNING event "resumed ... from the checkpoint at iteration K"
+# followed by iteration K + 1.
 dense() {
   "$py" - "$1" <<'PY'
-import json, sys
+import json, re, sys
 ev = [json.loads(l) for l in open(sys.argv[1])]
 seqs = [e["seq"] for e in ev]
 if seqs != list(range(1, len(seqs) + 1)):
@@ -119,7 +121,10 @@ if seqs != list(range(1, len(seqs) + 1)):
 final = [i for i, e in enumerate(ev) if e.get("state") in ("SUCCEEDED", "FAILED", "CANCELLED")]
 assert final == [len(ev) - 1] and ev[-1]["kind"] == "STATE" and ev[-1]["state"] == "SUCCEEDED", \
     "final state events at %s of %d: %r" % (final, len(ev), ev[-1])
-assert any(e.get("state") == "RUNNING" and "resumed" in e.get("reason", "") for e in ev), "no resume"
+r = [i for i, e in enumerate(ev) if e.get("state") == "RUNNING" and "resumed" in e.get("reason", "")]
+assert len(r) == 1, "want one resumed RUNNING event, got %s" % r
+k = int(re.search(r"checkpoint at iteration (\d+)", ev[r[0]]["reason"]).group(1))
+assert ev[r[0] + 1].get("iteration") == k + 1, "resumed at %d, then %r" % (k, ev[r[0] + 1])
 PY
 }
 
@@ -146,8 +151,13 @@ timeout 60 curl -sN "$http/jobs/$job/events" > "$tmp/pre.sse" &
 pre_pid=$!
 pids+=("$pre_pid")
 for ((i = 0; i < 200; i++)); do [[ $(count "$tmp/pre.sse") -ge 60 ]] && break; sleep 0.1; done
+orphans=$(pgrep -P "$server_pid")  # the job's worker process
+[[ -n $orphans ]] || bad "no worker process of sparrowd before the kill"
 { kill -KILL "$server_pid"; wait "$server_pid"; } 2>/dev/null  # together, or bash reports "Killed"
 wait_exit "$server_pid" 5
+gone() { local p; for p in $orphans; do alive "$p" && return 1; done; return 0; }
+for ((i = 0; i < 50; i++)); do gone && break; sleep 0.1; done
+check "the worker process ($orphans) ends with the killed sparrowd" gone
 wait_exit "$pre_pid" 10
 events "$tmp/pre.sse" > "$tmp/pre.json" || fatal "the stream before the kill: $(tail -c 300 "$tmp/pre.sse")"
 last=$("$py" -c 'import json,sys; print(json.loads(open(sys.argv[1]).readlines()[-1])["seq"])' "$tmp/pre.json")
