@@ -1,9 +1,8 @@
 #!/usr/bin/env bash
-# End-to-end check that the SSE stream GET /api/v1/jobs/{id}/events resumes exactly across a
-# SIGKILL and restart of sparrowd (same data dir, same gRPC and HTTP ports): the events read
-# before the kill plus those read after the restart (once with Last-Event-ID, once with
-# ?after_seq=) are seqs 1, 2, 3, ... without gap or duplicate, ending with the SUCCEEDED state
-# event; and they equal a fresh replay from seq 0 and the events.csv export.
+# End-to-end: the SSE stream GET /api/v1/jobs/{id}/events resumes exactly across a SIGKILL and
+# restart of sparrowd (same data dir and ports). The events read before the kill plus those read
+# after the restart (with Last-Event-ID, and with ?after_seq=) are seqs 1, 2, 3, ... without gap
+# or duplicate, the SUCCEEDED event last, equal to a replay from seq 0 and to events.csv.
 # Usage: sse_resume_test.sh BIN_DIR   (run from the repository root)
 set -u
 command -v curl > /dev/null || { echo "SKIP: curl is missing"; exit 77; }
@@ -15,8 +14,7 @@ tmp=$(mktemp -d)
 pids=()  # every process started in the background, killed on exit
 
 alive() {  # alive PID: the process exists and is not a zombie
-  local st
-  st=$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null) && [[ -n $st && $st != Z ]]
+  local st; st=$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null) && [[ -n $st && $st != Z ]]
 }
 # wait_exit PID SECONDS: waits for a background child (SIGKILL after SECONDS); sets exit_status.
 wait_exit() {
@@ -37,12 +35,10 @@ cleanup() {
 trap cleanup EXIT
 trap "exit 143" TERM INT  # still clean up (the EXIT trap)
 
-passed=0
-failed=0
+passed=0 failed=0
 bad() { failed=$((failed + 1)); echo "FAIL: $*"; }
 check() {  # check DESCRIPTION COMMAND...: passes when the command succeeds
-  local what=$1
-  shift
+  local what=$1; shift
   if "$@"; then passed=$((passed + 1)); echo "PASS: $what"; else bad "$what"; fi
 }
 fatal() { echo "FAIL: $*"; for f in "$tmp"/d?.log; do echo "--- $f"; tail -n 15 "$f"; done; exit 1; }
@@ -54,16 +50,13 @@ read -r grpc_port http_port < <("$py" - <<'PY'
 import random, socket
 lo, hi = map(int, open("/proc/sys/net/ipv4/ip_local_port_range").read().split())
 ports = [p for p in range(20000, 32768) if not lo <= p <= hi] or list(range(20000, 65536))
-random.shuffle(ports)
 found = []
-for p in ports[:500]:
-    s = socket.socket()
-    try:
-        s.bind(("127.0.0.1", p)); found.append(p)
-    except OSError:
-        pass
-    finally:
-        s.close()
+for p in random.sample(ports, min(500, len(ports))):
+    with socket.socket() as s:
+        try:
+            s.bind(("127.0.0.1", p)); found.append(p)
+        except OSError:
+            continue
     if len(found) == 2: break
 print(*found)
 PY
@@ -105,7 +98,6 @@ for frame in open(sys.argv[1]).read().split("\n\n")[:-1]:
     print(json.dumps(e, sort_keys=True))
 PY
 }
-count() { events "$1" 2>/dev/null | wc -l; }
 # dense FILE: JSON events with seqs 1, 2, 3, ... once each, the final SUCCEEDED state event
 # last (and only there), and one RUNNING event "resumed ... from the checkpoint at iteration K"
 # followed by iteration K + 1.
@@ -148,9 +140,8 @@ echo "job $job, gRPC $grpc_port, HTTP $http_port"
 
 # --- read the stream, SIGKILL sparrowd mid-job ---------------------------------------------
 timeout 60 curl -sN "$http/jobs/$job/events" > "$tmp/pre.sse" &
-pre_pid=$!
-pids+=("$pre_pid")
-for ((i = 0; i < 200; i++)); do [[ $(count "$tmp/pre.sse") -ge 60 ]] && break; sleep 0.1; done
+pre_pid=$! && pids+=("$pre_pid")
+for ((i = 0; i < 200; i++)); do [[ $(events "$tmp/pre.sse" 2>/dev/null | wc -l) -ge 60 ]] && break; sleep 0.1; done
 orphans=$(pgrep -P "$server_pid")  # the job's worker process
 [[ -n $orphans ]] || bad "no worker process of sparrowd before the kill"
 { kill -KILL "$server_pid"; wait "$server_pid"; } 2>/dev/null  # together, or bash reports "Killed"
@@ -167,10 +158,9 @@ check "before the kill: >= 60 events, none final (last id $last)" \
 # --- restart on the same ports and data dir; resume two ways -------------------------------
 start_sparrowd "$tmp/d2.log"
 timeout 60 curl -sN -H "Last-Event-ID: $last" "$http/jobs/$job/events" > "$tmp/post_header.sse" &
-h_pid=$!
+h_pid=$! && pids+=("$h_pid")
 timeout 60 curl -sN "$http/jobs/$job/events?after_seq=$last" > "$tmp/post_param.sse" &
-q_pid=$!
-pids+=("$h_pid" "$q_pid")
+q_pid=$! && pids+=("$q_pid")
 wait_exit "$h_pid" 60
 check "Last-Event-ID stream ends by itself (curl exit $exit_status)" [ "$exit_status" == 0 ]
 wait_exit "$q_pid" 60
