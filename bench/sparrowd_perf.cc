@@ -216,10 +216,9 @@ class Daemon {
     fs::create_directories(dir);
     auto d = std::unique_ptr<Daemon>(new Daemon);
     d->log_ = dir / "sparrowd.log";
-    std::vector<std::string> args = {bin,           "--listen",
-                                     "127.0.0.1:0", "--http-listen",
-                                     "127.0.0.1:0", "--workers",
-                                     "1"};
+    std::vector<std::string> args = {
+        bin,         "--listen", "127.0.0.1:0", "--http-listen", "127.0.0.1:0",
+        "--workers", "1"};
     if (std::find(extra.begin(), extra.end(), "--data-dir") == extra.end()) {
       args.push_back("--data-dir");
       args.push_back((dir / "data").string());

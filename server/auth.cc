@@ -60,7 +60,8 @@ absl::StatusOr<std::string> Authenticator::Tenant(
         "this server requires a bearer token: pass --token or set "
         "SPARROW_TOKEN");
   }
-  return TenantOfHeader(absl::string_view(it->second.data(), it->second.size()));
+  return TenantOfHeader(
+      absl::string_view(it->second.data(), it->second.size()));
 }
 
 absl::StatusOr<std::string> Authenticator::TenantOfHeader(
@@ -77,8 +78,7 @@ absl::StatusOr<std::string> Authenticator::TenantOfHeader(
 absl::StatusOr<std::string> Authenticator::TenantOfToken(
     absl::string_view token) const {
   if (tenants_.empty()) return std::string("default");
-  auto tenant =
-      tenants_.find(std::string(absl::StripAsciiWhitespace(token)));
+  auto tenant = tenants_.find(std::string(absl::StripAsciiWhitespace(token)));
   if (tenant == tenants_.end()) {
     return absl::UnauthenticatedError("the token is not valid on this server");
   }

@@ -19,7 +19,7 @@ constexpr size_t kMaxCachedFits = 16;
 Reply JsonReply(const json& j, int status = 200) {
   Reply r;
   r.status = status;
-  r.body = j.dump();
+  r.body = JsonText(j);
   return r;
 }
 
@@ -46,6 +46,10 @@ absl::StatusOr<int> ParsePageSize(const std::string& text) {
 }
 
 }  // namespace
+
+std::string JsonText(const json& j) {
+  return j.dump(-1, ' ', false, json::error_handler_t::replace);
+}
 
 int HttpStatus(absl::StatusCode code) {
   switch (code) {
@@ -77,14 +81,15 @@ int HttpStatus(absl::StatusCode code) {
   }
 }
 
-Reply ErrorReply(const absl::Status& status) {
+Reply ErrorReply(const absl::Status& status, int http_status) {
   // The gRPC mapping keeps internal details out of the message.
   const std::string message = ToGrpcStatus(status).error_message();
+  if (http_status == 0) http_status = HttpStatus(status.code());
   return JsonReply({{"error",
-                     {{"code", HttpStatus(status.code())},
+                     {{"code", http_status},
                       {"status", absl::StatusCodeToString(status.code())},
                       {"message", message}}}},
-                   HttpStatus(status.code()));
+                   http_status);
 }
 
 absl::StatusOr<int> ParsePoints(const std::string& text) {
@@ -143,7 +148,7 @@ Reply Api::Series(const std::string& tenant, const std::string& id,
   if (!job.ok()) return ErrorReply(job.status());
   Reply reply;
   absl::Status s = series_.Use(id, [&](const SeriesColumns& columns) {
-    reply.body = SeriesJson(columns, *points).dump();
+    reply.body = JsonText(SeriesJson(columns, *points));
   });
   return s.ok() ? reply : ErrorReply(s);
 }
@@ -153,9 +158,9 @@ absl::StatusOr<v1::TrainedModel> Api::SucceededModel(const std::string& tenant,
                                                      v1::Job* job) {
   SPARROW_ASSIGN_OR_RETURN(*job, jobs_->GetJob(tenant, id));
   if (job->state() != v1::Job::SUCCEEDED) {
-    return absl::NotFoundError(absl::StrCat(
-        "job ", id, " is ", v1::Job::State_Name(job->state()),
-        "; it has a model once it has SUCCEEDED"));
+    return absl::NotFoundError(
+        absl::StrCat("job ", id, " is ", v1::Job::State_Name(job->state()),
+                     "; it has a model once it has SUCCEEDED"));
   }
   return store_->GetModel(id);
 }

@@ -26,7 +26,11 @@ struct Reply {
 
 // {"error": {"code", "status", "message"}} with the HTTP status of the
 // absl code; internal errors keep their details in the log (server/status.h).
-Reply ErrorReply(const absl::Status& status);
+// http_status 0 = the one of status.code() (HttpStatus).
+Reply ErrorReply(const absl::Status& status, int http_status = 0);
+// j as compact JSON text; bytes that are not UTF-8 (which nlohmann::json
+// would throw on) become U+FFFD.
+std::string JsonText(const nlohmann::json& j);
 int HttpStatus(absl::StatusCode code);
 
 inline constexpr int kDefaultPoints = 2000;

@@ -78,14 +78,11 @@ std::string FormatTime(int64_t unix_nanos) {
 }
 
 std::string EventJson(const v1::ProgressEvent& e) {
-  std::string out = absl::StrCat("{\"seq\":", e.seq(), ",\"kind\":\"",
-                                 e.kind() == v1::ProgressEvent::STATE
-                                     ? "STATE"
-                                     : "ITERATION",
-                                 "\",\"time\":\"",
-                                 FormatTime(TimeUtil::TimestampToNanoseconds(
-                                     e.time())),
-                                 "\"");
+  std::string out = absl::StrCat(
+      "{\"seq\":", e.seq(), ",\"kind\":\"",
+      e.kind() == v1::ProgressEvent::STATE ? "STATE" : "ITERATION",
+      "\",\"time\":\"", FormatTime(TimeUtil::TimestampToNanoseconds(e.time())),
+      "\"");
   if (e.kind() == v1::ProgressEvent::STATE) {
     absl::StrAppend(&out, ",\"state\":\"", v1::Job::State_Name(e.state()),
                     "\",\"reason\":");

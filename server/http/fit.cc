@@ -29,8 +29,8 @@ Eigen::MatrixXd Concat(const std::vector<Eigen::MatrixXd>& parts) {
 }
 
 // Free-run simulation of every trace of the split.
-absl::Status SimulateSplit(const core::Model& m, const core::data::SequenceData& seq,
-                           Fit* fit) {
+absl::Status SimulateSplit(const core::Model& m,
+                           const core::data::SequenceData& seq, Fit* fit) {
   std::vector<Eigen::MatrixXd> measured, predicted;
   for (size_t t = 0; t < seq.traces.size(); ++t) {
     const core::data::Trace& tr = seq.traces[t];
@@ -50,7 +50,8 @@ absl::Status SimulateSplit(const core::Model& m, const core::data::SequenceData&
 // next to the measured label.
 absl::Status PredictSplit(const core::Model& m,
                           const core::data::TableData& table, Fit* fit) {
-  SPARROW_ASSIGN_OR_RETURN(Eigen::MatrixXd yhat, core::PredictTable(m, table.x));
+  SPARROW_ASSIGN_OR_RETURN(Eigen::MatrixXd yhat,
+                           core::PredictTable(m, table.x));
   if (m.loss.kind == core::LossKind::kSoftmaxCrossEntropy &&
       table.y.rows() == 1 && yhat.rows() > 1) {
     Eigen::MatrixXd labels(1, yhat.cols());
@@ -68,10 +69,13 @@ absl::Status PredictSplit(const core::Model& m,
 }
 
 json Metrics(const v1::Metrics& m, bool test) {
-  auto number = [](double v) { return std::isfinite(v) ? json(v) : json(nullptr); };
-  return {{"rmse", number(test ? m.test_rmse() : m.validation_rmse())},
-          {"bfr", number(test ? m.test_bfr() : m.validation_bfr())},
-          {"accuracy", number(test ? m.test_accuracy() : m.validation_accuracy())}};
+  auto number = [](double v) {
+    return std::isfinite(v) ? json(v) : json(nullptr);
+  };
+  return {
+      {"rmse", number(test ? m.test_rmse() : m.validation_rmse())},
+      {"bfr", number(test ? m.test_bfr() : m.validation_bfr())},
+      {"accuracy", number(test ? m.test_accuracy() : m.validation_accuracy())}};
 }
 
 }  // namespace
@@ -87,7 +91,8 @@ absl::StatusOr<Fit> ComputeFit(const v1::JobSpec& spec, const std::string& csv,
   fit.outputs = m.output_names;
   if (core::FamilyOf(m.config.kind).sequence()) {
     const bool test = !data.test_seq.traces.empty();
-    const core::data::SequenceData& seq = test ? data.test_seq : data.validation_seq;
+    const core::data::SequenceData& seq =
+        test ? data.test_seq : data.validation_seq;
     if (seq.traces.empty()) {
       return absl::FailedPreconditionError(
           "the job has no test or validation split to plot");
@@ -98,7 +103,8 @@ absl::StatusOr<Fit> ComputeFit(const v1::JobSpec& spec, const std::string& csv,
     return fit;
   }
   const bool test = data.test_table.num_samples() > 0;
-  const core::data::TableData& table = test ? data.test_table : data.validation_table;
+  const core::data::TableData& table =
+      test ? data.test_table : data.validation_table;
   if (table.num_samples() == 0) {
     return absl::FailedPreconditionError(
         "the job has no test or validation split to plot");
@@ -124,11 +130,14 @@ json FitJson(const Fit& fit, int points) {
     measured.push_back(std::move(m));
     predicted.push_back(std::move(p));
   }
-  return {{"mode", fit.mode},       {"split", fit.split},
-          {"outputs", fit.outputs}, {"x", std::move(x)},
+  return {{"mode", fit.mode},
+          {"split", fit.split},
+          {"outputs", fit.outputs},
+          {"x", std::move(x)},
           {"measured", std::move(measured)},
           {"predicted", std::move(predicted)},
-          {"first", fit.first},     {"metrics", fit.metrics}};
+          {"first", fit.first},
+          {"metrics", fit.metrics}};
 }
 
 }  // namespace sparrow::server::http

@@ -17,6 +17,7 @@ namespace {
 constexpr char kCookie[] = "sparrow_session";
 constexpr absl::Duration kSessionLifetime = absl::Hours(12);
 constexpr int kCsvBatch = 4096;
+constexpr size_t kMaxBodyBytes = 64 << 10;
 constexpr char kJobPath[] = R"(/api/v1/jobs/([A-Za-z0-9_.-]+))";
 
 void Write(const Reply& reply, httplib::Response& res) {
@@ -93,25 +94,28 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(
   }
   if (!s->server_->is_valid()) {
     return absl::InvalidArgumentError(
-        "the HTTP port cannot use --tls-cert / --tls-key; check both PEM files");
+        "the HTTP port cannot use --tls-cert / --tls-key; check both PEM "
+        "files");
   }
   // Each open event stream holds a thread while it waits for news.
   const size_t threads = options.threads + options.max_streams;
   s->server_->new_task_queue = [threads] {
     return new httplib::ThreadPool(threads);
   };
+  // No request needs a body beyond a login form; httplib's default is no
+  // limit at all.
+  s->server_->set_payload_max_length(kMaxBodyBytes);
   s->Routes();
   const auto& [host, port] = *host_port;
   s->port_ = port == 0 ? s->server_->bind_to_any_port(host)
                        : (s->server_->bind_to_port(host, port) ? port : -1);
   if (s->port_ < 0) {
-    return absl::UnavailableError(absl::StrCat(
-        "cannot listen on --http-listen ", options.listen,
-        " (in use, or not an address of this machine)"));
+    return absl::UnavailableError(
+        absl::StrCat("cannot listen on --http-listen ", options.listen,
+                     " (in use, or not an address of this machine)"));
   }
-  s->thread_ = std::thread([server = s->server_.get()] {
-    server->listen_after_bind();
-  });
+  s->thread_ =
+      std::thread([server = s->server_.get()] { server->listen_after_bind(); });
   return s;
 }
 
@@ -129,14 +133,16 @@ void HttpServer::Stop() {
 absl::StatusOr<HttpServer::Caller> HttpServer::Authenticate(
     const httplib::Request& req) {
   if (req.has_header("Authorization")) {
-    auto tenant = deps_.auth->TenantOfHeader(req.get_header_value("Authorization"));
+    auto tenant =
+        deps_.auth->TenantOfHeader(req.get_header_value("Authorization"));
     if (!tenant.ok()) return tenant.status();
     return Caller{*tenant, "bearer", ""};
   }
   if (std::optional<Session> s = sessions_.Find(CookieValue(req, kCookie))) {
     return Caller{s->tenant, "cookie", s->csrf_token};
   }
-  if (!deps_.auth->enabled()) return Caller{"default", "none", open_csrf_token_};
+  if (!deps_.auth->enabled())
+    return Caller{"default", "none", open_csrf_token_};
   return absl::UnauthenticatedError(
       "log in at /login, or send 'Authorization: Bearer TOKEN' (a token of "
       "sparrowd's --tokens-file)");
@@ -170,11 +176,26 @@ void HttpServer::Serve(const httplib::Request& req, httplib::Response& res,
 void HttpServer::Routes() {
   ApiRoutes();
   PageRoutes();
-  server_->set_error_handler([](const httplib::Request&, httplib::Response& res) {
+  server_->set_error_handler([](const httplib::Request&,
+                                httplib::Response& res) {
     if (!res.body.empty()) return;
-    Write(ErrorReply(absl::NotFoundError("no such page or API call; see "
-                                         "docs/dashboard.md")),
-          res);
+    // httplib's own refusals (411, 413, 414, 400 on a malformed request)
+    // keep their status and get a JSON body; only a missing route is 404.
+    const int status = res.status;
+    if (status == 404) {
+      Write(ErrorReply(absl::NotFoundError(
+                "no such page or API call; see docs/dashboard.md")),
+            res);
+      return;
+    }
+    Write(
+        ErrorReply(absl::InvalidArgumentError(absl::StrCat(
+                       "the request was refused (HTTP ", status,
+                       status == 411 ? ": a body needs a Content-Length" : "",
+                       status == 413 ? ": a body may have at most 64 KiB" : "",
+                       status == 414 ? ": the URI is too long" : "", ")")),
+                   status),
+        res);
   });
 }
 
@@ -197,17 +218,20 @@ void HttpServer::ApiRoutes() {
     });
   });
   s.Get(kJobPath, [this](const auto& req, auto& res) {
-    Serve(req, res, false,
-          [&](const Caller& c) { return api_.GetJob(c.tenant, req.matches[1]); });
+    Serve(req, res, false, [&](const Caller& c) {
+      return api_.GetJob(c.tenant, req.matches[1]);
+    });
   });
   s.Get(std::string(kJobPath) + "/series", [this](const auto& req, auto& res) {
     Serve(req, res, false, [&](const Caller& c) {
-      return api_.Series(c.tenant, req.matches[1], req.get_param_value("points"));
+      return api_.Series(c.tenant, req.matches[1],
+                         req.get_param_value("points"));
     });
   });
   s.Get(std::string(kJobPath) + "/model", [this](const auto& req, auto& res) {
-    Serve(req, res, false,
-          [&](const Caller& c) { return api_.Model(c.tenant, req.matches[1]); });
+    Serve(req, res, false, [&](const Caller& c) {
+      return api_.Model(c.tenant, req.matches[1]);
+    });
   });
   s.Get(std::string(kJobPath) + "/fit", [this](const auto& req, auto& res) {
     Serve(req, res, false, [&](const Caller& c) {
@@ -215,8 +239,9 @@ void HttpServer::ApiRoutes() {
     });
   });
   s.Post(std::string(kJobPath) + ":cancel", [this](const auto& req, auto& res) {
-    Serve(req, res, true,
-          [&](const Caller& c) { return api_.Cancel(c.tenant, req.matches[1]); });
+    Serve(req, res, true, [&](const Caller& c) {
+      return api_.Cancel(c.tenant, req.matches[1]);
+    });
   });
   s.Get(std::string(kJobPath) + "/events",
         [this](const auto& req, auto& res) { ServeEvents(req, res); });
@@ -234,7 +259,8 @@ void HttpServer::PageRoutes() {
   s.Post("/login", [this](const auto& req, auto& res) { Login(req, res); });
 }
 
-void HttpServer::ServeAsset(const httplib::Request& req, httplib::Response& res) {
+void HttpServer::ServeAsset(const httplib::Request& req,
+                            httplib::Response& res) {
   if (req.has_param("token") && LoginFromQuery(req, res)) return;
   const std::string path = req.path == "/"        ? "/index.html"
                            : req.path == "/login" ? "/login.html"
@@ -301,8 +327,9 @@ void HttpServer::ServeEvents(const httplib::Request& req,
       return Write(ErrorReply(absl::UnavailableError(absl::StrCat(
                        stopping_ ? "sparrowd is shutting down"
                                  : "too many event streams are open (",
-                       stopping_ ? "" : absl::StrCat("--http-max-streams ",
-                                                     options_.max_streams, ")"),
+                       stopping_ ? ""
+                                 : absl::StrCat("--http-max-streams ",
+                                                options_.max_streams, ")"),
                        "; try again shortly"))),
                    res);
     }
@@ -318,7 +345,8 @@ void HttpServer::ServeEvents(const httplib::Request& req,
         std::string text = offset == 0 ? "retry: 2000\n\n" : "";
         bool done = false;
         text += stream->Next(&done);
-        if (!text.empty() && !sink.write(text.data(), text.size())) return false;
+        if (!text.empty() && !sink.write(text.data(), text.size()))
+          return false;
         if (done) sink.done();
         return true;
       },
@@ -349,7 +377,8 @@ void HttpServer::ServeEventsCsv(const httplib::Request& req,
         if (!events.ok()) return false;
         for (const v1::ProgressEvent& e : *events) AppendCsvRow(e, &text);
         if (!events->empty()) *last = events->back().seq();
-        if (!text.empty() && !sink.write(text.data(), text.size())) return false;
+        if (!text.empty() && !sink.write(text.data(), text.size()))
+          return false;
         if (static_cast<int>(events->size()) < kCsvBatch) sink.done();
         return true;
       });

@@ -36,8 +36,9 @@ std::vector<Network> Networks(const core::Model& m,
   if (m.config.is<core::NarxMlpKind>()) {
     return {{"", core::NarxModel(m).network(), 0}};
   }
-  return {{"", core::Mlp(core::NetworkSpec(m.config, proto.num_inputs(),
-                                           proto.num_outputs())),
+  return {{"",
+           core::Mlp(core::NetworkSpec(m.config, proto.num_inputs(),
+                                       proto.num_outputs())),
            0}};
 }
 

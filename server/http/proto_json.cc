@@ -40,8 +40,7 @@ nlohmann::json Value(const Message& m, const FieldDescriptor* f, int index) {
     case FieldDescriptor::CPPTYPE_STRING:
       return rep ? r->GetRepeatedString(m, f, index) : r->GetString(m, f);
     case FieldDescriptor::CPPTYPE_ENUM:
-      return (rep ? r->GetRepeatedEnum(m, f, index) : r->GetEnum(m, f))
-          ->name();
+      return (rep ? r->GetRepeatedEnum(m, f, index) : r->GetEnum(m, f))->name();
     case FieldDescriptor::CPPTYPE_MESSAGE:
       return ProtoJson(rep ? r->GetRepeatedMessage(m, f, index)
                            : r->GetMessage(m, f));
@@ -66,7 +65,8 @@ nlohmann::json MapJson(const Message& m, const FieldDescriptor* f) {
 
 nlohmann::json TimeJson(const google::protobuf::Timestamp& t) {
   if (t.seconds() == 0 && t.nanos() == 0) return nullptr;
-  return FormatTime(google::protobuf::util::TimeUtil::TimestampToNanoseconds(t));
+  return FormatTime(
+      google::protobuf::util::TimeUtil::TimestampToNanoseconds(t));
 }
 
 nlohmann::json ProtoJson(const Message& m) {

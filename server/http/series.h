@@ -36,7 +36,7 @@ struct SeriesColumns {
   std::vector<double> elapsed_seconds, loss, validation_metric, sparsity_pct,
       step_size;
   std::vector<StateMark> states;
-  int64_t last_seq = 0;  // the last event read (either kind)
+  int64_t last_seq = 0;               // the last event read (either kind)
   double best_loss, best_validation;  // NaN until one is seen
 
   SeriesColumns();

@@ -33,7 +33,7 @@ struct Fit {
   std::string split;
   std::vector<std::string> outputs;
   Eigen::MatrixXd measured, predicted;  // outputs x samples
-  int first = 0;  // first sample genuinely predicted
+  int first = 0;                        // first sample genuinely predicted
   nlohmann::json metrics;
 };
 // The fit of the test split (the validation split when there is no test

@@ -361,9 +361,8 @@ class SparrowdChaos : public ::testing::Test {
   void StartServer() {
     processes_.push_back(
         std::make_unique<SparrowdProcess>(std::vector<std::string>{
-            "--listen", address_, "--http-listen", "", "--data-dir",
-            data_dir(), "--workers",
-            absl::StrCat(kWorkers), "--checkpoint-every", "10",
+            "--listen", address_, "--http-listen", "", "--data-dir", data_dir(),
+            "--workers", absl::StrCat(kWorkers), "--checkpoint-every", "10",
             "--checkpoint-min-seconds", "0.1"}));
     started_ = absl::Now();
   }

@@ -410,9 +410,8 @@ class SparrowdE2E : public ::testing::Test {
   // it.
   void StartServer(const std::vector<std::string>& extra = {}) {
     std::vector<std::string> args = {
-        "--listen", "127.0.0.1:0", "--http-listen", "127.0.0.1:0",
-        "--data-dir", (dir_ / "data").string(),
-        "--workers", "1", "--checkpoint-every", "5",
+        "--listen", "127.0.0.1:0", "--http-listen", "127.0.0.1:0", "--data-dir",
+        (dir_ / "data").string(), "--workers", "1", "--checkpoint-every", "5",
         // Every iteration is an event and every 5th a checkpoint: the
         // crash tests count them.
         "--min-event-interval-ms", "0", "--checkpoint-min-seconds", "0"};
