@@ -2,7 +2,7 @@
 //
 //   node bench/dashboard_series.mjs [--bin-dir /tmp/dash-bin] [--keep DIR] [--events 1000000]
 //                                   [--restarts 5] [--warm 20] [--csv-encodings identity,gzip]
-//                                   [--json FILE]
+//                                   [--page-accept-encoding 'gzip, deflate'] [--json FILE]
 //
 // Makes (or, with --keep DIR / $BENCH_KEEP, reuses) a finished job with about --events events: Adam
 // on a tiny state-space RNN (nx 1, 2 hidden units, 16 training samples of the synthetic cascaded
@@ -95,8 +95,11 @@ async function makeJob(binDir, keep, events) {
   }
 }
 
-async function pageRender(browser, url) {
-  const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+async function pageRender(browser, url, acceptEncoding) {
+  const context = await browser.newContext({
+    viewport: { width: 1280, height: 800 },
+    ...(acceptEncoding ? { extraHTTPHeaders: { 'Accept-Encoding': acceptEncoding } } : {}),
+  });
   try {
     const page = await context.newPage();
     const errors = [];
@@ -127,7 +130,7 @@ async function pageRender(browser, url) {
 async function main() {
   const opt = parseArgs(process.argv.slice(2), {
     bin_dir: path.join(REPO, 'build', 'bin'), keep: process.env.BENCH_KEEP || '', events: 1_000_000,
-    restarts: 5, warm: 20, json: '', csv_encodings: 'identity,gzip',
+    restarts: 5, warm: 20, json: '', csv_encodings: 'identity,gzip', page_accept_encoding: '',
   });
   const binDir = path.resolve(opt.bin_dir);
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'sparrow-series-bench-'));
@@ -190,7 +193,7 @@ async function main() {
       sd = await startSparrowd(binDir, dataDir, path.join(tmp, 'sparrowd.log'));
       try {
         const url = `${sd.base}/#/job/${job.id}`;
-        const cold = await pageRender(browser, url);
+        const cold = await pageRender(browser, url, opt.page_accept_encoding);
         r.page_cold.push(cold.ms);
         r.page_cold_node.push(cold.node_ms);
         r.page_cold_assets_at.push(cold.assets);
@@ -199,7 +202,7 @@ async function main() {
         const warm = [];
         const warmAssets = [], warmSeries = [];
         for (let i = 0; i < 3; i++) {
-          const w = await pageRender(browser, url);
+          const w = await pageRender(browser, url, opt.page_accept_encoding);
           warm.push(w.ms);
           warmAssets.push(w.assets);
           warmSeries.push(w.series);
