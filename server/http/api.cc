@@ -106,14 +106,6 @@ absl::StatusOr<int> ParsePoints(const std::string& text) {
 Api::Api(Store* store, JobManager* jobs, size_t series_cache_bytes)
     : store_(store), jobs_(jobs), series_(store, series_cache_bytes) {}
 
-absl::StatusOr<json> Api::Summary(const v1::Job& job) {
-  json summary;
-  SPARROW_RETURN_IF_ERROR(series_.Use(job.id(), [&](const SeriesColumns& s) {
-    summary = JobSummary(job, &s);
-  }));
-  return summary;
-}
-
 Reply Api::ListJobs(const std::string& tenant, const std::string& page_size,
                     const std::string& page_token, const std::string& state) {
   auto size = ParsePageSize(page_size);
@@ -123,11 +115,7 @@ Reply Api::ListJobs(const std::string& tenant, const std::string& page_size,
   auto page = store_->ListJobs(tenant, *parsed_state, *size, page_token);
   if (!page.ok()) return ErrorReply(page.status());
   json jobs = json::array();
-  for (const v1::Job& job : page->items) {
-    auto summary = Summary(job);
-    if (!summary.ok()) return ErrorReply(summary.status());
-    jobs.push_back(*std::move(summary));
-  }
+  for (const v1::Job& job : page->items) jobs.push_back(JobSummary(job));
   return JsonReply(
       {{"jobs", std::move(jobs)}, {"next_page_token", page->next_page_token}});
 }
@@ -135,9 +123,7 @@ Reply Api::ListJobs(const std::string& tenant, const std::string& page_size,
 Reply Api::GetJob(const std::string& tenant, const std::string& id) {
   auto job = jobs_->GetJob(tenant, id);
   if (!job.ok()) return ErrorReply(job.status());
-  auto summary = Summary(*job);
-  if (!summary.ok()) return ErrorReply(summary.status());
-  return JsonReply({{"summary", *summary}, {"job", ProtoJson(*job)}});
+  return JsonReply({{"summary", JobSummary(*job)}, {"job", ProtoJson(*job)}});
 }
 
 Reply Api::Series(const std::string& tenant, const std::string& id,
@@ -206,8 +192,7 @@ Reply Api::Fit(const std::string& tenant, const std::string& id,
 Reply Api::Cancel(const std::string& tenant, const std::string& id) {
   auto job = jobs_->Cancel(tenant, id);
   if (!job.ok()) return ErrorReply(job.status());
-  auto summary = Summary(*job);
-  return summary.ok() ? JsonReply(*summary) : ErrorReply(summary.status());
+  return JsonReply(JobSummary(*job));
 }
 
 }  // namespace sparrow::server::http

@@ -53,8 +53,6 @@ class Api {
             const std::string& points);
   Reply Cancel(const std::string& tenant, const std::string& id);
 
- private:
-  absl::StatusOr<nlohmann::json> Summary(const v1::Job& job);
   absl::StatusOr<v1::TrainedModel> SucceededModel(const std::string& tenant,
                                                   const std::string& id,
                                                   v1::Job* job);

@@ -10,21 +10,27 @@
 namespace sparrow::server::http {
 namespace {
 
-constexpr int kReadBatch = 256;
+constexpr int kMaxFramesPerBatch = 2048;
 
 }  // namespace
 
-EventStream::EventStream(Store* store, EventHub* hub, std::string job_id,
-                         int64_t after_seq, absl::Duration keep_alive)
+EventStream::EventStream(Store* store, EventHub* hub,
+                         std::shared_ptr<FrameLog> log, std::string job_id,
+                         int64_t after_seq, Timing timing)
     : store_(store),
       hub_(hub),
+      log_(std::move(log)),
       job_id_(std::move(job_id)),
-      keep_alive_(keep_alive),
+      timing_(timing),
       last_sent_(after_seq),
       signal_(std::make_shared<Signal>()) {}
 
 std::string EventStream::Next(bool* done) {
   *done = false;
+  if (!Pace()) {
+    *done = true;
+    return "";
+  }
   std::string frames = ReadFrames(done);
   if (!frames.empty() || *done) return frames;
   // Caught up. The job's final event is committed before its final state,
@@ -52,21 +58,28 @@ void EventStream::Stop() {
 }
 
 std::string EventStream::ReadFrames(bool* done) {
-  auto events = store_->ListEvents(job_id_, last_sent_, kReadBatch);
   std::string frames;
-  if (!events.ok()) {
+  FrameBatch batch;
+  if (!log_->Read(last_sent_, kMaxFramesPerBatch, &frames, &batch).ok()) {
     *done = true;
     return frames;
   }
-  for (const v1::ProgressEvent& e : *events) {
-    AppendSseFrame(e, &frames);
-    last_sent_ = e.seq();
-    if (v1::IsFinalEvent(e)) {
-      *done = true;
-      break;
-    }
+  if (batch.frames > 0) {
+    last_sent_ = batch.last_seq;
+    last_batch_ = absl::Now();
   }
+  *done = batch.final;
   return frames;
+}
+
+bool EventStream::Pace() {
+  const absl::Duration wait =
+      last_batch_ + timing_.batch_interval - absl::Now();
+  if (wait <= absl::ZeroDuration()) return true;
+  std::unique_lock<std::mutex> lock(signal_->mu);
+  signal_->cv.wait_for(lock, absl::ToChronoNanoseconds(wait),
+                       [this] { return signal_->stopped; });
+  return !signal_->stopped;
 }
 
 bool EventStream::JobIsFinal(int64_t* job_last_seq) {
@@ -90,7 +103,7 @@ bool EventStream::WaitForNews(int64_t after) {
         shared->cv.notify_all();
       });
   std::unique_lock<std::mutex> lock(signal.mu);
-  signal.cv.wait_for(lock, absl::ToChronoMilliseconds(keep_alive_),
+  signal.cv.wait_for(lock, absl::ToChronoMilliseconds(timing_.keep_alive),
                      [&signal] { return signal.news || signal.stopped; });
   const bool stopped = signal.stopped;
   lock.unlock();

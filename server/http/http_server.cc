@@ -2,6 +2,7 @@
 
 #include <utility>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -70,12 +71,27 @@ absl::StatusOr<int64_t> AfterSeq(const httplib::Request& req) {
   return seq;
 }
 
+// Debian's cpp-httplib compresses every text and JSON answer with brotli at
+// its highest quality when the client accepts it, as every browser does:
+// 60-100 ms per script, minutes for a large CSV (bench/README.md). It has no
+// switch for this, so the request is made to accept gzip only (fast, and as
+// small for our text). The Request is non-const in httplib; only the handler
+// sees it as const.
+void OfferOnlyGzip(const httplib::Request& const_req) {
+  auto& req = const_cast<httplib::Request&>(const_req);
+  const bool gzip =
+      absl::StrContains(req.get_header_value("Accept-Encoding"), "gzip");
+  req.headers.erase("Accept-Encoding");
+  if (gzip) req.headers.emplace("Accept-Encoding", "gzip");
+}
+
 }  // namespace
 
 HttpServer::HttpServer(const HttpOptions& options, const HttpDeps& deps)
     : options_(options),
       deps_(deps),
       api_(deps.store, deps.jobs, options.series_cache_bytes),
+      frame_logs_(deps.store, options.frame_log_bytes),
       sessions_(options.max_sessions, kSessionLifetime),
       open_csrf_token_(RandomToken()) {}
 
@@ -105,6 +121,11 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(
   // No request needs a body beyond a login form; httplib's default is no
   // limit at all.
   s->server_->set_payload_max_length(kMaxBodyBytes);
+  s->server_->set_pre_routing_handler(
+      [](const httplib::Request& req, httplib::Response&) {
+        OfferOnlyGzip(req);
+        return httplib::Server::HandlerResponse::Unhandled;
+      });
   s->Routes();
   const auto& [host, port] = *host_port;
   s->port_ = port == 0 ? s->server_->bind_to_any_port(host)
@@ -319,8 +340,9 @@ void HttpServer::ServeEvents(const httplib::Request& req,
   }
   auto after = AfterSeq(req);
   if (!after.ok()) return Write(ErrorReply(after.status()), res);
-  auto stream = std::make_shared<EventStream>(deps_.store, deps_.hub, id,
-                                              *after, options_.keep_alive);
+  auto stream = std::make_shared<EventStream>(
+      deps_.store, deps_.hub, frame_logs_.Get(id), id, *after,
+      EventStream::Timing{options_.keep_alive, options_.stream_batch_interval});
   {
     std::lock_guard<std::mutex> lock(streams_mu_);
     if (stopping_ || streams_ >= options_.max_streams) {

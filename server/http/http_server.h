@@ -16,6 +16,7 @@
 #include "absl/time/time.h"
 #include "server/auth.h"
 #include "server/http/api.h"
+#include "server/http/frame_log.h"
 #include "server/http/sessions.h"
 #include "server/jobs/event_hub.h"
 #include "server/jobs/job_manager.h"
@@ -40,6 +41,10 @@ struct HttpOptions {
   int max_sessions = 10000;
   size_t series_cache_bytes = size_t{256} << 20;
   absl::Duration keep_alive = absl::Seconds(15);
+  // An event stream sends at most one batch of events per interval.
+  absl::Duration stream_batch_interval = absl::Milliseconds(100);
+  // Formatted recent frames kept per watched job (server/http/frame_log.h).
+  size_t frame_log_bytes = size_t{256} << 10;
   std::string tls_cert, tls_key;  // PEM files: serve HTTPS
 };
 
@@ -91,6 +96,7 @@ class HttpServer {
   const HttpOptions options_;
   const HttpDeps deps_;
   Api api_;
+  FrameLogs frame_logs_;
   SessionStore sessions_;
   const std::string open_csrf_token_;  // without --tokens-file
   std::unique_ptr<httplib::Server> server_;

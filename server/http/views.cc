@@ -35,9 +35,9 @@ int MaxIterations(const v1::JobSpec& spec) {
   return config.ok() ? core::IterationBudget(*config) : 0;
 }
 
-void AddProgress(const v1::Job& job, const SeriesColumns* s, json* j) {
+void AddProgress(const v1::Job& job, json* j) {
   const double elapsed =
-      s != nullptr && s->size() > 0 ? s->elapsed_seconds.back() : std::nan("");
+      job.last_seq() > 0 ? job.elapsed_seconds() : std::nan("");
   const int max_it = MaxIterations(job.spec());
   (*j)["max_iterations"] = max_it > 0 ? json(max_it) : json(nullptr);
   (*j)["elapsed_seconds"] = Number(elapsed);
@@ -46,10 +46,11 @@ void AddProgress(const v1::Job& job, const SeriesColumns* s, json* j) {
     eta = elapsed * std::max(0, max_it - job.iterations()) / job.iterations();
   }
   (*j)["eta_seconds"] = Number(eta);
-  (*j)["best_validation_metric"] =
-      Number(s != nullptr ? s->best_validation : std::nan(""));
+  const double nan = std::nan("");
+  (*j)["best_validation_metric"] = Number(
+      job.has_best_validation_metric() ? job.best_validation_metric() : nan);
   (*j)["sparsity_pct"] =
-      Number(s != nullptr ? LastNumber(s->sparsity_pct) : std::nan(""));
+      Number(job.has_sparsity_pct() ? job.sparsity_pct() : nan);
 }
 
 json Column(const std::vector<double>& v, const std::vector<size_t>& keep) {
@@ -60,7 +61,7 @@ json Column(const std::vector<double>& v, const std::vector<size_t>& keep) {
 
 }  // namespace
 
-json JobSummary(const v1::Job& job, const SeriesColumns* series) {
+json JobSummary(const v1::Job& job) {
   json j = {{"id", job.id()},
             {"name", job.spec().name()},
             {"state", v1::Job::State_Name(job.state())},
@@ -76,7 +77,7 @@ json JobSummary(const v1::Job& job, const SeriesColumns* series) {
             {"last_seq", job.last_seq()},
             {"attempts", job.attempts()},
             {"summary", job.summary()}};
-  AddProgress(job, series, &j);
+  AddProgress(job, &j);
   return j;
 }
 

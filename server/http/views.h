@@ -16,9 +16,10 @@
 
 namespace sparrow::server::http {
 
-// The runs-table row of a job; `series` (may be null) adds the best
-// validation metric, the sparsity and the optimizer time.
-nlohmann::json JobSummary(const v1::Job& job, const SeriesColumns* series);
+// The runs-table row of a job, from the job record alone (the store keeps
+// the best validation metric, sparsity and optimizer time up to date), so
+// that listing jobs reads no events.
+nlohmann::json JobSummary(const v1::Job& job);
 
 // The series endpoint's document, at most `points` events.
 nlohmann::json SeriesJson(const SeriesColumns& s, int points);

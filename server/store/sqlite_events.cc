@@ -38,9 +38,15 @@ absl::StatusOr<std::vector<v1::ProgressEvent>> SqliteStore::AppendEvents(
     if (!event.has_time()) *event.mutable_time() = now;
     SPARROW_RETURN_IF_ERROR(InsertEvent(insert, event));
     job.set_last_seq(event.seq());
+    if (event.has_validation_metric() &&
+        !(job.best_validation_metric() <= event.validation_metric())) {
+      job.set_best_validation_metric(event.validation_metric());
+    }
+    if (event.has_sparsity_pct()) job.set_sparsity_pct(event.sparsity_pct());
   }
   job.set_iterations(events.back().iteration());
   job.set_loss(events.back().loss());
+  job.set_elapsed_seconds(events.back().elapsed_seconds());
   SPARROW_RETURN_IF_ERROR(UpdateJob(job));
   SPARROW_RETURN_IF_ERROR(txn.Commit());
   return events;

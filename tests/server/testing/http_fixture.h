@@ -27,10 +27,14 @@ struct SseEvent {
   nlohmann::json data;
 };
 
-// The complete events of an event-stream body; comments and retry: skipped.
+// The complete events of an event-stream body (a body read so far may end
+// inside one); comments and retry: skipped.
 inline std::vector<SseEvent> ParseSse(const std::string& body) {
   std::vector<SseEvent> events;
-  for (absl::string_view block : absl::StrSplit(body, "\n\n")) {
+  const size_t end = body.rfind("\n\n");
+  if (end == std::string::npos) return events;
+  for (absl::string_view block :
+       absl::StrSplit(absl::string_view(body).substr(0, end), "\n\n")) {
     SseEvent e;
     bool any = false;
     for (absl::string_view line : absl::StrSplit(block, '\n')) {
