@@ -26,7 +26,7 @@ class EventStream {
  public:
   struct Timing {
     absl::Duration keep_alive = absl::Seconds(15);
-    absl::Duration batch_interval = absl::Milliseconds(100);
+    absl::Duration batch_interval = absl::Milliseconds(200);
   };
   EventStream(Store* store, EventHub* hub, std::shared_ptr<FrameLog> log,
               std::string job_id, int64_t after_seq, Timing timing);

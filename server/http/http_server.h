@@ -42,7 +42,7 @@ struct HttpOptions {
   size_t series_cache_bytes = size_t{256} << 20;
   absl::Duration keep_alive = absl::Seconds(15);
   // An event stream sends at most one batch of events per interval.
-  absl::Duration stream_batch_interval = absl::Milliseconds(100);
+  absl::Duration stream_batch_interval = absl::Milliseconds(200);
   // Formatted recent frames kept per watched job (server/http/frame_log.h).
   size_t frame_log_bytes = size_t{256} << 10;
   std::string tls_cert, tls_key;  // PEM files: serve HTTPS

@@ -39,7 +39,8 @@ absl::StatusOr<std::vector<v1::ProgressEvent>> SqliteStore::AppendEvents(
     SPARROW_RETURN_IF_ERROR(InsertEvent(insert, event));
     job.set_last_seq(event.seq());
     if (event.has_validation_metric() &&
-        !(job.best_validation_metric() <= event.validation_metric())) {
+        (!job.has_best_validation_metric() ||
+         event.validation_metric() < job.best_validation_metric())) {
       job.set_best_validation_metric(event.validation_metric());
     }
     if (event.has_sparsity_pct()) job.set_sparsity_pct(event.sparsity_pct());

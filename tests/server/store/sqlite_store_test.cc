@@ -555,6 +555,29 @@ TEST_F(SqliteStoreTest, EventSeqsAreDenseAcrossAppendsAndTransitions) {
   EXPECT_DOUBLE_EQ((*events)[0].loss(), 0.25);
 }
 
+TEST_F(SqliteStoreTest, TheJobKeepsItsBestValidationMetricAndSparsity) {
+  CreateJob("acme", "job-1");
+  Transition("job-1", v1::Job::RUNNING);
+  Append("job-1", {1});
+  v1::Job job = store_->GetJob("job-1")->job;
+  EXPECT_FALSE(job.has_best_validation_metric());
+  EXPECT_FALSE(job.has_sparsity_pct());
+  std::vector<v1::ProgressEvent> events(4);
+  const double validation[] = {0.5, 0.2, 0.3, 0.4};
+  for (int i = 0; i < 4; ++i) {
+    events[i].set_iteration(2 + i);
+    events[i].set_elapsed_seconds(0.1 * (i + 1));
+    events[i].set_validation_metric(validation[i]);
+    events[i].set_sparsity_pct(10.0 * i);
+  }
+  ASSERT_TRUE(store_->AppendEvents("job-1", events).ok());
+  job = store_->GetJob("job-1")->job;
+  EXPECT_EQ(job.best_validation_metric(), 0.2);
+  EXPECT_EQ(job.sparsity_pct(), 30.0);
+  EXPECT_EQ(job.elapsed_seconds(), 0.4);
+  EXPECT_EQ(job.iterations(), 5);
+}
+
 TEST_F(SqliteStoreTest, EventErrors) {
   CreateJob("acme", "job-1");
   EXPECT_EQ(store_->ListEvents("job-9", 0, 10).status().code(),
