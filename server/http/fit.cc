@@ -68,6 +68,12 @@ absl::Status PredictSplit(const core::Model& m,
   return absl::OkStatus();
 }
 
+absl::Status NoSplitError() {
+  return absl::FailedPreconditionError(
+      "the job has no test or validation split to plot; add one to the spec's "
+      "split");
+}
+
 json Metrics(const v1::Metrics& m, bool test) {
   auto number = [](double v) {
     return std::isfinite(v) ? json(v) : json(nullptr);
@@ -93,10 +99,7 @@ absl::StatusOr<Fit> ComputeFit(const v1::JobSpec& spec, const std::string& csv,
     const bool test = !data.test_seq.traces.empty();
     const core::data::SequenceData& seq =
         test ? data.test_seq : data.validation_seq;
-    if (seq.traces.empty()) {
-      return absl::FailedPreconditionError(
-          "the job has no test or validation split to plot");
-    }
+    if (seq.traces.empty()) return NoSplitError();
     fit.split = test ? "test" : "validation";
     SPARROW_RETURN_IF_ERROR(SimulateSplit(m, seq, &fit));
     fit.metrics = Metrics(proto.metrics(), test);
@@ -105,10 +108,7 @@ absl::StatusOr<Fit> ComputeFit(const v1::JobSpec& spec, const std::string& csv,
   const bool test = data.test_table.num_samples() > 0;
   const core::data::TableData& table =
       test ? data.test_table : data.validation_table;
-  if (table.num_samples() == 0) {
-    return absl::FailedPreconditionError(
-        "the job has no test or validation split to plot");
-  }
+  if (table.num_samples() == 0) return NoSplitError();
   fit.split = test ? "test" : "validation";
   SPARROW_RETURN_IF_ERROR(PredictSplit(m, table, &fit));
   fit.metrics = Metrics(proto.metrics(), test);

@@ -330,13 +330,18 @@ void HttpServer::Login(const httplib::Request& req, httplib::Response& res) {
   res.set_redirect("/", 303);
 }
 
+absl::Status HttpServer::CheckJobAccess(const httplib::Request& req,
+                                        const std::string& id) {
+  auto caller = Authenticate(req);
+  if (!caller.ok()) return caller.status();
+  return deps_.jobs->GetJob(caller->tenant, id).status();
+}
+
 void HttpServer::ServeEvents(const httplib::Request& req,
                              httplib::Response& res) {
-  auto caller = Authenticate(req);
-  if (!caller.ok()) return Write(ErrorReply(caller.status()), res);
   const std::string id = req.matches[1];
-  if (auto job = deps_.jobs->GetJob(caller->tenant, id); !job.ok()) {
-    return Write(ErrorReply(job.status()), res);
+  if (absl::Status s = CheckJobAccess(req, id); !s.ok()) {
+    return Write(ErrorReply(s), res);
   }
   auto after = AfterSeq(req);
   if (!after.ok()) return Write(ErrorReply(after.status()), res);
@@ -381,11 +386,9 @@ void HttpServer::ServeEvents(const httplib::Request& req,
 
 void HttpServer::ServeEventsCsv(const httplib::Request& req,
                                 httplib::Response& res) {
-  auto caller = Authenticate(req);
-  if (!caller.ok()) return Write(ErrorReply(caller.status()), res);
   const std::string id = req.matches[1];
-  if (auto job = deps_.jobs->GetJob(caller->tenant, id); !job.ok()) {
-    return Write(ErrorReply(job.status()), res);
+  if (absl::Status s = CheckJobAccess(req, id); !s.ok()) {
+    return Write(ErrorReply(s), res);
   }
   res.set_header("Content-Disposition",
                  absl::StrCat("attachment; filename=\"", id, "-events.csv\""));

@@ -85,6 +85,9 @@ class HttpServer {
   void Serve(const httplib::Request& req, httplib::Response& res,
              bool changes_state,
              const std::function<Reply(const Caller&)>& call);
+  // OK when the caller is authenticated and the job is one of its tenant's.
+  absl::Status CheckJobAccess(const httplib::Request& req,
+                              const std::string& id);
   void ServeEvents(const httplib::Request& req, httplib::Response& res);
   void ServeEventsCsv(const httplib::Request& req, httplib::Response& res);
   void ServeAsset(const httplib::Request& req, httplib::Response& res);
