@@ -3,9 +3,11 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <sstream>
 
 #include "gtest/gtest.h"
+#include "tests/server/testing/self_signed_cert.h"
 #include "tests/server/testing/server_fixture.h"
 
 namespace sparrow::server {
@@ -21,35 +23,27 @@ std::string Slurp(const std::filesystem::path& path) {
 class TlsTest : public testing::ServerFixture {
  protected:
   void SetUp() override {
-    if (std::system("command -v openssl >/dev/null 2>&1") != 0) {
+    if (!testing::SelfSignedCert::OpensslInstalled()) {
       GTEST_SKIP() << "the openssl command is not installed";
     }
-    cert_dir_ = std::filesystem::path(::testing::TempDir()) /
-                absl::StrFormat("sparrow-tls-%d", getpid());
-    std::filesystem::create_directories(cert_dir_);
-    const std::string command = absl::StrCat(
-        "openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=localhost "
-        "-addext subjectAltName=DNS:localhost,IP:127.0.0.1 -keyout ",
-        (cert_dir_ / "key.pem").string(), " -out ",
-        (cert_dir_ / "cert.pem").string(), " >/dev/null 2>&1");
-    ASSERT_EQ(std::system(command.c_str()), 0) << command;
+    cert_ = std::make_unique<testing::SelfSignedCert>("sparrow-tls");
     ServerFixture::SetUp();
   }
   void TearDown() override {
     ServerFixture::TearDown();
-    std::filesystem::remove_all(cert_dir_);
+    cert_.reset();
   }
   void Configure(ServerOptions* options) override {
-    options->tls_cert = (cert_dir_ / "cert.pem").string();
-    options->tls_key = (cert_dir_ / "key.pem").string();
+    options->tls_cert = cert_->cert();
+    options->tls_key = cert_->key();
   }
 
-  std::filesystem::path cert_dir_;
+  std::unique_ptr<testing::SelfSignedCert> cert_;
 };
 
 TEST_F(TlsTest, TrustedClientConnectsPlaintextClientDoesNot) {
   grpc::SslCredentialsOptions ssl;
-  ssl.pem_root_certs = Slurp(cert_dir_ / "cert.pem");
+  ssl.pem_root_certs = Slurp(cert_->cert());
   auto secure =
       grpc::CreateChannel(server_->address(), grpc::SslCredentials(ssl));
   auto stub = v1::DatasetService::NewStub(secure);

@@ -2,9 +2,11 @@
 // trusts it gets the API, a plaintext client gets nothing.
 #include <cstdlib>
 #include <filesystem>
+#include <memory>
 
 #include "gtest/gtest.h"
 #include "tests/server/testing/http_fixture.h"
+#include "tests/server/testing/self_signed_cert.h"
 
 namespace sparrow::server::testing {
 namespace {
@@ -12,35 +14,27 @@ namespace {
 class HttpTlsTest : public HttpFixture {
  protected:
   void SetUp() override {
-    if (std::system("command -v openssl >/dev/null 2>&1") != 0) {
+    if (!SelfSignedCert::OpensslInstalled()) {
       GTEST_SKIP() << "the openssl command is not installed";
     }
-    cert_dir_ = std::filesystem::path(::testing::TempDir()) /
-                absl::StrFormat("sparrow-http-tls-%d", getpid());
-    std::filesystem::create_directories(cert_dir_);
-    const std::string command = absl::StrCat(
-        "openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=localhost "
-        "-addext subjectAltName=DNS:localhost,IP:127.0.0.1 -keyout ",
-        (cert_dir_ / "key.pem").string(), " -out ",
-        (cert_dir_ / "cert.pem").string(), " >/dev/null 2>&1");
-    ASSERT_EQ(std::system(command.c_str()), 0) << command;
+    cert_ = std::make_unique<SelfSignedCert>("sparrow-http-tls");
     HttpFixture::SetUp();
   }
   void TearDown() override {
     HttpFixture::TearDown();
-    std::filesystem::remove_all(cert_dir_);
+    cert_.reset();
   }
   void ConfigureHttp(ServerOptions* options) override {
-    options->tls_cert = (cert_dir_ / "cert.pem").string();
-    options->tls_key = (cert_dir_ / "key.pem").string();
+    options->tls_cert = cert_->cert();
+    options->tls_key = cert_->key();
   }
-  std::filesystem::path cert_dir_;
+  std::unique_ptr<SelfSignedCert> cert_;
 };
 
 TEST_F(HttpTlsTest, ATrustingClientGetsTheApiAPlaintextOneDoesNot) {
   EXPECT_EQ(server_->dashboard_url().rfind("https://", 0), 0u);
   httplib::SSLClient secure("127.0.0.1", server_->http_port());
-  secure.set_ca_cert_path((cert_dir_ / "cert.pem").string().c_str());
+  secure.set_ca_cert_path(cert_->cert().c_str());
   secure.enable_server_certificate_verification(true);
   httplib::Result r = secure.Get("/api/v1/session");
   ASSERT_TRUE(r) << httplib::to_string(r.error());
