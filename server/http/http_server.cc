@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "absl/time/clock.h"
 #include "httplib.h"
 #include "server/http/assets.h"
 #include "server/http/event_stream.h"
@@ -137,6 +138,17 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(
   }
   s->thread_ =
       std::thread([server = s->server_.get()] { server->listen_after_bind(); });
+  // httplib's stop() does nothing until the accept loop runs: a SIGTERM right
+  // after the start would leave sparrowd waiting for this thread forever.
+  const absl::Time deadline = absl::Now() + absl::Seconds(10);
+  while (!s->server_->is_running()) {
+    if (absl::Now() > deadline) {
+      return absl::UnavailableError(
+          absl::StrCat("the HTTP server on --http-listen ", options.listen,
+                       " did not start within 10 s"));
+    }
+    absl::SleepFor(absl::Milliseconds(1));
+  }
   return s;
 }
 
