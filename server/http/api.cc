@@ -103,8 +103,7 @@ absl::StatusOr<int> ParsePoints(const std::string& text) {
   return points;
 }
 
-Api::Api(Store* store, JobManager* jobs, size_t series_cache_bytes)
-    : store_(store), jobs_(jobs), series_(store, series_cache_bytes) {}
+Api::Api(Store* store, JobManager* jobs) : store_(store), jobs_(jobs) {}
 
 Reply Api::ListJobs(const std::string& tenant, const std::string& page_size,
                     const std::string& page_token, const std::string& state) {
@@ -132,11 +131,9 @@ Reply Api::Series(const std::string& tenant, const std::string& id,
   if (!points.ok()) return ErrorReply(points.status());
   auto job = jobs_->GetJob(tenant, id);
   if (!job.ok()) return ErrorReply(job.status());
-  Reply reply;
-  absl::Status s = series_.Use(id, [&](const SeriesColumns& columns) {
-    reply.body = JsonText(SeriesJson(columns, *points));
-  });
-  return s.ok() ? reply : ErrorReply(s);
+  auto series = LoadSeries(store_, id, job->last_seq(), *points);
+  if (!series.ok()) return ErrorReply(series.status());
+  return JsonReply(SeriesJson(*series));
 }
 
 absl::StatusOr<v1::TrainedModel> Api::SucceededModel(const std::string& tenant,

@@ -41,7 +41,7 @@ absl::StatusOr<int> ParsePoints(const std::string& text);
 
 class Api {
  public:
-  Api(Store* store, JobManager* jobs, size_t series_cache_bytes);
+  Api(Store* store, JobManager* jobs);
 
   Reply ListJobs(const std::string& tenant, const std::string& page_size,
                  const std::string& page_token, const std::string& state);
@@ -61,7 +61,6 @@ class Api {
 
   Store* const store_;
   JobManager* const jobs_;
-  SeriesCache series_;
   std::mutex fit_mu_;
   // The fits of recently viewed jobs (a trained model never changes).
   std::map<std::string, std::shared_ptr<const http::Fit>> fits_;

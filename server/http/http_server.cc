@@ -91,7 +91,7 @@ void OfferOnlyGzip(const httplib::Request& const_req) {
 HttpServer::HttpServer(const HttpOptions& options, const HttpDeps& deps)
     : options_(options),
       deps_(deps),
-      api_(deps.store, deps.jobs, options.series_cache_bytes),
+      api_(deps.store, deps.jobs),
       frame_logs_(deps.store, options.frame_log_bytes),
       sessions_(options.max_sessions, kSessionLifetime),
       open_csrf_token_(RandomToken()) {}

@@ -39,7 +39,6 @@ struct HttpOptions {
   int threads = 16;       // for everything but event streams
   int max_streams = 256;  // event streams open at once
   int max_sessions = 10000;
-  size_t series_cache_bytes = size_t{256} << 20;
   absl::Duration keep_alive = absl::Seconds(15);
   // An event stream sends at most one batch of events per interval.
   absl::Duration stream_batch_interval = absl::Milliseconds(200);

@@ -2,48 +2,105 @@
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
+#include <utility>
 
+#include "core/util/status_macros.h"
 #include "google/protobuf/util/time_util.h"
+#include "server/store/series_blocks.h"
 
 namespace sparrow::server::http {
 namespace {
 
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+using google::protobuf::util::TimeUtil;
+
 constexpr int kReadBatch = 4096;
 
-void Append(const v1::ProgressEvent& e, SeriesColumns* s) {
-  s->last_seq = e.seq();
-  if (e.kind() == v1::ProgressEvent::STATE) {
-    s->states.push_back(
-        {e.seq(), e.state(),
-         google::protobuf::util::TimeUtil::TimestampToNanoseconds(e.time()),
-         e.reason()});
-    return;
+// The largest level whose blocks still put two in each of `buckets` buckets
+// of a job with last_seq events; 0 when even level 1 does not.
+int ChooseLevel(int64_t last_seq, int64_t buckets) {
+  int level = 0;
+  while (level < kSeriesLevels &&
+         2 * SeriesBlockSize(level + 1) * buckets <= last_seq) {
+    ++level;
   }
-  if (e.kind() != v1::ProgressEvent::ITERATION) return;
-  s->seq.push_back(e.seq());
-  s->iteration.push_back(e.iteration());
-  s->elapsed_seconds.push_back(e.elapsed_seconds());
-  s->loss.push_back(e.loss());
-  s->validation_metric.push_back(
-      e.has_validation_metric() ? e.validation_metric() : kNaN);
-  s->sparsity_pct.push_back(e.has_sparsity_pct() ? e.sparsity_pct() : kNaN);
-  s->step_size.push_back(e.has_step_size() ? e.step_size() : kNaN);
-  // fmin ignores a NaN operand.
-  s->best_loss = std::fmin(s->best_loss, e.loss());
-  if (e.has_validation_metric()) {
-    s->best_validation = std::fmin(s->best_validation, e.validation_metric());
+  return level;
+}
+
+// Cuts the units (blocks, or one-event blocks) into buckets by index and
+// keeps each bucket's extremes; folds every unit into the total.
+void Downsample(const std::vector<v1::SeriesBlock>& units, int64_t max_index,
+                int64_t buckets, Series* out) {
+  const int64_t span = max_index + 1;
+  size_t i = 0;
+  while (i < units.size()) {
+    const int64_t bucket = units[i].index() * buckets / span;
+    v1::SeriesBlock merged;
+    while (i < units.size() && units[i].index() * buckets / span == bucket) {
+      MergeSeriesBlock(units[i++], &merged);
+    }
+    MergeSeriesBlock(merged, &out->total);
+    const v1::SeriesPoint* first = &merged.min();
+    const v1::SeriesPoint* second = &merged.max();
+    if (second->seq() < first->seq()) std::swap(first, second);
+    out->points.push_back(*first);
+    if (second->seq() != first->seq()) out->points.push_back(*second);
   }
+}
+
+StateMark Mark(int64_t seq, v1::Job::State state,
+               const google::protobuf::Timestamp& time,
+               const std::string& reason) {
+  return {seq, state, TimeUtil::TimestampToNanoseconds(time), reason};
+}
+
+absl::StatusOr<Series> FromEvents(Store* store, const std::string& job_id,
+                                  int points) {
+  Series out;
+  std::vector<v1::SeriesBlock> units;
+  while (true) {
+    SPARROW_ASSIGN_OR_RETURN(
+        std::vector<v1::ProgressEvent> events,
+        store->ListEvents(job_id, out.last_seq, kReadBatch));
+    for (const v1::ProgressEvent& e : events) {
+      out.last_seq = e.seq();
+      if (e.kind() == v1::ProgressEvent::STATE) {
+        out.states.push_back(Mark(e.seq(), e.state(), e.time(), e.reason()));
+      } else if (e.kind() == v1::ProgressEvent::ITERATION) {
+        units.push_back(PointBlock(ToSeriesPoint(e)));
+      }
+    }
+    if (static_cast<int>(events.size()) < kReadBatch) break;
+  }
+  // Few enough: every event is its own bucket.
+  const int64_t buckets = static_cast<int64_t>(units.size()) <= points
+                              ? out.last_seq + 1
+                              : points / 2;
+  Downsample(units, out.last_seq, buckets, &out);
+  return out;
+}
+
+absl::StatusOr<Series> FromBlocks(Store* store, const std::string& job_id,
+                                  int level, int64_t buckets) {
+  SPARROW_ASSIGN_OR_RETURN(SeriesSnapshot snapshot,
+                           store->ListSeriesBlocks(job_id, level));
+  Series out;
+  out.last_seq = snapshot.job.last_seq();
+  for (const v1::Job::Transition& t : snapshot.job.history()) {
+    out.states.push_back(Mark(t.seq(), t.state(), t.time(), t.reason()));
+  }
+  Downsample(snapshot.blocks, out.last_seq / SeriesBlockSize(level), buckets,
+             &out);
+  return out;
 }
 
 }  // namespace
 
-SeriesColumns::SeriesColumns() : best_loss(kNaN), best_validation(kNaN) {}
-
-size_t SeriesColumns::bytes() const {
-  return size() * (sizeof(int64_t) + sizeof(int) + 5 * sizeof(double)) +
-         states.size() * sizeof(StateMark);
+absl::StatusOr<Series> LoadSeries(Store* store, const std::string& job_id,
+                                  int64_t last_seq_hint, int points) {
+  const int64_t buckets = std::max(1, points / 2);
+  const int level = ChooseLevel(last_seq_hint, buckets);
+  if (level == 0) return FromEvents(store, job_id, points);
+  return FromBlocks(store, job_id, level, buckets);
 }
 
 std::vector<size_t> DownsampleMinMax(absl::Span<const double> values,
@@ -71,63 +128,6 @@ std::vector<size_t> DownsampleMinMax(absl::Span<const double> values,
     if (lo != hi) out.push_back(std::max(lo, hi));
   }
   return out;
-}
-
-SeriesCache::SeriesCache(Store* store, size_t max_bytes)
-    : store_(store), max_bytes_(max_bytes) {}
-
-absl::Status SeriesCache::Use(
-    const std::string& job_id,
-    const std::function<void(const SeriesColumns&)>& use) {
-  std::shared_ptr<Entry> entry = Acquire(job_id);
-  size_t bytes = 0;
-  {
-    std::lock_guard<std::mutex> lock(entry->mu);
-    if (absl::Status s = Refresh(job_id, entry.get()); !s.ok()) return s;
-    use(entry->columns);
-    bytes = entry->columns.bytes();
-  }
-  Account(job_id, bytes);
-  return absl::OkStatus();
-}
-
-absl::Status SeriesCache::Refresh(const std::string& job_id, Entry* entry) {
-  SeriesColumns& s = entry->columns;
-  while (true) {
-    auto events = store_->ListEvents(job_id, s.last_seq, kReadBatch);
-    if (!events.ok()) return events.status();
-    for (const v1::ProgressEvent& e : *events) Append(e, &s);
-    if (static_cast<int>(events->size()) < kReadBatch) return absl::OkStatus();
-  }
-}
-
-std::shared_ptr<SeriesCache::Entry> SeriesCache::Acquire(
-    const std::string& job_id) {
-  std::lock_guard<std::mutex> lock(mu_);
-  std::shared_ptr<Entry>& e = entries_[job_id];
-  if (e == nullptr) e = std::make_shared<Entry>();
-  lru_.remove(job_id);
-  lru_.push_front(job_id);
-  return e;
-}
-
-// Records the job's size and drops the least recently used other jobs while
-// the total is over the limit (a request in flight keeps its entry alive
-// through its shared_ptr).
-void SeriesCache::Account(const std::string& job_id, size_t bytes) {
-  std::lock_guard<std::mutex> lock(mu_);
-  if (entries_.count(job_id) == 0) return;
-  size_t& recorded = bytes_[job_id];
-  total_bytes_ = total_bytes_ - recorded + bytes;
-  recorded = bytes;
-  while (total_bytes_ > max_bytes_ && lru_.size() > 1) {
-    const std::string victim = lru_.back();
-    if (victim == job_id) break;
-    lru_.pop_back();
-    total_bytes_ -= bytes_[victim];
-    bytes_.erase(victim);
-    entries_.erase(victim);
-  }
 }
 
 }  // namespace sparrow::server::http

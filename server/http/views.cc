@@ -21,14 +21,6 @@ using nlohmann::json;
 
 json Number(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
 
-// The last value of a column that is a number (NaN when none is).
-double LastNumber(const std::vector<double>& v) {
-  for (auto it = v.rbegin(); it != v.rend(); ++it) {
-    if (!std::isnan(*it)) return *it;
-  }
-  return std::nan("");
-}
-
 // The spec's iteration budget (0 when the spec no longer translates).
 int MaxIterations(const v1::JobSpec& spec) {
   auto config = translate::ToTrainConfig(spec);
@@ -53,12 +45,6 @@ void AddProgress(const v1::Job& job, json* j) {
       Number(job.has_sparsity_pct() ? job.sparsity_pct() : nan);
 }
 
-json Column(const std::vector<double>& v, const std::vector<size_t>& keep) {
-  json out = json::array();
-  for (size_t i : keep) out.push_back(Number(v[i]));
-  return out;
-}
-
 }  // namespace
 
 json JobSummary(const v1::Job& job) {
@@ -81,10 +67,20 @@ json JobSummary(const v1::Job& job) {
   return j;
 }
 
-json SeriesJson(const SeriesColumns& s, int points) {
-  const std::vector<size_t> keep = DownsampleMinMax(s.loss, points);
-  json iteration = json::array();
-  for (size_t i : keep) iteration.push_back(s.iteration[i]);
+json SeriesJson(const Series& s) {
+  json iteration = json::array(), elapsed = json::array(), loss = json::array(),
+       validation = json::array(), sparsity = json::array(),
+       step = json::array();
+  const double nan = std::nan("");
+  for (const v1::SeriesPoint& p : s.points) {
+    iteration.push_back(p.iteration());
+    elapsed.push_back(Number(p.elapsed_seconds()));
+    loss.push_back(Number(p.loss()));
+    validation.push_back(
+        Number(p.has_validation_metric() ? p.validation_metric() : nan));
+    sparsity.push_back(Number(p.has_sparsity_pct() ? p.sparsity_pct() : nan));
+    step.push_back(Number(p.has_step_size() ? p.step_size() : nan));
+  }
   json states = json::array();
   for (const StateMark& m : s.states) {
     states.push_back(json{
@@ -93,24 +89,31 @@ json SeriesJson(const SeriesColumns& s, int points) {
         {"time", FormatTime(m.unix_nanos)},
         {"reason", m.reason}});
   }
-  const bool any = s.size() > 0;
+  const v1::SeriesBlock& t = s.total;
+  const bool any = t.count() > 0;
+  auto optional = [](bool has, double v) {
+    return has ? Number(v) : json(nullptr);
+  };
   return {{"last_seq", s.last_seq},
-          {"count", s.size()},
-          {"downsampled", keep.size() < s.size()},
+          {"count", t.count()},
+          {"downsampled", static_cast<int64_t>(s.points.size()) < t.count()},
           {"iteration", std::move(iteration)},
-          {"elapsed_seconds", Column(s.elapsed_seconds, keep)},
-          {"loss", Column(s.loss, keep)},
-          {"validation_metric", Column(s.validation_metric, keep)},
-          {"sparsity_pct", Column(s.sparsity_pct, keep)},
-          {"step_size", Column(s.step_size, keep)},
+          {"elapsed_seconds", std::move(elapsed)},
+          {"loss", std::move(loss)},
+          {"validation_metric", std::move(validation)},
+          {"sparsity_pct", std::move(sparsity)},
+          {"step_size", std::move(step)},
           {"states", std::move(states)},
           {"best",
-           {{"loss", Number(s.best_loss)},
-            {"validation_metric", Number(s.best_validation)}}},
+           {{"loss", optional(any, t.min().loss())},
+            {"validation_metric", optional(t.has_best_validation_metric(),
+                                           t.best_validation_metric())}}},
           {"final",
-           {{"loss", any ? Number(s.loss.back()) : json(nullptr)},
-            {"validation_metric", Number(LastNumber(s.validation_metric))},
-            {"sparsity_pct", Number(LastNumber(s.sparsity_pct))}}}};
+           {{"loss", optional(any, t.last().loss())},
+            {"validation_metric", optional(t.has_last_validation_metric(),
+                                           t.last_validation_metric())},
+            {"sparsity_pct",
+             optional(t.has_last_sparsity_pct(), t.last_sparsity_pct())}}}};
 }
 
 }  // namespace sparrow::server::http

@@ -21,8 +21,8 @@ namespace sparrow::server::http {
 // that listing jobs reads no events.
 nlohmann::json JobSummary(const v1::Job& job);
 
-// The series endpoint's document, at most `points` events.
-nlohmann::json SeriesJson(const SeriesColumns& s, int points);
+// The series endpoint's document.
+nlohmann::json SeriesJson(const Series& s);
 
 // Architecture, sparsity and weight matrices of a trained model.
 absl::StatusOr<nlohmann::json> ModelJson(const v1::TrainedModel& model);

@@ -27,7 +27,6 @@ struct Flags {
   double checkpoint_min_seconds = 1.0;
   double min_event_ms = 2.0;
   std::string log_level = "info";
-  int series_cache_mb = 256;
 };
 
 // Where sparrowd serves, its store, its workers and their checkpoints and
@@ -90,11 +89,6 @@ void AddServiceFlags(CLI::App* app, Flags* f) {
   app->add_option("--http-max-sessions", http.max_sessions,
                   "Browser login sessions kept; the oldest ends first")
       ->check(CLI::Range(1, 10000000))
-      ->capture_default_str();
-  app->add_option("--http-series-cache-mb", f->series_cache_mb,
-                  "Memory for the dashboard's cached curves; least recently "
-                  "viewed jobs are dropped beyond it")
-      ->check(CLI::Range(1, 1 << 20))
       ->capture_default_str();
 }
 
@@ -212,7 +206,6 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   sparrow::server::ServerOptions& o = f.options;
   o.jobs.event_flush_interval = absl::Milliseconds(f.flush_ms);
-  o.http.series_cache_bytes = static_cast<size_t>(f.series_cache_mb) << 20;
   o.jobs.checkpoint_min_interval = absl::Seconds(f.checkpoint_min_seconds);
   o.jobs.min_event_interval = absl::Milliseconds(f.min_event_ms);
   spdlog::set_level(spdlog::level::from_str(f.log_level));

@@ -45,6 +45,7 @@ absl::StatusOr<std::vector<v1::ProgressEvent>> SqliteStore::AppendEvents(
     }
     if (event.has_sparsity_pct()) job.set_sparsity_pct(event.sparsity_pct());
   }
+  SPARROW_RETURN_IF_ERROR(UpdateSeriesBlocks(job_id, events));
   job.set_iterations(events.back().iteration());
   job.set_loss(events.back().loss());
   job.set_elapsed_seconds(events.back().elapsed_seconds());

@@ -119,6 +119,7 @@ absl::StatusOr<v1::Job> SqliteStore::CreateJob(const std::string& tenant,
   first->set_state(v1::Job::QUEUED);
   *first->mutable_time() = now;
   first->set_reason(kReason);
+  first->set_seq(1);
   stored.set_last_seq(1);
 
   v1::ProgressEvent event;
@@ -269,6 +270,7 @@ SqliteStore::TransitionJob(const std::string& id,
     job.set_summary(translate::ToValidUtf8(transition.summary));
   }
   job.set_last_seq(job.last_seq() + 1);
+  entry->set_seq(job.last_seq());
 
   v1::ProgressEvent event;
   event.set_job_id(id);

@@ -30,7 +30,8 @@ using sqlite::Statement;
 using sqlite::Transaction;
 
 // PRAGMA user_version of the schema below; a later schema migrates from it.
-constexpr int kSchemaVersion = 1;
+// Version 2 added series_blocks and Job.Transition.seq.
+constexpr int kSchemaVersion = 2;
 
 constexpr char kSchema[] = R"sql(
 CREATE TABLE IF NOT EXISTS datasets (
@@ -60,6 +61,13 @@ CREATE TABLE IF NOT EXISTS events (
   seq INTEGER NOT NULL,
   event BLOB NOT NULL,                    -- sparrow.v1.ProgressEvent
   PRIMARY KEY (job_id, seq)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS series_blocks (
+  job_id TEXT NOT NULL REFERENCES jobs (id) ON DELETE CASCADE,
+  level INTEGER NOT NULL,
+  idx INTEGER NOT NULL,
+  block BLOB NOT NULL,                    -- sparrow.v1.SeriesBlock
+  PRIMARY KEY (job_id, level, idx)
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS checkpoints (
   job_id TEXT PRIMARY KEY REFERENCES jobs (id) ON DELETE CASCADE,
@@ -91,8 +99,9 @@ absl::Status UseWal(Connection& connection) {
   return absl::OkStatus();
 }
 
-// Sets the connection up and creates (or checks) the schema.
-absl::Status Configure(Connection& connection) {
+// Sets the connection up and creates (or checks) the schema; *version is the
+// schema version the file had (0 when new).
+absl::Status Configure(Connection& connection, int64_t* version) {
   SPARROW_RETURN_IF_ERROR(connection.Exec(
       absl::StrCat("PRAGMA busy_timeout = ", kBusyTimeoutMs).c_str()));
   if (absl::Status status = UseWal(connection); !status.ok()) {
@@ -108,20 +117,19 @@ absl::Status Configure(Connection& connection) {
 
   Transaction txn(&connection);
   SPARROW_RETURN_IF_ERROR(txn.Begin(Transaction::kWrite));
-  int64_t version = 0;
   {
     SPARROW_ASSIGN_OR_RETURN(Statement select,
                              connection.Prepare("PRAGMA user_version"));
     SPARROW_ASSIGN_OR_RETURN(bool row, select.Step());
-    if (row) version = select.ColumnInt64(0);
+    *version = row ? select.ColumnInt64(0) : 0;
   }
-  if (version > kSchemaVersion) {
+  if (*version > kSchemaVersion) {
     return absl::FailedPreconditionError(
         absl::StrCat("store ", connection.path(), " has schema version ",
-                     version, ", newer than this sparrowd's ", kSchemaVersion,
+                     *version, ", newer than this sparrowd's ", kSchemaVersion,
                      "; run a newer sparrowd"));
   }
-  if (version < kSchemaVersion) {
+  if (*version == 0) {
     SPARROW_RETURN_IF_ERROR(connection.Exec(kSchema));
     SPARROW_RETURN_IF_ERROR(connection.Exec(
         absl::StrCat("PRAGMA user_version = ", kSchemaVersion).c_str()));
@@ -182,13 +190,24 @@ absl::StatusOr<std::unique_ptr<Store>> OpenSqliteStore(
   }
   sqlite3_extended_result_codes(db.get(), 1);
   Connection connection(std::move(db), path);
-  absl::Status s = Configure(connection);
+  int64_t version = 0;
+  absl::Status s = Configure(connection, &version);
   if (s.ok()) s = ProbeWrite(connection);
   if (absl::IsUnavailable(s) || absl::IsResourceExhausted(s)) {
     return Unwritable(path, s);
   }
   SPARROW_RETURN_IF_ERROR(s);
-  return std::make_unique<SqliteStore>(std::move(connection));
+  auto store = std::make_unique<SqliteStore>(std::move(connection));
+  if (version > 0 && version < kSchemaVersion) {
+    s = store->Migrate(kSchema, kSchemaVersion);
+    if (!s.ok()) {
+      return absl::Status(s.code(), absl::StrCat("the store ", path,
+                                                 " cannot be migrated from "
+                                                 "schema version ",
+                                                 version, ": ", s.message()));
+    }
+  }
+  return store;
 }
 
 }  // namespace sparrow::server

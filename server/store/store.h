@@ -21,6 +21,7 @@
 #include "sparrow/v1/datasets.pb.h"
 #include "sparrow/v1/jobs.pb.h"
 #include "sparrow/v1/model.pb.h"
+#include "sparrow/v1/series.pb.h"
 
 namespace sparrow::server {
 
@@ -50,6 +51,14 @@ struct JobTransition {
   std::vector<v1::Job::State> from;
   // The job's worker process died: Job.worker_crashes + 1.
   bool worker_crashed = false;
+};
+
+// A job's summarized curves (series_blocks.h) as of one read: the job, whose
+// last_seq is the last event the blocks include, and its blocks of one level
+// in index order.
+struct SeriesSnapshot {
+  v1::Job job;
+  std::vector<v1::SeriesBlock> blocks;
 };
 
 class Store {
@@ -104,7 +113,8 @@ class Store {
   // recovery at start-up and for the queue).
   virtual absl::StatusOr<std::vector<JobRecord>> JobsInStates(
       absl::Span<const v1::Job::State> states) = 0;
-  // Applies the transition: sets state and reason, appends to history,
+  // Applies the transition: sets state and reason, appends to history (with
+  // the STATE event's seq),
   // start_time on the first RUNNING (and attempts + 1 on every RUNNING),
   // end_time on a final state, the summary and the model when given, and
   // appends the STATE event. Returns the updated job and the event.
@@ -115,12 +125,17 @@ class Store {
 
   // Appends ITERATION events in one transaction, giving them the seqs last_seq
   // + 1, ...; updates the job's last_seq, iterations and loss from the last
-  // event. Returns the events with seq, job_id and time set.
+  // event, and folds the events into the job's series blocks of every level
+  // (series_blocks.h). Returns the events with seq, job_id and time set.
   virtual absl::StatusOr<std::vector<v1::ProgressEvent>> AppendEvents(
       const std::string& job_id, std::vector<v1::ProgressEvent> events) = 0;
   // Events with seq > after_seq in seq order, at most `limit`.
   virtual absl::StatusOr<std::vector<v1::ProgressEvent>> ListEvents(
       const std::string& job_id, int64_t after_seq, int limit) = 0;
+  // The job and its series blocks of `level` (1 .. kSeriesLevels), read
+  // together. A job has about last_seq / 8^level of them.
+  virtual absl::StatusOr<SeriesSnapshot> ListSeriesBlocks(
+      const std::string& job_id, int level) = 0;
 
   // ---- checkpoints and models ----
 

@@ -2,7 +2,8 @@
 // OpenSqliteStore). Its member functions are defined by concern: opening and
 // the schema in sqlite_store.cc, datasets in sqlite_datasets.cc, jobs in
 // sqlite_jobs.cc, progress events, checkpoints and models in
-// sqlite_events.cc. Internal to server/store/.
+// sqlite_events.cc, series blocks in sqlite_series.cc. Internal to
+// server/store/.
 #ifndef SPARROW_SERVER_STORE_INTERNAL_SQLITE_STORE_H_
 #define SPARROW_SERVER_STORE_INTERNAL_SQLITE_STORE_H_
 
@@ -59,6 +60,14 @@ class SqliteStore final : public Store {
   absl::StatusOr<std::vector<v1::ProgressEvent>> ListEvents(
       const std::string& job_id, int64_t after_seq, int limit) override;
 
+  absl::StatusOr<SeriesSnapshot> ListSeriesBlocks(const std::string& job_id,
+                                                  int level) override;
+
+  // Brings a store of an older schema to `version`: runs `schema` (which
+  // creates what is missing), builds every job's series blocks and the seqs
+  // of its history, all in one transaction.
+  absl::Status Migrate(const char* schema, int version);
+
   absl::Status PutCheckpoint(const std::string& job_id,
                              absl::string_view bytes) override;
   absl::StatusOr<std::optional<std::string>> GetCheckpoint(
@@ -83,6 +92,10 @@ class SqliteStore final : public Store {
   absl::Status InsertJob(const std::string& tenant, const v1::Job& job);
   absl::Status UpdateJob(const v1::Job& job);
   absl::Status InsertEvent(Statement& insert, const v1::ProgressEvent& event);
+  // Folds the job's new events into its stored series blocks.
+  absl::Status UpdateSeriesBlocks(const std::string& job_id,
+                                  absl::Span<const v1::ProgressEvent> events);
+  absl::Status BuildSeriesBlocks(const std::string& job_id);
 
   // One connection, used by one call at a time.
   std::mutex mu_;

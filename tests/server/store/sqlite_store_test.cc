@@ -164,7 +164,7 @@ TEST_F(SqliteStoreTest, OpenCreatesTheFileInWalMode) {
   ASSERT_EQ(sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &stmt, nullptr),
             SQLITE_OK);
   ASSERT_EQ(sqlite3_step(stmt), SQLITE_ROW);
-  EXPECT_EQ(sqlite3_column_int(stmt, 0), 1);
+  EXPECT_EQ(sqlite3_column_int(stmt, 0), 2);
   sqlite3_finalize(stmt);
   sqlite3_close(db);
 }

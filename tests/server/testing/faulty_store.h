@@ -84,6 +84,10 @@ class FaultyStore : public Store {
       const std::string& job_id, int64_t after_seq, int limit) override {
     return store_->ListEvents(job_id, after_seq, limit);
   }
+  absl::StatusOr<SeriesSnapshot> ListSeriesBlocks(const std::string& job_id,
+                                                  int level) override {
+    return store_->ListSeriesBlocks(job_id, level);
+  }
   absl::Status PutCheckpoint(const std::string& job_id,
                              absl::string_view bytes) override {
     if (Fail()) return Error();

@@ -1,0 +1,156 @@
+// SqliteStore: a job's series blocks (series_blocks.h), one row per (job,
+// level, index), and the migration that builds them for a store written
+// before they existed.
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "core/util/status_macros.h"
+#include "server/store/internal/sqlite_store.h"
+#include "server/store/series_blocks.h"
+
+namespace sparrow::server::sqlite {
+namespace {
+
+constexpr char kSelectBlock[] =
+    "SELECT block FROM series_blocks "
+    "WHERE job_id = ?1 AND level = ?2 AND idx = ?3";
+constexpr char kPutBlock[] =
+    "INSERT INTO series_blocks (job_id, level, idx, block) "
+    "VALUES (?1, ?2, ?3, ?4) ON CONFLICT (job_id, level, idx) "
+    "DO UPDATE SET block = excluded.block";
+
+// Events read per statement while building a job's blocks.
+constexpr int kMigrationBatch = 4096;
+
+}  // namespace
+
+absl::Status SqliteStore::UpdateSeriesBlocks(
+    const std::string& job_id, absl::Span<const v1::ProgressEvent> events) {
+  SPARROW_ASSIGN_OR_RETURN(Statement select, connection_.Prepare(kSelectBlock));
+  SPARROW_ASSIGN_OR_RETURN(Statement put, connection_.Prepare(kPutBlock));
+  for (int level = 1; level <= kSeriesLevels; ++level) {
+    for (const v1::SeriesBlock& added : SummarizeEvents(events, level)) {
+      select.Reset();
+      select.BindText(1, job_id);
+      select.BindInt64(2, level);
+      select.BindInt64(3, added.index());
+      SPARROW_ASSIGN_OR_RETURN(bool found, select.Step());
+      v1::SeriesBlock block;
+      if (found) {
+        SPARROW_ASSIGN_OR_RETURN(
+            block, Parse<v1::SeriesBlock>(
+                       select.ColumnBytes(0),
+                       absl::StrCat("series block ", level, "/", added.index(),
+                                    " of job ", job_id)));
+      } else {
+        block.set_index(added.index());
+      }
+      MergeSeriesBlock(added, &block);
+      put.Reset();
+      put.BindText(1, job_id);
+      put.BindInt64(2, level);
+      put.BindInt64(3, added.index());
+      put.BindBlob(4, block.SerializeAsString());
+      SPARROW_RETURN_IF_ERROR(put.Run());
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<SeriesSnapshot> SqliteStore::ListSeriesBlocks(
+    const std::string& job_id, int level) {
+  if (level < 1 || level > kSeriesLevels) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "series level must be in [1, ", kSeriesLevels, "], got ", level));
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  Transaction txn(&connection_);
+  SPARROW_RETURN_IF_ERROR(txn.Begin(Transaction::kRead));
+  SeriesSnapshot snapshot;
+  SPARROW_ASSIGN_OR_RETURN(JobRecord record, LoadJob(job_id));
+  snapshot.job = std::move(record.job);
+  SPARROW_ASSIGN_OR_RETURN(
+      Statement select,
+      connection_.Prepare("SELECT idx, block FROM series_blocks "
+                          "WHERE job_id = ?1 AND level = ?2 ORDER BY idx"));
+  select.BindText(1, job_id);
+  select.BindInt64(2, level);
+  while (true) {
+    SPARROW_ASSIGN_OR_RETURN(bool row, select.Step());
+    if (!row) break;
+    SPARROW_ASSIGN_OR_RETURN(
+        v1::SeriesBlock block,
+        Parse<v1::SeriesBlock>(
+            select.ColumnBytes(1),
+            absl::StrCat("series block ", level, "/", select.ColumnInt64(0),
+                         " of job ", job_id)));
+    snapshot.blocks.push_back(std::move(block));
+  }
+  return snapshot;
+}
+
+absl::Status SqliteStore::Migrate(const char* schema, int version) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Transaction txn(&connection_);
+  SPARROW_RETURN_IF_ERROR(txn.Begin(Transaction::kWrite));
+  SPARROW_RETURN_IF_ERROR(connection_.Exec(schema));
+  std::vector<std::string> ids;
+  {
+    SPARROW_ASSIGN_OR_RETURN(Statement select,
+                             connection_.Prepare("SELECT id FROM jobs"));
+    while (true) {
+      SPARROW_ASSIGN_OR_RETURN(bool row, select.Step());
+      if (!row) break;
+      ids.push_back(select.ColumnString(0));
+    }
+  }
+  for (const std::string& id : ids) {
+    SPARROW_RETURN_IF_ERROR(BuildSeriesBlocks(id));
+  }
+  SPARROW_RETURN_IF_ERROR(connection_.Exec(
+      absl::StrCat("PRAGMA user_version = ", version).c_str()));
+  return txn.Commit();
+}
+
+// Runs inside the caller's write transaction (the schema migration).
+absl::Status SqliteStore::BuildSeriesBlocks(const std::string& job_id) {
+  SPARROW_ASSIGN_OR_RETURN(JobRecord record, LoadJob(job_id));
+  SPARROW_ASSIGN_OR_RETURN(
+      Statement select,
+      connection_.Prepare("SELECT seq, event FROM events WHERE job_id = ?1 "
+                          "AND seq > ?2 ORDER BY seq LIMIT ?3"));
+  int64_t after = 0;
+  int history = 0;  // STATE events are the history's entries, in order
+  while (true) {
+    select.Reset();
+    select.BindText(1, job_id);
+    select.BindInt64(2, after);
+    select.BindInt64(3, kMigrationBatch);
+    std::vector<v1::ProgressEvent> events;
+    while (true) {
+      SPARROW_ASSIGN_OR_RETURN(bool row, select.Step());
+      if (!row) break;
+      SPARROW_ASSIGN_OR_RETURN(
+          v1::ProgressEvent event,
+          Parse<v1::ProgressEvent>(select.ColumnBytes(1),
+                                   absl::StrCat("event ", select.ColumnInt64(0),
+                                                " of job ", job_id)));
+      events.push_back(std::move(event));
+    }
+    if (events.empty()) break;
+    for (const v1::ProgressEvent& e : events) {
+      if (e.kind() == v1::ProgressEvent::STATE &&
+          history < record.job.history_size()) {
+        record.job.mutable_history(history++)->set_seq(e.seq());
+      }
+    }
+    SPARROW_RETURN_IF_ERROR(UpdateSeriesBlocks(job_id, events));
+    after = events.back().seq();
+  }
+  return UpdateJob(record.job);
+}
+
+}  // namespace sparrow::server::sqlite
