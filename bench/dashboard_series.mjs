@@ -8,11 +8,10 @@
 // on a tiny state-space RNN (nx 1, 2 hidden units, 16 training samples of the synthetic cascaded
 // tanks), max_epochs = events - 3, report_every 1, sparrowd --min-event-interval-ms 0. Then, per
 // round (--restarts rounds), on a freshly started sparrowd over that data dir:
-//   - series: the first GET /api/v1/jobs/ID/series?points=2000 (cold: sparrowd's series cache is
-//     empty after a start, so this reads every event from the store; the OS page cache is warm),
-//     then --warm more (warm: cached columns, downsampling and JSON only) with each
-//     Accept-Encoding: none (curl), "gzip, deflate" (node fetch), "gzip, deflate, br" (chromium;
-//     sparrowd's cpp-httplib then compresses the answer with brotli on every request);
+//   - series: the first GET /api/v1/jobs/ID/series?points=2000 (cold: the first request of a
+//     freshly started sparrowd; the OS page cache is warm), then --warm more with each
+//     Accept-Encoding: none (curl), "gzip, deflate" (node fetch), "gzip, deflate, br" (chromium),
+//     each answered with gzip where accepted;
 //   - sparrowd restarted again, the job page in headless Debian chromium (playwright-core from
 //     web/node_modules), a fresh browser context each time: from navigation start to the loss chart
 //     drawn (#chart-loss holds data-points > 0 and a canvas, then one more animation frame), as

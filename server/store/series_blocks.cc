@@ -32,18 +32,31 @@ v1::SeriesPoint ToSeriesPoint(const v1::ProgressEvent& event) {
   return p;
 }
 
+void AddSeriesPoint(const v1::SeriesPoint& point, v1::SeriesBlock* block) {
+  if (block->count() == 0 || Smaller(point, block->min())) {
+    *block->mutable_min() = point;
+  }
+  if (block->count() == 0 || Larger(point, block->max())) {
+    *block->mutable_max() = point;
+  }
+  *block->mutable_last() = point;
+  block->set_count(block->count() + 1);
+  if (point.has_validation_metric()) {
+    if (!block->has_best_validation_metric() ||
+        point.validation_metric() < block->best_validation_metric()) {
+      block->set_best_validation_metric(point.validation_metric());
+    }
+    block->set_last_validation_metric(point.validation_metric());
+  }
+  if (point.has_sparsity_pct()) {
+    block->set_last_sparsity_pct(point.sparsity_pct());
+  }
+}
+
 v1::SeriesBlock PointBlock(const v1::SeriesPoint& point) {
   v1::SeriesBlock b;
   b.set_index(point.seq());
-  b.set_count(1);
-  *b.mutable_min() = point;
-  *b.mutable_max() = point;
-  *b.mutable_last() = point;
-  if (point.has_validation_metric()) {
-    b.set_best_validation_metric(point.validation_metric());
-    b.set_last_validation_metric(point.validation_metric());
-  }
-  if (point.has_sparsity_pct()) b.set_last_sparsity_pct(point.sparsity_pct());
+  AddSeriesPoint(point, &b);
   return b;
 }
 
@@ -82,9 +95,22 @@ std::vector<v1::SeriesBlock> SummarizeEvents(
     if (blocks.empty() || blocks.back().index() != index) {
       blocks.emplace_back().set_index(index);
     }
-    MergeSeriesBlock(PointBlock(ToSeriesPoint(e)), &blocks.back());
+    AddSeriesPoint(ToSeriesPoint(e), &blocks.back());
   }
   return blocks;
+}
+
+std::vector<v1::SeriesBlock> CoarsenSeriesBlocks(
+    const std::vector<v1::SeriesBlock>& blocks) {
+  std::vector<v1::SeriesBlock> coarse;
+  for (const v1::SeriesBlock& b : blocks) {
+    const int64_t index = b.index() / 8;
+    if (coarse.empty() || coarse.back().index() != index) {
+      coarse.emplace_back().set_index(index);
+    }
+    MergeSeriesBlock(b, &coarse.back());
+  }
+  return coarse;
 }
 
 }  // namespace sparrow::server

@@ -20,6 +20,9 @@ int64_t SeriesBlockSize(int level);
 
 v1::SeriesPoint ToSeriesPoint(const v1::ProgressEvent& event);
 
+// Folds a point (after all of *block's) into *block.
+void AddSeriesPoint(const v1::SeriesPoint& point, v1::SeriesBlock* block);
+
 // A block of one event (index = its seq): the raw events in the shape of
 // blocks, for a job too short to need the stored ones.
 v1::SeriesBlock PointBlock(const v1::SeriesPoint& point);
@@ -31,6 +34,11 @@ void MergeSeriesBlock(const v1::SeriesBlock& later, v1::SeriesBlock* block);
 // only these events, in index order. `events` are in seq order.
 std::vector<v1::SeriesBlock> SummarizeEvents(
     absl::Span<const v1::ProgressEvent> events, int level);
+
+// The blocks of the next level up that hold `blocks` (of one level, in
+// index order): the same as summarizing their events at that level.
+std::vector<v1::SeriesBlock> CoarsenSeriesBlocks(
+    const std::vector<v1::SeriesBlock>& blocks);
 
 }  // namespace sparrow::server
 

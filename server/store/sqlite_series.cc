@@ -27,32 +27,42 @@ constexpr int kMigrationBatch = 4096;
 
 }  // namespace
 
+// Only the first block of each level the events touch can be stored already
+// (the events come after every stored one); the others are new.
 absl::Status SqliteStore::UpdateSeriesBlocks(
     const std::string& job_id, absl::Span<const v1::ProgressEvent> events) {
   SPARROW_ASSIGN_OR_RETURN(Statement select, connection_.Prepare(kSelectBlock));
   SPARROW_ASSIGN_OR_RETURN(Statement put, connection_.Prepare(kPutBlock));
+  // The events' own blocks at every level, before any is merged with a
+  // stored one.
+  std::vector<std::vector<v1::SeriesBlock>> levels = {
+      SummarizeEvents(events, 1)};
+  if (levels[0].empty()) return absl::OkStatus();  // no ITERATION event
+  while (levels.size() < kSeriesLevels) {
+    levels.push_back(CoarsenSeriesBlocks(levels.back()));
+  }
   for (int level = 1; level <= kSeriesLevels; ++level) {
-    for (const v1::SeriesBlock& added : SummarizeEvents(events, level)) {
-      select.Reset();
-      select.BindText(1, job_id);
-      select.BindInt64(2, level);
-      select.BindInt64(3, added.index());
-      SPARROW_ASSIGN_OR_RETURN(bool found, select.Step());
-      v1::SeriesBlock block;
-      if (found) {
-        SPARROW_ASSIGN_OR_RETURN(
-            block, Parse<v1::SeriesBlock>(
-                       select.ColumnBytes(0),
-                       absl::StrCat("series block ", level, "/", added.index(),
-                                    " of job ", job_id)));
-      } else {
-        block.set_index(added.index());
-      }
-      MergeSeriesBlock(added, &block);
+    std::vector<v1::SeriesBlock>& blocks = levels[level - 1];
+    select.Reset();
+    select.BindText(1, job_id);
+    select.BindInt64(2, level);
+    select.BindInt64(3, blocks[0].index());
+    SPARROW_ASSIGN_OR_RETURN(bool found, select.Step());
+    if (found) {
+      SPARROW_ASSIGN_OR_RETURN(
+          v1::SeriesBlock stored,
+          Parse<v1::SeriesBlock>(
+              select.ColumnBytes(0),
+              absl::StrCat("series block ", level, "/", blocks[0].index(),
+                           " of job ", job_id)));
+      MergeSeriesBlock(blocks[0], &stored);
+      blocks[0] = std::move(stored);
+    }
+    for (const v1::SeriesBlock& block : blocks) {
       put.Reset();
       put.BindText(1, job_id);
       put.BindInt64(2, level);
-      put.BindInt64(3, added.index());
+      put.BindInt64(3, block.index());
       put.BindBlob(4, block.SerializeAsString());
       SPARROW_RETURN_IF_ERROR(put.Run());
     }

@@ -75,6 +75,24 @@ TEST(SeriesBlocksTest, MergingInPiecesEqualsSummarizingAtOnce) {
   EXPECT_EQ(whole.best_validation_metric(), best);
 }
 
+TEST(SeriesBlocksTest, CoarseningEqualsSummarizingAtTheNextLevel) {
+  std::vector<v1::ProgressEvent> events;
+  for (int64_t seq = 3; seq <= 1500; ++seq) {
+    v1::ProgressEvent e = Event(seq, std::cos(0.05 * seq) / seq);
+    if (seq % 3 == 0) e.set_sparsity_pct(seq % 11);
+    events.push_back(e);
+  }
+  for (int level = 1; level < 4; ++level) {
+    const auto coarse = CoarsenSeriesBlocks(SummarizeEvents(events, level));
+    const auto want = SummarizeEvents(events, level + 1);
+    ASSERT_EQ(coarse.size(), want.size()) << level;
+    for (size_t i = 0; i < want.size(); ++i) {
+      EXPECT_EQ(coarse[i].SerializeAsString(), want[i].SerializeAsString())
+          << level << " " << i;
+    }
+  }
+}
+
 TEST(SeriesBlocksTest, TheEarlierEventWinsATieAndANaNNeverWins) {
   const double nan = std::numeric_limits<double>::quiet_NaN();
   std::vector<v1::ProgressEvent> events = {Event(1, nan), Event(2, 3.0),
