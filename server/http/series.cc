@@ -26,26 +26,47 @@ int ChooseLevel(int64_t last_seq, int64_t buckets) {
   return level;
 }
 
-// Cuts the units (blocks, or one-event blocks) into buckets by index and
-// keeps each bucket's extremes; folds every unit into the total.
-void Downsample(const std::vector<v1::SeriesBlock>& units, int64_t max_index,
-                int64_t buckets, Series* out) {
-  const int64_t span = max_index + 1;
-  size_t i = 0;
-  while (i < units.size()) {
-    const int64_t bucket = units[i].index() * buckets / span;
-    v1::SeriesBlock merged;
-    while (i < units.size() && units[i].index() * buckets / span == bucket) {
-      MergeSeriesBlock(units[i++], &merged);
-    }
-    MergeSeriesBlock(merged, &out->total);
-    const v1::SeriesPoint* first = &merged.min();
-    const v1::SeriesPoint* second = &merged.max();
-    if (second->seq() < first->seq()) std::swap(first, second);
-    out->points.push_back(*first);
-    if (second->seq() != first->seq()) out->points.push_back(*second);
+// Folds units (blocks, or single events) arriving in index order into
+// `buckets` buckets over the indices [0, span) (a later index joins the last
+// bucket) and appends each bucket's extremes to the series, in seq order;
+// every unit is also folded into the total. Holds one bucket at a time.
+class Bucketer {
+ public:
+  Bucketer(int64_t span, int64_t buckets, Series* out)
+      : span_(std::max<int64_t>(span, 1)), buckets_(buckets), out_(out) {}
+
+  void Add(const v1::SeriesBlock& block) {
+    Start(block.index());
+    MergeSeriesBlock(block, &merged_);
   }
-}
+  void Add(const v1::SeriesPoint& point, int64_t index) {
+    Start(index);
+    AddSeriesPoint(point, &merged_);
+  }
+  void Finish() { Flush(); }
+
+ private:
+  void Start(int64_t index) {
+    const int64_t bucket = std::min(index, span_ - 1) * buckets_ / span_;
+    if (bucket != bucket_) Flush();
+    bucket_ = bucket;
+  }
+  void Flush() {
+    if (merged_.count() == 0) return;
+    MergeSeriesBlock(merged_, &out_->total);
+    const v1::SeriesPoint* first = &merged_.min();
+    const v1::SeriesPoint* second = &merged_.max();
+    if (second->seq() < first->seq()) std::swap(first, second);
+    out_->points.push_back(*first);
+    if (second->seq() != first->seq()) out_->points.push_back(*second);
+    merged_.Clear();
+  }
+
+  const int64_t span_, buckets_;
+  Series* const out_;
+  int64_t bucket_ = -1;
+  v1::SeriesBlock merged_;
+};
 
 StateMark Mark(int64_t seq, v1::Job::State state,
                const google::protobuf::Timestamp& time,
@@ -53,54 +74,58 @@ StateMark Mark(int64_t seq, v1::Job::State state,
   return {seq, state, TimeUtil::TimestampToNanoseconds(time), reason};
 }
 
+// Every event up to seq last_seq: each its own bucket when there are at most
+// `points`, else points / 2 buckets.
 absl::StatusOr<Series> FromEvents(Store* store, const std::string& job_id,
-                                  int points) {
+                                  int64_t last_seq, int points) {
   Series out;
-  std::vector<v1::SeriesBlock> units;
-  while (true) {
-    SPARROW_ASSIGN_OR_RETURN(
-        std::vector<v1::ProgressEvent> events,
-        store->ListEvents(job_id, out.last_seq, kReadBatch));
+  const int64_t span = last_seq + 1;
+  Bucketer bucketer(span, last_seq <= points ? span : points / 2, &out);
+  while (out.last_seq < last_seq) {
+    const int limit = static_cast<int>(
+        std::min<int64_t>(kReadBatch, last_seq - out.last_seq));
+    SPARROW_ASSIGN_OR_RETURN(std::vector<v1::ProgressEvent> events,
+                             store->ListEvents(job_id, out.last_seq, limit));
     for (const v1::ProgressEvent& e : events) {
       out.last_seq = e.seq();
       if (e.kind() == v1::ProgressEvent::STATE) {
         out.states.push_back(Mark(e.seq(), e.state(), e.time(), e.reason()));
       } else if (e.kind() == v1::ProgressEvent::ITERATION) {
-        units.push_back(PointBlock(ToSeriesPoint(e)));
+        bucketer.Add(ToSeriesPoint(e), e.seq());
       }
     }
-    if (static_cast<int>(events.size()) < kReadBatch) break;
+    if (static_cast<int>(events.size()) < limit) break;
   }
-  // Few enough: every event is its own bucket.
-  const int64_t buckets = static_cast<int64_t>(units.size()) <= points
-                              ? out.last_seq + 1
-                              : points / 2;
-  Downsample(units, out.last_seq, buckets, &out);
+  bucketer.Finish();
   return out;
 }
 
 absl::StatusOr<Series> FromBlocks(Store* store, const std::string& job_id,
-                                  int level, int64_t buckets) {
-  SPARROW_ASSIGN_OR_RETURN(SeriesSnapshot snapshot,
-                           store->ListSeriesBlocks(job_id, level));
+                                  int64_t last_seq, int level,
+                                  int64_t buckets) {
   Series out;
-  out.last_seq = snapshot.job.last_seq();
-  for (const v1::Job::Transition& t : snapshot.job.history()) {
+  Bucketer bucketer(last_seq / SeriesBlockSize(level) + 1, buckets, &out);
+  SPARROW_ASSIGN_OR_RETURN(
+      v1::Job job,
+      store->ScanSeriesBlocks(job_id, level, [&](const v1::SeriesBlock& block) {
+        bucketer.Add(block);
+      }));
+  bucketer.Finish();
+  out.last_seq = job.last_seq();
+  for (const v1::Job::Transition& t : job.history()) {
     out.states.push_back(Mark(t.seq(), t.state(), t.time(), t.reason()));
   }
-  Downsample(snapshot.blocks, out.last_seq / SeriesBlockSize(level), buckets,
-             &out);
   return out;
 }
 
 }  // namespace
 
 absl::StatusOr<Series> LoadSeries(Store* store, const std::string& job_id,
-                                  int64_t last_seq_hint, int points) {
+                                  int64_t last_seq, int points) {
   const int64_t buckets = std::max(1, points / 2);
-  const int level = ChooseLevel(last_seq_hint, buckets);
-  if (level == 0) return FromEvents(store, job_id, points);
-  return FromBlocks(store, job_id, level, buckets);
+  const int level = ChooseLevel(last_seq, buckets);
+  if (level == 0) return FromEvents(store, job_id, last_seq, points);
+  return FromBlocks(store, job_id, last_seq, level, buckets);
 }
 
 std::vector<size_t> DownsampleMinMax(absl::Span<const double> values,

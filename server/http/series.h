@@ -33,14 +33,17 @@ struct Series {
   v1::SeriesBlock total;
 };
 
-// At most `points` (>= 2) samples. When the job has more ITERATION events,
-// its seqs are cut into at most points / 2 buckets of consecutive seqs, and
-// each bucket keeps its smallest- and its largest-loss event, so that no
-// spike is lost. A job of fewer than 8 * points events (by `last_seq_hint`)
-// is read event by event; a longer one from the stored blocks of the largest
-// level that still puts two blocks in a bucket: at most 8 * points blocks.
+// The job's curves as of its event `last_seq` (or later), as at most
+// `points` (>= 2) samples. When the job has more than `points` events, its
+// seqs are cut into points / 2 buckets of consecutive seqs and each bucket
+// keeps its smallest- and its largest-loss event, so that no spike is lost.
+// A job of fewer than 8 * points events is read event by event up to
+// last_seq; a longer one from the stored blocks of the largest level that
+// still puts two blocks in a bucket, at most 8 * points of them (with any
+// events after last_seq in the last bucket). Either way one bucket at a time
+// is held.
 absl::StatusOr<Series> LoadSeries(Store* store, const std::string& job_id,
-                                  int64_t last_seq_hint, int points);
+                                  int64_t last_seq, int points);
 
 // The indices of the samples to plot: all of them when there are at most
 // `points`; otherwise the samples are cut into points / 2 buckets of equal

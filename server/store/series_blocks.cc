@@ -53,13 +53,6 @@ void AddSeriesPoint(const v1::SeriesPoint& point, v1::SeriesBlock* block) {
   }
 }
 
-v1::SeriesBlock PointBlock(const v1::SeriesPoint& point) {
-  v1::SeriesBlock b;
-  b.set_index(point.seq());
-  AddSeriesPoint(point, &b);
-  return b;
-}
-
 void MergeSeriesBlock(const v1::SeriesBlock& later, v1::SeriesBlock* block) {
   if (later.count() == 0) return;
   if (block->count() == 0) {

@@ -23,10 +23,6 @@ v1::SeriesPoint ToSeriesPoint(const v1::ProgressEvent& event);
 // Folds a point (after all of *block's) into *block.
 void AddSeriesPoint(const v1::SeriesPoint& point, v1::SeriesBlock* block);
 
-// A block of one event (index = its seq): the raw events in the shape of
-// blocks, for a job too short to need the stored ones.
-v1::SeriesBlock PointBlock(const v1::SeriesPoint& point);
-
 // Folds `later` (events after all of *block's) into *block.
 void MergeSeriesBlock(const v1::SeriesBlock& later, v1::SeriesBlock* block);
 

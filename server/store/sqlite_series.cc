@@ -1,6 +1,7 @@
 // SqliteStore: a job's series blocks (series_blocks.h), one row per (job,
 // level, index), and the migration that builds them for a store written
 // before they existed.
+#include <functional>
 #include <mutex>
 #include <string>
 #include <utility>
@@ -70,8 +71,9 @@ absl::Status SqliteStore::UpdateSeriesBlocks(
   return absl::OkStatus();
 }
 
-absl::StatusOr<SeriesSnapshot> SqliteStore::ListSeriesBlocks(
-    const std::string& job_id, int level) {
+absl::StatusOr<v1::Job> SqliteStore::ScanSeriesBlocks(
+    const std::string& job_id, int level,
+    const std::function<void(const v1::SeriesBlock&)>& visit) {
   if (level < 1 || level > kSeriesLevels) {
     return absl::InvalidArgumentError(absl::StrCat(
         "series level must be in [1, ", kSeriesLevels, "], got ", level));
@@ -79,9 +81,7 @@ absl::StatusOr<SeriesSnapshot> SqliteStore::ListSeriesBlocks(
   std::lock_guard<std::mutex> lock(mu_);
   Transaction txn(&connection_);
   SPARROW_RETURN_IF_ERROR(txn.Begin(Transaction::kRead));
-  SeriesSnapshot snapshot;
   SPARROW_ASSIGN_OR_RETURN(JobRecord record, LoadJob(job_id));
-  snapshot.job = std::move(record.job);
   SPARROW_ASSIGN_OR_RETURN(
       Statement select,
       connection_.Prepare("SELECT idx, block FROM series_blocks "
@@ -97,9 +97,9 @@ absl::StatusOr<SeriesSnapshot> SqliteStore::ListSeriesBlocks(
             select.ColumnBytes(1),
             absl::StrCat("series block ", level, "/", select.ColumnInt64(0),
                          " of job ", job_id)));
-    snapshot.blocks.push_back(std::move(block));
+    visit(block);
   }
-  return snapshot;
+  return std::move(record.job);
 }
 
 absl::Status SqliteStore::Migrate(const char* schema, int version) {

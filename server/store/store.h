@@ -9,6 +9,7 @@
 #define SPARROW_SERVER_STORE_STORE_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -51,14 +52,6 @@ struct JobTransition {
   std::vector<v1::Job::State> from;
   // The job's worker process died: Job.worker_crashes + 1.
   bool worker_crashed = false;
-};
-
-// A job's summarized curves (series_blocks.h) as of one read: the job, whose
-// last_seq is the last event the blocks include, and its blocks of one level
-// in index order.
-struct SeriesSnapshot {
-  v1::Job job;
-  std::vector<v1::SeriesBlock> blocks;
 };
 
 class Store {
@@ -132,10 +125,13 @@ class Store {
   // Events with seq > after_seq in seq order, at most `limit`.
   virtual absl::StatusOr<std::vector<v1::ProgressEvent>> ListEvents(
       const std::string& job_id, int64_t after_seq, int limit) = 0;
-  // The job and its series blocks of `level` (1 .. kSeriesLevels), read
-  // together. A job has about last_seq / 8^level of them.
-  virtual absl::StatusOr<SeriesSnapshot> ListSeriesBlocks(
-      const std::string& job_id, int level) = 0;
+  // Calls `visit` with each of the job's series blocks of `level` (1 ..
+  // kSeriesLevels; series_blocks.h) in index order, and returns the job as of
+  // the same read: its last_seq is the last event the blocks include. A job
+  // has about last_seq / 8^level blocks.
+  virtual absl::StatusOr<v1::Job> ScanSeriesBlocks(
+      const std::string& job_id, int level,
+      const std::function<void(const v1::SeriesBlock&)>& visit) = 0;
 
   // ---- checkpoints and models ----
 

@@ -7,6 +7,7 @@
 #ifndef SPARROW_SERVER_STORE_INTERNAL_SQLITE_STORE_H_
 #define SPARROW_SERVER_STORE_INTERNAL_SQLITE_STORE_H_
 
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -60,8 +61,9 @@ class SqliteStore final : public Store {
   absl::StatusOr<std::vector<v1::ProgressEvent>> ListEvents(
       const std::string& job_id, int64_t after_seq, int limit) override;
 
-  absl::StatusOr<SeriesSnapshot> ListSeriesBlocks(const std::string& job_id,
-                                                  int level) override;
+  absl::StatusOr<v1::Job> ScanSeriesBlocks(
+      const std::string& job_id, int level,
+      const std::function<void(const v1::SeriesBlock&)>& visit) override;
 
   // Brings a store of an older schema to `version`: runs `schema` (which
   // creates what is missing), builds every job's series blocks and the seqs

@@ -96,20 +96,42 @@ void ExpectExactTotals(const Series& s) {
 }
 
 TEST_F(LoadSeriesTest, AFewPointsComeFromTheBlocks) {
-  // 100 buckets of 200 events: level 2 (64 seqs a block), 313 blocks.
+  // 100 buckets of 200 seqs: level 2 (64 seqs a block), 313 blocks.
   const Series s = Load(200);
   EXPECT_GE(s.points.size(), 150u);
   ExpectKeepsTheExtremesInOrder(s, 200);
   ExpectExactTotals(s);
 }
 
-TEST_F(LoadSeriesTest, ManyPointsComeFromTheEvents) {
-  const Series all = Load(20000);
-  ASSERT_EQ(all.points.size(), 20000u);
-  EXPECT_EQ(all.points[41].iteration(), 42);
-  ExpectExactTotals(all);
+TEST_F(LoadSeriesTest, EventsAfterTheGivenLastSeqJoinTheLastBucket) {
+  auto series = LoadSeries(store_.get(), "job-1", 15000, 200);
+  ASSERT_TRUE(series.ok()) << series.status();
+  ExpectKeepsTheExtremesInOrder(*series, 200);
+  ExpectExactTotals(*series);  // the blocks hold every event
+}
 
-  const Series some = Load(4000);  // 2000 buckets of 10 events
+TEST_F(LoadSeriesTest, AShortReadStopsAtTheGivenLastSeq) {
+  auto series = LoadSeries(store_.get(), "job-1", 3000, 2000);  // events
+  ASSERT_TRUE(series.ok()) << series.status();
+  EXPECT_EQ(series->last_seq, 3000);
+  EXPECT_EQ(series->total.count(), 2998);
+  EXPECT_LE(series->points.size(), 2000u);
+
+  auto every = LoadSeries(store_.get(), "job-1", 1000, 1000);
+  ASSERT_TRUE(every.ok()) << every.status();
+  ASSERT_EQ(every->points.size(), 998u);  // each event its own bucket
+  EXPECT_EQ(every->points[41].iteration(), 42);
+}
+
+TEST_F(LoadSeriesTest, ManyPointsComeFromTheEvents) {
+  // 20,002 events (20,000 iterations) > 20,000 points: 10,000 buckets of
+  // two or three seqs.
+  const Series almost = Load(20000);
+  EXPECT_GE(almost.points.size(), 19990u);
+  ExpectKeepsTheExtremesInOrder(almost, 20000);
+  ExpectExactTotals(almost);
+
+  const Series some = Load(4000);  // 2000 buckets of 10 seqs
   EXPECT_GE(some.points.size(), 3000u);
   ExpectKeepsTheExtremesInOrder(some, 4000);
   ExpectExactTotals(some);

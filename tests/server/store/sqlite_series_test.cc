@@ -81,17 +81,26 @@ class SqliteSeriesTest : public ::testing::Test {
     return events.value_or(std::vector<v1::ProgressEvent>());
   }
   // Every level's stored blocks are the summary of all events at once.
+  // The job's blocks of one level, and its last_seq as read with them.
+  std::vector<v1::SeriesBlock> Blocks(const std::string& id, int level,
+                                      int64_t* last_seq = nullptr) {
+    std::vector<v1::SeriesBlock> blocks;
+    auto job = store_->ScanSeriesBlocks(
+        id, level, [&](const v1::SeriesBlock& b) { blocks.push_back(b); });
+    EXPECT_TRUE(job.ok()) << job.status();
+    if (last_seq != nullptr) *last_seq = job.ok() ? job->last_seq() : -1;
+    return blocks;
+  }
   void ExpectBlocksSummarizeEvents(const std::string& id) {
     const std::vector<v1::ProgressEvent> events = AllEvents(id);
     for (int level = 1; level <= kSeriesLevels; ++level) {
-      auto snapshot = store_->ListSeriesBlocks(id, level);
-      ASSERT_TRUE(snapshot.ok()) << snapshot.status();
-      EXPECT_EQ(snapshot->job.last_seq(), events.back().seq());
+      int64_t last_seq = 0;
+      const std::vector<v1::SeriesBlock> got = Blocks(id, level, &last_seq);
+      EXPECT_EQ(last_seq, events.back().seq());
       const std::vector<v1::SeriesBlock> want = SummarizeEvents(events, level);
-      ASSERT_EQ(snapshot->blocks.size(), want.size()) << "level " << level;
+      ASSERT_EQ(got.size(), want.size()) << "level " << level;
       for (size_t i = 0; i < want.size(); ++i) {
-        EXPECT_EQ(snapshot->blocks[i].SerializeAsString(),
-                  want[i].SerializeAsString())
+        EXPECT_EQ(got[i].SerializeAsString(), want[i].SerializeAsString())
             << "level " << level << " block " << i;
       }
     }
@@ -107,10 +116,9 @@ TEST_F(SqliteSeriesTest, AppendsInBatchesKeepEveryLevelExact) {
   Transition("job-1", v1::Job::RUNNING);
   AppendMany("job-1", 3000);
   ExpectBlocksSummarizeEvents("job-1");
-  auto top = store_->ListSeriesBlocks("job-1", kSeriesLevels);
-  ASSERT_TRUE(top.ok());
-  ASSERT_EQ(top->blocks.size(), 1u);
-  EXPECT_EQ(top->blocks[0].count(), 3000);
+  const std::vector<v1::SeriesBlock> top = Blocks("job-1", kSeriesLevels);
+  ASSERT_EQ(top.size(), 1u);
+  EXPECT_EQ(top[0].count(), 3000);
 }
 
 TEST_F(SqliteSeriesTest, HistoryCarriesTheSeqsOfTheStateEvents) {
@@ -130,12 +138,13 @@ TEST_F(SqliteSeriesTest, HistoryCarriesTheSeqsOfTheStateEvents) {
 }
 
 TEST_F(SqliteSeriesTest, ErrorsNameTheJobOrTheLevel) {
-  auto missing = store_->ListSeriesBlocks("job-nope", 1);
+  auto visit = [](const v1::SeriesBlock&) {};
+  auto missing = store_->ScanSeriesBlocks("job-nope", 1, visit);
   EXPECT_TRUE(absl::IsNotFound(missing.status())) << missing.status();
   EXPECT_NE(missing.status().message().find("job-nope"), std::string::npos);
   CreateJob("job-1");
   for (int level : {0, kSeriesLevels + 1}) {
-    auto bad = store_->ListSeriesBlocks("job-1", level);
+    auto bad = store_->ScanSeriesBlocks("job-1", level, visit);
     EXPECT_TRUE(absl::IsInvalidArgument(bad.status())) << bad.status();
   }
 }
@@ -190,9 +199,7 @@ TEST_F(SqliteSeriesTest, AStoreOfVersion1IsMigratedOnOpen) {
   ASSERT_GE(record->job.history_size(), 3);
   EXPECT_EQ(record->job.history(0).seq(), 1);
   EXPECT_GT(record->job.history(2).seq(), 50);
-  auto empty = store_->ListSeriesBlocks("job-2", 1);
-  ASSERT_TRUE(empty.ok());
-  EXPECT_TRUE(empty->blocks.empty());
+  EXPECT_TRUE(Blocks("job-2", 1).empty());
 }
 
 }  // namespace

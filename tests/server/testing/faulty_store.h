@@ -84,9 +84,10 @@ class FaultyStore : public Store {
       const std::string& job_id, int64_t after_seq, int limit) override {
     return store_->ListEvents(job_id, after_seq, limit);
   }
-  absl::StatusOr<SeriesSnapshot> ListSeriesBlocks(const std::string& job_id,
-                                                  int level) override {
-    return store_->ListSeriesBlocks(job_id, level);
+  absl::StatusOr<v1::Job> ScanSeriesBlocks(
+      const std::string& job_id, int level,
+      const std::function<void(const v1::SeriesBlock&)>& visit) override {
+    return store_->ScanSeriesBlocks(job_id, level, visit);
   }
   absl::Status PutCheckpoint(const std::string& job_id,
                              absl::string_view bytes) override {
