@@ -64,6 +64,11 @@ absl::StatusOr<std::vector<v1::ProgressEvent>> SqliteStore::ListEvents(
   Transaction txn(&connection_);
   SPARROW_RETURN_IF_ERROR(txn.Begin(Transaction::kRead));
   SPARROW_RETURN_IF_ERROR(LoadJob(job_id).status());
+  return SelectEvents(job_id, after_seq, limit);
+}
+
+absl::StatusOr<std::vector<v1::ProgressEvent>> SqliteStore::SelectEvents(
+    const std::string& job_id, int64_t after_seq, int limit) {
   SPARROW_ASSIGN_OR_RETURN(Statement select,
                            connection_.Prepare("SELECT seq, event FROM events "
                                                "WHERE job_id = ?1 AND seq > ?2 "

@@ -128,28 +128,11 @@ absl::Status SqliteStore::Migrate(const char* schema, int version) {
 // Runs inside the caller's write transaction (the schema migration).
 absl::Status SqliteStore::BuildSeriesBlocks(const std::string& job_id) {
   SPARROW_ASSIGN_OR_RETURN(JobRecord record, LoadJob(job_id));
-  SPARROW_ASSIGN_OR_RETURN(
-      Statement select,
-      connection_.Prepare("SELECT seq, event FROM events WHERE job_id = ?1 "
-                          "AND seq > ?2 ORDER BY seq LIMIT ?3"));
   int64_t after = 0;
   int history = 0;  // STATE events are the history's entries, in order
   while (true) {
-    select.Reset();
-    select.BindText(1, job_id);
-    select.BindInt64(2, after);
-    select.BindInt64(3, kMigrationBatch);
-    std::vector<v1::ProgressEvent> events;
-    while (true) {
-      SPARROW_ASSIGN_OR_RETURN(bool row, select.Step());
-      if (!row) break;
-      SPARROW_ASSIGN_OR_RETURN(
-          v1::ProgressEvent event,
-          Parse<v1::ProgressEvent>(select.ColumnBytes(1),
-                                   absl::StrCat("event ", select.ColumnInt64(0),
-                                                " of job ", job_id)));
-      events.push_back(std::move(event));
-    }
+    SPARROW_ASSIGN_OR_RETURN(std::vector<v1::ProgressEvent> events,
+                             SelectEvents(job_id, after, kMigrationBatch));
     if (events.empty()) break;
     for (const v1::ProgressEvent& e : events) {
       if (e.kind() == v1::ProgressEvent::STATE &&

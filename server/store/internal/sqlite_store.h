@@ -94,6 +94,9 @@ class SqliteStore final : public Store {
   absl::Status InsertJob(const std::string& tenant, const v1::Job& job);
   absl::Status UpdateJob(const v1::Job& job);
   absl::Status InsertEvent(Statement& insert, const v1::ProgressEvent& event);
+  // The job's events after after_seq in seq order, at most `limit`.
+  absl::StatusOr<std::vector<v1::ProgressEvent>> SelectEvents(
+      const std::string& job_id, int64_t after_seq, int limit);
   // Folds the job's new events into its stored series blocks.
   absl::Status UpdateSeriesBlocks(const std::string& job_id,
                                   absl::Span<const v1::ProgressEvent> events);
