@@ -4,6 +4,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/clock.h"
@@ -74,7 +75,10 @@ absl::StatusOr<std::unique_ptr<SparrowServer>> SparrowServer::Start(
   SPARROW_RETURN_IF_ERROR(server->ServeHttp());
   server->server_->GetHealthCheckService()->SetServingStatus(true);
   spdlog::info("sparrowd listening on {} (data in {}, {} workers{})",
-               server->address(), options.data_dir, options.jobs.workers,
+               server->address(),
+               options.store.empty() ? options.data_dir
+                                     : std::string("PostgreSQL, --store"),
+               options.jobs.workers,
                server->auth_.enabled() ? ", bearer tokens required" : "");
   return server;
 }
@@ -88,10 +92,19 @@ absl::Status SparrowServer::OpenStorage() {
         absl::StrCat("--data-dir '", options.data_dir,
                      "' cannot be created: ", ec.message()));
   }
-  SPARROW_ASSIGN_OR_RETURN(
-      store_,
-      OpenSqliteStore(
-          (std::filesystem::path(options.data_dir) / "sparrow.db").string()));
+  if (options.store.empty()) {
+    SPARROW_ASSIGN_OR_RETURN(
+        store_,
+        OpenSqliteStore(
+            (std::filesystem::path(options.data_dir) / "sparrow.db").string()));
+  } else if (absl::StartsWith(options.store, "postgresql://") ||
+             absl::StartsWith(options.store, "postgres://")) {
+    SPARROW_ASSIGN_OR_RETURN(store_, OpenPostgresStore(options.store));
+  } else {
+    return absl::InvalidArgumentError(
+        "--store must be a PostgreSQL URI (postgresql://USER@HOST/DB); leave "
+        "it out for the SQLite store in --data-dir");
+  }
   SPARROW_ASSIGN_OR_RETURN(
       uploads_,
       UploadSpool::Open(

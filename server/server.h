@@ -34,6 +34,9 @@ struct ServerOptions {
   // HOST:PORT; port 0 picks a free port (see SparrowServer::port()).
   std::string listen = "127.0.0.1:50051";
   std::string data_dir = "./sparrow-data";
+  // A PostgreSQL URI (postgresql://...) for the store; empty: SQLite in
+  // data_dir. The upload spool stays in data_dir either way.
+  std::string store;
   std::string tokens_file;  // empty: no authentication, one tenant "default"
   std::string tls_cert, tls_key;  // PEM files; both or neither
   std::string metrics_listen;     // HOST:PORT of /metrics; empty: off

@@ -36,9 +36,14 @@ void AddServiceFlags(CLI::App* app, Flags* f) {
                   "HOST:PORT to serve gRPC on (port 0 picks a free port)")
       ->capture_default_str();
   app->add_option("--data-dir", f->options.data_dir,
-                  "Directory of the store (sparrow.db, SQLite in WAL mode); "
-                  "created when missing")
+                  "Directory of the store (sparrow.db, SQLite in WAL mode) "
+                  "and of unfinished uploads; created when missing")
       ->capture_default_str();
+  app->add_option("--store", f->options.store,
+                  "Keep the store in PostgreSQL instead of --data-dir: a libpq "
+                  "URI, e.g. postgresql://sparrow@db.example.com/sparrow (the "
+                  "password from ~/.pgpass or PGPASSWORD); one sparrowd per "
+                  "database");
   app->add_option("--workers", f->options.jobs.workers,
                   "Jobs run at the same time (default: the number of cores)")
       ->check(CLI::Range(1, 1024));

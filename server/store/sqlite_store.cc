@@ -4,10 +4,9 @@
 // returns. Protos are stored serialized; the columns beside them (state,
 // request_id, dataset_id, seq) are copies kept for lookups and ordering.
 //
-// This file opens the database and creates its schema; the Store's calls are
-// in sqlite_datasets.cc, sqlite_jobs.cc and sqlite_events.cc.
-#include "server/store/internal/sqlite_store.h"
-
+// This file opens the database and creates or migrates its schema; the
+// Store's calls are SqlStore's (internal/sql_store.h), shared with
+// PostgreSQL.
 #include <sqlite3.h>
 
 #include <memory>
@@ -17,6 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "core/util/status_macros.h"
+#include "server/store/internal/sql_store.h"
 #include "server/store/internal/sqlite_db.h"
 #include "server/store/store.h"
 
@@ -25,9 +25,8 @@ namespace {
 
 using sqlite::Connection;
 using sqlite::DbHandle;
-using sqlite::SqliteStore;
 using sqlite::Statement;
-using sqlite::Transaction;
+using Transaction = sql::BasicTransaction<sqlite::Connection>;
 
 // PRAGMA user_version of the schema below; a later schema migrates from it.
 // Version 2 added series_blocks and Job.Transition.seq.
@@ -197,9 +196,12 @@ absl::StatusOr<std::unique_ptr<Store>> OpenSqliteStore(
     return Unwritable(path, s);
   }
   SPARROW_RETURN_IF_ERROR(s);
-  auto store = std::make_unique<SqliteStore>(std::move(connection));
+  auto store =
+      std::make_unique<sql::SqlStore>(sql::Adapt(std::move(connection)));
   if (version > 0 && version < kSchemaVersion) {
-    s = store->Migrate(kSchema, kSchemaVersion);
+    s = store->Migrate(
+        kSchema,
+        absl::StrCat("PRAGMA user_version = ", kSchemaVersion).c_str());
     if (!s.ok()) {
       return absl::Status(s.code(), absl::StrCat("the store ", path,
                                                  " cannot be migrated from "

@@ -150,6 +150,12 @@ class Store {
 // the path.
 absl::StatusOr<std::unique_ptr<Store>> OpenSqliteStore(const std::string& path);
 
+// The store on PostgreSQL at a libpq URI (postgresql://user@host/db), its
+// tables created when missing. One sparrowd per database: a second is
+// refused with FAILED_PRECONDITION. Errors name the URI without its password.
+absl::StatusOr<std::unique_ptr<Store>> OpenPostgresStore(
+    const std::string& uri);
+
 }  // namespace sparrow::server
 
 #endif  // SPARROW_SERVER_STORE_STORE_H_

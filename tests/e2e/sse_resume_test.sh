@@ -3,6 +3,9 @@
 # restart of sparrowd (same data dir and ports). The events read before the kill plus those read
 # after the restart (with Last-Event-ID, and with ?after_seq=) are seqs 1, 2, 3, ... without gap
 # or duplicate, the SUCCEEDED event last, equal to a replay from seq 0 and to events.csv.
+# With SPARROW_E2E_STORE=postgres the store is on a PostgreSQL 15 server that the script starts
+# (as the postgres user when run as root; skipped where postgresql-15 is missing), and a second
+# sparrowd on that database is refused.
 # Usage: sse_resume_test.sh BIN_DIR   (run from the repository root)
 set -u
 command -v curl > /dev/null || { echo "SKIP: curl is missing"; exit 77; }
@@ -30,6 +33,10 @@ cleanup() {
   for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null; done
   for p in "${pids[@]}"; do wait_exit "$p" 5; done
   for p in ${orphans:-}; do alive "$p" && kill -KILL "$p"; done
+  if [[ -n ${pgdir:-} ]]; then
+    as_pg "$pgbin/pg_ctl -D $pgdir/data -m immediate stop" > /dev/null 2>&1
+    rm -rf "$pgdir"
+  fi
   rm -rf "$tmp"
 }
 trap cleanup EXIT
@@ -43,6 +50,22 @@ check() {  # check DESCRIPTION COMMAND...: passes when the command succeeds
 }
 fatal() { echo "FAIL: $*"; for f in "$tmp"/d?.log; do echo "--- $f"; tail -n 15 "$f"; done; exit 1; }
 started=$SECONDS
+
+# --- the store: SQLite in the data dir, or PostgreSQL --------------------------------------
+store_args=()
+pgbin=/usr/lib/postgresql/15/bin
+as_pg() { if [[ $(id -u) == 0 ]]; then su postgres -s /bin/sh -c "$1"; else sh -c "$1"; fi; }
+if [[ ${SPARROW_E2E_STORE:-sqlite} == postgres ]]; then
+  [[ -x $pgbin/initdb ]] || { echo "SKIP: postgresql-15 is missing"; exit 77; }
+  pgdir=$(mktemp -d /tmp/sparrow-e2e-pg.XXXXXX)
+  [[ $(id -u) == 0 ]] && chown postgres "$pgdir"
+  as_pg "$pgbin/initdb -D $pgdir/data -A trust -U postgres -E UTF8 --no-sync" > "$tmp/initdb.log" 2>&1 ||
+    fatal "initdb: $(tail -n 5 "$tmp/initdb.log")"
+  # No TCP: the socket is in $pgdir, so the port cannot collide with another server's.
+  as_pg "$pgbin/pg_ctl -D $pgdir/data -l $pgdir/log -w -o '-p 5432 -k $pgdir -c listen_addresses=' start" \
+    > /dev/null 2>&1 || fatal "PostgreSQL did not start: $(tail -n 5 "$pgdir/log")"
+  store_args=(--store "postgresql:///postgres?host=$pgdir&port=5432&user=postgres")
+fi
 
 # Two free ports below the ephemeral range: while sparrowd is down, no other process (e.g. a
 # parallel test's sparrowd on port 0) is handed them.
@@ -69,7 +92,8 @@ export SPARROW_ADDR=127.0.0.1:$grpc_port SPARROW_TOKEN=
 start_sparrowd() {
   local i
   "$sparrowd" --listen "$SPARROW_ADDR" --http-listen "127.0.0.1:$http_port" --data-dir "$tmp/data" \
-    --workers 1 --min-event-interval-ms 0 --checkpoint-every 5 --checkpoint-min-seconds 0 > "$1" 2>&1 &
+    "${store_args[@]}" --workers 1 --min-event-interval-ms 0 --checkpoint-every 5 \
+    --checkpoint-min-seconds 0 > "$1" 2>&1 &
   server_pid=$!
   pids+=("$server_pid")
   for ((i = 0; i < 150; i++)); do
@@ -194,6 +218,13 @@ n = sum(1 for _ in open(sys.argv[2]))
 assert (s["state"], int(s["attempts"]), int(s["last_seq"])) == ("SUCCEEDED", 2, n), (s, n)
 PY
 
-echo "sse_resume: $(wc -l < "$tmp/full.json") events, killed after seq $last; $passed passed, $failed failed in $((SECONDS - started)) s"
+if [[ -n ${pgdir:-} ]]; then
+  timeout 30 "$sparrowd" --listen 127.0.0.1:0 --http-listen "" --data-dir "$tmp/data2" "${store_args[@]}" \
+    > "$tmp/second.log" 2>&1
+  rc=$?
+  check "a second sparrowd on the database is refused (exit $rc): $(tail -n 1 "$tmp/second.log")" \
+    eval '[[ $rc -ne 0 && $rc -ne 124 ]] && grep -q "another sparrowd" "$tmp/second.log"'
+fi
+echo "sse_resume (${SPARROW_E2E_STORE:-sqlite}): $(wc -l < "$tmp/full.json") events, killed after seq $last; $passed passed, $failed failed in $((SECONDS - started)) s"
 [[ $failed -eq 0 ]] || { for f in "$tmp"/d?.log; do echo "--- $f"; tail -n 15 "$f"; done; exit 1; }
 echo "PASS: sse_resume"

@@ -1,6 +1,7 @@
 #include "server/store/internal/pg_db.h"
 
 #include <cstring>
+#include <string_view>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
@@ -125,7 +126,7 @@ void Statement::BindBlob(int i, absl::string_view value) {
 }
 
 absl::Status Statement::Execute() {
-  connection_->ResetIfBroken();
+  SPARROW_RETURN_IF_ERROR(connection_->ResetIfBroken());
   const int n = static_cast<int>(params_.size());
   std::vector<const char*> values(n);
   std::vector<int> lengths(n), formats(n);
@@ -226,16 +227,41 @@ absl::Status Connection::Error(const PGresult* result,
                      absl::StrCat("store ", name_, ": ", what, ": ", detail));
 }
 
-void Connection::ResetIfBroken() {
+absl::Status Connection::ResetIfBroken() {
   // A restarted server or a dropped connection: reconnect. Inside a
   // transaction the failure is the caller's (its transaction is lost).
   if (PQstatus(conn_.get()) == CONNECTION_BAD && !InTransaction()) {
     PQreset(conn_.get());
+    if (PQstatus(conn_.get()) == CONNECTION_OK && !session_check_.empty()) {
+      auto passed = QueryBool(session_check_.c_str());
+      session_lost_ = !passed.ok() || !*passed;
+    }
   }
+  if (session_lost_) {
+    return WithClientMessage(
+        absl::UnavailableError(absl::StrCat(
+            "store ", name_, ": after reconnecting, \"", session_check_,
+            "\" no longer holds (another sparrowd took the database); "
+            "restart this sparrowd")),
+        kStoreUnavailable);
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<bool> Connection::QueryBool(const char* sql) {
+  ResultHandle result(PQexec(conn_.get(), sql));
+  if (PQresultStatus(result.get()) != PGRES_TUPLES_OK) {
+    return Error(result.get(), sql);
+  }
+  if (PQntuples(result.get()) != 1 || PQnfields(result.get()) != 1) {
+    return absl::InternalError(
+        absl::StrCat("store ", name_, ": ", sql, " returned no single value"));
+  }
+  return std::string_view(PQgetvalue(result.get(), 0, 0)) == "t";
 }
 
 absl::Status Connection::Exec(const char* sql) {
-  ResetIfBroken();
+  SPARROW_RETURN_IF_ERROR(ResetIfBroken());
   ResultHandle result(PQexec(conn_.get(), sql));
   const ExecStatusType status = PQresultStatus(result.get());
   if (status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK) {

@@ -1,8 +1,8 @@
-// The PostgreSQL layer for a Store on PostgreSQL: RAII wrappers over libpq
-// with the surface of sqlite_db.h (a connection, statements bound by number
-// and stepped row by row, transactions), so that the store's SQL and logic
-// can be written once for both. Statements are written with SQLite's `?N`
-// placeholders and sent with PostgreSQL's `$N`. Parameters go as text but
+// The PostgreSQL driver under SqlStore (sql_store.h, through sql_db.h): RAII
+// wrappers over libpq with the surface of sqlite_db.h (a connection,
+// statements bound by number and stepped row by row), so that the store's SQL
+// and logic are written once for both. Statements are written with SQLite's
+// `?N` placeholders and sent with PostgreSQL's `$N`. Parameters go as text but
 // blobs (binary); results come back binary. Internal to server/store/.
 #ifndef SPARROW_SERVER_STORE_INTERNAL_PG_DB_H_
 #define SPARROW_SERVER_STORE_INTERNAL_PG_DB_H_
@@ -101,10 +101,21 @@ class Connection {
   }
   // Runs one or more statements that return nothing of interest.
   absl::Status Exec(const char* sql);
-  // Reconnects a broken connection outside of a transaction.
-  void ResetIfBroken();
+  // The boolean a one-row, one-column query returns.
+  absl::StatusOr<bool> QueryBool(const char* sql);
+  // A query that must return true on every new session: after a reconnect
+  // that it does not pass, every call fails with UNAVAILABLE.
+  void SetSessionCheck(std::string sql) { session_check_ = std::move(sql); }
+  // Reconnects a broken connection outside of a transaction; an error when
+  // the connection is unusable.
+  absl::Status ResetIfBroken();
   bool InTransaction() const {
     return PQtransactionStatus(conn_.get()) != PQTRANS_IDLE;
+  }
+  // Write transactions are SERIALIZABLE, so that a read-then-write cannot
+  // interleave with another connection's.
+  absl::Status Begin(bool write) {
+    return Exec(write ? "BEGIN ISOLATION LEVEL SERIALIZABLE" : "BEGIN");
   }
 
  private:
@@ -113,39 +124,8 @@ class Connection {
 
   ConnHandle conn_;
   std::string name_;
-};
-
-// A transaction that rolls back unless committed. kWrite transactions are
-// SERIALIZABLE, so that a read-then-write on one replica cannot interleave
-// with another's.
-class Transaction {
- public:
-  enum Mode { kRead, kWrite };
-
-  explicit Transaction(Connection* connection) : connection_(connection) {}
-  Transaction(const Transaction&) = delete;
-  Transaction& operator=(const Transaction&) = delete;
-  ~Transaction() {
-    if (begun_ && connection_->InTransaction()) {
-      connection_->Exec("ROLLBACK").IgnoreError();
-    }
-  }
-
-  absl::Status Begin(Mode mode) {
-    absl::Status s = connection_->Exec(
-        mode == kWrite ? "BEGIN ISOLATION LEVEL SERIALIZABLE" : "BEGIN");
-    if (s.ok()) begun_ = true;
-    return s;
-  }
-  absl::Status Commit() {
-    absl::Status s = connection_->Exec("COMMIT");
-    if (s.ok()) begun_ = false;
-    return s;
-  }
-
- private:
-  Connection* connection_;
-  bool begun_ = false;
+  std::string session_check_;
+  bool session_lost_ = false;
 };
 
 }  // namespace sparrow::server::pg

@@ -1,9 +1,5 @@
 #include "server/store/internal/sqlite_db.h"
 
-#include "absl/strings/escaping.h"
-#include "absl/strings/numbers.h"
-#include "absl/strings/strip.h"
-#include "google/protobuf/util/time_util.h"
 #include "server/internal_error.h"
 
 namespace sparrow::server::sqlite {
@@ -28,43 +24,7 @@ constexpr char kStoreFailed[] =
     "the server's store failed; nothing was changed; retry, and report it to "
     "the server's operator if it persists";
 
-constexpr char kBadPageToken[] = "page_token is not a token this server issued";
-
 }  // namespace
-
-google::protobuf::Timestamp ToTimestamp(absl::Time t) {
-  return google::protobuf::util::TimeUtil::NanosecondsToTimestamp(
-      absl::ToUnixNanos(t));
-}
-
-// Page tokens are web-safe base64 of "<listing>:<seq of the last item>", so a
-// token of one listing (or filter) is refused by another.
-std::string EncodePageToken(absl::string_view listing, int64_t last_seq) {
-  return absl::WebSafeBase64Escape(absl::StrCat(listing, ":", last_seq));
-}
-
-// The seq after which the page starts: 0 for an empty token.
-absl::StatusOr<int64_t> DecodePageToken(absl::string_view listing,
-                                        const std::string& token) {
-  if (token.empty()) return 0;
-  std::string raw;
-  int64_t last_seq = 0;
-  absl::string_view rest;
-  if (absl::WebSafeBase64Unescape(token, &raw)) rest = raw;
-  if (!absl::ConsumePrefix(&rest, absl::StrCat(listing, ":")) ||
-      !absl::SimpleAtoi(rest, &last_seq) || last_seq <= 0) {
-    return absl::InvalidArgumentError(kBadPageToken);
-  }
-  return last_seq;
-}
-
-absl::Status CheckPageSize(int page_size) {
-  if (page_size <= 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("page_size must be positive, got ", page_size));
-  }
-  return absl::OkStatus();
-}
 
 absl::Status Connection::Error(int rc, absl::string_view what) const {
   // sqlite3_errmsg describes the last failure on this connection, which is

@@ -1,7 +1,6 @@
-// The SQLite layer under SqliteStore: RAII wrappers over the C API (a
-// connection, its prepared statements and transactions), the errors a failed
-// call maps to, and the helpers that read stored protos and pages of
-// listings. Internal to server/store/.
+// The SQLite driver under SqlStore (sql_store.h, through sql_db.h): RAII
+// wrappers over the C API (a connection and its prepared statements) and the
+// errors a failed call maps to. Internal to server/store/.
 #ifndef SPARROW_SERVER_STORE_INTERNAL_SQLITE_DB_H_
 #define SPARROW_SERVER_STORE_INTERNAL_SQLITE_DB_H_
 
@@ -18,35 +17,9 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "core/util/status_macros.h"
-#include "google/protobuf/timestamp.pb.h"
 #include "server/store/store.h"
-#include "spdlog/spdlog.h"
 
 namespace sparrow::server::sqlite {
-
-google::protobuf::Timestamp ToTimestamp(absl::Time t);
-
-template <typename Message>
-absl::StatusOr<Message> Parse(absl::string_view bytes, absl::string_view row) {
-  Message message;
-  if (!message.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
-    return absl::DataLossError(
-        absl::StrCat("the store's record of ", row, " is corrupt (not a ",
-                     Message::descriptor()->full_name(), ")"));
-  }
-  return message;
-}
-
-// Page tokens are web-safe base64 of "<listing>:<seq of the last item>", so a
-// token of one listing (or filter) is refused by another.
-std::string EncodePageToken(absl::string_view listing, int64_t last_seq);
-
-// The seq after which the page starts: 0 for an empty token.
-absl::StatusOr<int64_t> DecodePageToken(absl::string_view listing,
-                                        const std::string& token);
-
-// INVALID_ARGUMENT unless page_size > 0.
-absl::Status CheckPageSize(int page_size);
 
 // ---- RAII wrappers over the C API -------------------------------------------
 
@@ -102,6 +75,8 @@ class Statement {
     if (row) return absl::InternalError("statement unexpectedly returned rows");
     return absl::OkStatus();
   }
+  // Rows changed by the statement (INSERT, UPDATE, DELETE).
+  int64_t changes() const { return sqlite3_changes(sqlite3_db_handle(stmt_)); }
   // Makes the statement ready to be bound and stepped again.
   void Reset() {
     sqlite3_reset(stmt_);
@@ -157,76 +132,17 @@ class Connection {
   }
 
   bool InTransaction() const { return !sqlite3_get_autocommit(db_.get()); }
+  // A write transaction takes the write lock up front (BEGIN IMMEDIATE), so
+  // that a read-then-write never fails half-way on a lock upgrade.
+  absl::Status Begin(bool write) {
+    return Exec(write ? "BEGIN IMMEDIATE" : "BEGIN");
+  }
 
   int changes() const { return sqlite3_changes(db_.get()); }
 
  private:
   DbHandle db_;
   std::string path_;
-};
-
-// One page of a listing from `select`, whose rows are (seq, id, serialized
-// Message) in seq order after the token's seq. A record that cannot be parsed
-// (e.g. a name that is not UTF-8, stored by an older sparrowd) is logged and
-// left out: one bad row must not hide the rest of the list.
-template <typename Message>
-absl::StatusOr<Page<Message>> ReadPage(Statement& select,
-                                       absl::string_view listing, int page_size,
-                                       absl::string_view what) {
-  Page<Message> page;
-  int64_t last_seq = 0;
-  while (true) {
-    SPARROW_ASSIGN_OR_RETURN(bool row, select.Step());
-    if (!row) break;
-    if (static_cast<int>(page.items.size()) == page_size) {
-      page.next_page_token = EncodePageToken(listing, last_seq);
-      break;
-    }
-    last_seq = select.ColumnInt64(0);
-    auto item = Parse<Message>(select.ColumnBytes(2),
-                               absl::StrCat(what, " ", select.ColumnBytes(1)));
-    if (!item.ok()) {
-      spdlog::error("store: {} left out of a listing: {}", std::string(listing),
-                    std::string(item.status().message()));
-      continue;
-    }
-    page.items.push_back(*std::move(item));
-  }
-  return page;
-}
-
-// A transaction that rolls back unless committed. kWrite takes the write lock
-// up front (BEGIN IMMEDIATE) so that a read-then-write never fails half-way
-// on a lock upgrade.
-class Transaction {
- public:
-  enum Mode { kRead, kWrite };
-
-  explicit Transaction(Connection* connection) : connection_(connection) {}
-  Transaction(const Transaction&) = delete;
-  Transaction& operator=(const Transaction&) = delete;
-  ~Transaction() {
-    // SQLite rolls back by itself after some errors (e.g. SQLITE_FULL).
-    if (begun_ && connection_->InTransaction()) {
-      connection_->Exec("ROLLBACK").IgnoreError();
-    }
-  }
-
-  absl::Status Begin(Mode mode) {
-    SPARROW_RETURN_IF_ERROR(
-        connection_->Exec(mode == kWrite ? "BEGIN IMMEDIATE" : "BEGIN"));
-    begun_ = true;
-    return absl::OkStatus();
-  }
-  absl::Status Commit() {
-    SPARROW_RETURN_IF_ERROR(connection_->Exec("COMMIT"));
-    begun_ = false;
-    return absl::OkStatus();
-  }
-
- private:
-  Connection* connection_;
-  bool begun_ = false;
 };
 
 }  // namespace sparrow::server::sqlite

@@ -9,6 +9,7 @@
 
 #include "gtest/gtest.h"
 #include "server/internal_error.h"
+#include "server/store/internal/sql_db.h"
 #include "tests/server/testing/postgres_server.h"
 
 namespace sparrow::server::pg {
@@ -92,15 +93,15 @@ TEST_F(PgDbTest, ValuesRoundTrip) {
 
 TEST_F(PgDbTest, ATransactionRollsBackUnlessCommitted) {
   {
-    Transaction txn(db_.get());
-    ASSERT_TRUE(txn.Begin(Transaction::kWrite).ok());
+    sql::BasicTransaction<Connection> txn(db_.get());
+    ASSERT_TRUE(txn.Begin(sql::BasicTransaction<Connection>::kWrite).ok());
     ASSERT_TRUE(db_->Exec("INSERT INTO t VALUES (1, 'x', 'y')").ok());
     EXPECT_TRUE(db_->InTransaction());
   }
   EXPECT_FALSE(db_->InTransaction());
   EXPECT_EQ(Count(), 0);
-  Transaction txn(db_.get());
-  ASSERT_TRUE(txn.Begin(Transaction::kWrite).ok());
+  sql::BasicTransaction<Connection> txn(db_.get());
+  ASSERT_TRUE(txn.Begin(sql::BasicTransaction<Connection>::kWrite).ok());
   ASSERT_TRUE(db_->Exec("INSERT INTO t VALUES (1, 'x', 'y')").ok());
   ASSERT_TRUE(txn.Commit().ok());
   EXPECT_EQ(Count(), 1);

@@ -1,6 +1,7 @@
-// SqliteStore's series blocks: kept by AppendEvents at every level exactly as
-// if all events had been summarized at once, read with the job in one
-// snapshot, and built by the migration of a store of schema version 1.
+// The series blocks on every backend: kept by AppendEvents at every level
+// exactly as if all events had been summarized at once, read with the job in
+// one snapshot; and on SQLite, built by the migration of a store of schema
+// version 1.
 #include <sqlite3.h>
 #include <unistd.h>
 
@@ -13,21 +14,24 @@
 #include "gtest/gtest.h"
 #include "server/store/series_blocks.h"
 #include "server/store/store.h"
+#include "tests/server/testing/store_backend.h"
 
 namespace sparrow::server {
 namespace {
 
-class SqliteSeriesTest : public ::testing::Test {
+class StoreSeriesTest : public ::testing::TestWithParam<testing::Backend> {
  protected:
   void SetUp() override {
+    const std::string name = absl::StrCat(
+        ::testing::UnitTest::GetInstance()->current_test_info()->name(), "_",
+        ::getpid());
     dir_ = std::filesystem::path(::testing::TempDir()) /
-           absl::StrCat(
-               "sqlite_series_test_",
-               ::testing::UnitTest::GetInstance()->current_test_info()->name(),
-               "_", ::getpid());
+           absl::StrCat("store_series_test_", name);
     std::filesystem::remove_all(dir_);
     std::filesystem::create_directories(dir_);
     path_ = (dir_ / "sparrow.db").string();
+    backend_ = std::make_unique<testing::StoreBackend>(GetParam(), dir_, name);
+    if (!backend_->Available()) GTEST_SKIP() << "postgresql-15 is missing";
     Reopen();
   }
   void TearDown() override {
@@ -36,7 +40,7 @@ class SqliteSeriesTest : public ::testing::Test {
   }
   void Reopen() {
     store_.reset();
-    auto store = OpenSqliteStore(path_);
+    auto store = backend_->Open();
     ASSERT_TRUE(store.ok()) << store.status();
     store_ = *std::move(store);
   }
@@ -107,11 +111,16 @@ class SqliteSeriesTest : public ::testing::Test {
   }
 
   std::filesystem::path dir_;
-  std::string path_;
+  std::string path_;  // of the SQLite file
+  std::unique_ptr<testing::StoreBackend> backend_;
   std::unique_ptr<Store> store_;
 };
 
-TEST_F(SqliteSeriesTest, AppendsInBatchesKeepEveryLevelExact) {
+INSTANTIATE_TEST_SUITE_P(Backends, StoreSeriesTest,
+                         ::testing::ValuesIn(testing::kBackends),
+                         testing::BackendName);
+
+TEST_P(StoreSeriesTest, AppendsInBatchesKeepEveryLevelExact) {
   CreateJob("job-1");
   Transition("job-1", v1::Job::RUNNING);
   AppendMany("job-1", 3000);
@@ -121,7 +130,7 @@ TEST_F(SqliteSeriesTest, AppendsInBatchesKeepEveryLevelExact) {
   EXPECT_EQ(top[0].count(), 3000);
 }
 
-TEST_F(SqliteSeriesTest, HistoryCarriesTheSeqsOfTheStateEvents) {
+TEST_P(StoreSeriesTest, HistoryCarriesTheSeqsOfTheStateEvents) {
   CreateJob("job-1");
   Transition("job-1", v1::Job::RUNNING);
   AppendMany("job-1", 120);
@@ -137,7 +146,7 @@ TEST_F(SqliteSeriesTest, HistoryCarriesTheSeqsOfTheStateEvents) {
   EXPECT_EQ(history_seqs.size(), 4u);
 }
 
-TEST_F(SqliteSeriesTest, ErrorsNameTheJobOrTheLevel) {
+TEST_P(StoreSeriesTest, ErrorsNameTheJobOrTheLevel) {
   auto visit = [](const v1::SeriesBlock&) {};
   auto missing = store_->ScanSeriesBlocks("job-nope", 1, visit);
   EXPECT_TRUE(absl::IsNotFound(missing.status())) << missing.status();
@@ -185,7 +194,10 @@ void DowngradeToVersion1(const std::string& path) {
   sqlite3_close(db);
 }
 
-TEST_F(SqliteSeriesTest, AStoreOfVersion1IsMigratedOnOpen) {
+TEST_P(StoreSeriesTest, AStoreOfVersion1IsMigratedOnOpen) {
+  if (GetParam() != testing::Backend::kSqlite) {
+    GTEST_SKIP() << "version 1 is a SQLite schema";
+  }
   CreateJob("job-1");
   Transition("job-1", v1::Job::RUNNING);
   AppendMany("job-1", 700);

@@ -1,4 +1,4 @@
-// SqliteStore: a job's progress events, its checkpoint and its model.
+// SqlStore: a job's progress events, its checkpoint and its model.
 #include <mutex>
 #include <optional>
 #include <string>
@@ -8,13 +8,13 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "core/util/status_macros.h"
-#include "server/store/internal/sqlite_store.h"
+#include "server/store/internal/sql_store.h"
 
-namespace sparrow::server::sqlite {
+namespace sparrow::server::sql {
 
 // ---- progress events ----
 
-absl::StatusOr<std::vector<v1::ProgressEvent>> SqliteStore::AppendEvents(
+absl::StatusOr<std::vector<v1::ProgressEvent>> SqlStore::AppendEvents(
     const std::string& job_id, std::vector<v1::ProgressEvent> events) {
   for (const v1::ProgressEvent& event : events) {
     if (event.kind() == v1::ProgressEvent::STATE) {
@@ -54,7 +54,7 @@ absl::StatusOr<std::vector<v1::ProgressEvent>> SqliteStore::AppendEvents(
   return events;
 }
 
-absl::StatusOr<std::vector<v1::ProgressEvent>> SqliteStore::ListEvents(
+absl::StatusOr<std::vector<v1::ProgressEvent>> SqlStore::ListEvents(
     const std::string& job_id, int64_t after_seq, int limit) {
   if (limit <= 0) {
     return absl::InvalidArgumentError(
@@ -67,7 +67,7 @@ absl::StatusOr<std::vector<v1::ProgressEvent>> SqliteStore::ListEvents(
   return SelectEvents(job_id, after_seq, limit);
 }
 
-absl::StatusOr<std::vector<v1::ProgressEvent>> SqliteStore::SelectEvents(
+absl::StatusOr<std::vector<v1::ProgressEvent>> SqlStore::SelectEvents(
     const std::string& job_id, int64_t after_seq, int limit) {
   SPARROW_ASSIGN_OR_RETURN(Statement select,
                            connection_.Prepare("SELECT seq, event FROM events "
@@ -92,8 +92,8 @@ absl::StatusOr<std::vector<v1::ProgressEvent>> SqliteStore::SelectEvents(
 
 // ---- checkpoints and models ----
 
-absl::Status SqliteStore::PutCheckpoint(const std::string& job_id,
-                                        absl::string_view bytes) {
+absl::Status SqlStore::PutCheckpoint(const std::string& job_id,
+                                     absl::string_view bytes) {
   std::lock_guard<std::mutex> lock(mu_);
   Transaction txn(&connection_);
   SPARROW_RETURN_IF_ERROR(txn.Begin(Transaction::kWrite));
@@ -111,7 +111,7 @@ absl::Status SqliteStore::PutCheckpoint(const std::string& job_id,
   return txn.Commit();
 }
 
-absl::StatusOr<std::optional<std::string>> SqliteStore::JobBlob(
+absl::StatusOr<std::optional<std::string>> SqlStore::JobBlob(
     const std::string& job_id, const char* select_sql) {
   std::lock_guard<std::mutex> lock(mu_);
   Transaction txn(&connection_);
@@ -124,13 +124,12 @@ absl::StatusOr<std::optional<std::string>> SqliteStore::JobBlob(
   return std::optional<std::string>(select.ColumnString(0));
 }
 
-absl::StatusOr<std::optional<std::string>> SqliteStore::GetCheckpoint(
+absl::StatusOr<std::optional<std::string>> SqlStore::GetCheckpoint(
     const std::string& job_id) {
   return JobBlob(job_id, "SELECT bytes FROM checkpoints WHERE job_id = ?1");
 }
 
-absl::StatusOr<v1::TrainedModel> SqliteStore::GetModel(
-    const std::string& job_id) {
+absl::StatusOr<v1::TrainedModel> SqlStore::GetModel(const std::string& job_id) {
   SPARROW_ASSIGN_OR_RETURN(
       std::optional<std::string> blob,
       JobBlob(job_id, "SELECT model FROM models WHERE job_id = ?1"));
@@ -141,4 +140,4 @@ absl::StatusOr<v1::TrainedModel> SqliteStore::GetModel(
                                  absl::StrCat("the model of job ", job_id));
 }
 
-}  // namespace sparrow::server::sqlite
+}  // namespace sparrow::server::sql

@@ -1,4 +1,4 @@
-// SqliteStore: a job's series blocks (series_blocks.h), one row per (job,
+// SqlStore: a job's series blocks (series_blocks.h), one row per (job,
 // level, index), and the migration that builds them for a store written
 // before they existed.
 #include <functional>
@@ -9,10 +9,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/util/status_macros.h"
-#include "server/store/internal/sqlite_store.h"
+#include "server/store/internal/sql_store.h"
 #include "server/store/series_blocks.h"
 
-namespace sparrow::server::sqlite {
+namespace sparrow::server::sql {
 namespace {
 
 constexpr char kSelectBlock[] =
@@ -30,7 +30,7 @@ constexpr int kMigrationBatch = 4096;
 
 // Only the first block of each level the events touch can be stored already
 // (the events come after every stored one); the others are new.
-absl::Status SqliteStore::UpdateSeriesBlocks(
+absl::Status SqlStore::UpdateSeriesBlocks(
     const std::string& job_id, absl::Span<const v1::ProgressEvent> events) {
   SPARROW_ASSIGN_OR_RETURN(Statement select, connection_.Prepare(kSelectBlock));
   SPARROW_ASSIGN_OR_RETURN(Statement put, connection_.Prepare(kPutBlock));
@@ -71,7 +71,7 @@ absl::Status SqliteStore::UpdateSeriesBlocks(
   return absl::OkStatus();
 }
 
-absl::StatusOr<v1::Job> SqliteStore::ScanSeriesBlocks(
+absl::StatusOr<v1::Job> SqlStore::ScanSeriesBlocks(
     const std::string& job_id, int level,
     const std::function<void(const v1::SeriesBlock&)>& visit) {
   if (level < 1 || level > kSeriesLevels) {
@@ -102,7 +102,7 @@ absl::StatusOr<v1::Job> SqliteStore::ScanSeriesBlocks(
   return std::move(record.job);
 }
 
-absl::Status SqliteStore::Migrate(const char* schema, int version) {
+absl::Status SqlStore::Migrate(const char* schema, const char* set_version) {
   std::lock_guard<std::mutex> lock(mu_);
   Transaction txn(&connection_);
   SPARROW_RETURN_IF_ERROR(txn.Begin(Transaction::kWrite));
@@ -120,13 +120,12 @@ absl::Status SqliteStore::Migrate(const char* schema, int version) {
   for (const std::string& id : ids) {
     SPARROW_RETURN_IF_ERROR(BuildSeriesBlocks(id));
   }
-  SPARROW_RETURN_IF_ERROR(connection_.Exec(
-      absl::StrCat("PRAGMA user_version = ", version).c_str()));
+  SPARROW_RETURN_IF_ERROR(connection_.Exec(set_version));
   return txn.Commit();
 }
 
 // Runs inside the caller's write transaction (the schema migration).
-absl::Status SqliteStore::BuildSeriesBlocks(const std::string& job_id) {
+absl::Status SqlStore::BuildSeriesBlocks(const std::string& job_id) {
   SPARROW_ASSIGN_OR_RETURN(JobRecord record, LoadJob(job_id));
   int64_t after = 0;
   int history = 0;  // STATE events are the history's entries, in order
@@ -146,4 +145,4 @@ absl::Status SqliteStore::BuildSeriesBlocks(const std::string& job_id) {
   return UpdateJob(record.job);
 }
 
-}  // namespace sparrow::server::sqlite
+}  // namespace sparrow::server::sql

@@ -1,4 +1,4 @@
-// SqliteStore: jobs, their creation, listings and state transitions.
+// SqlStore: jobs, their creation, listings and state transitions.
 #include <mutex>
 #include <optional>
 #include <string>
@@ -9,18 +9,13 @@
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "core/util/status_macros.h"
-#include "server/store/internal/sqlite_store.h"
+#include "server/store/internal/sql_store.h"
 #include "sparrow/v1/job_state.h"
 #include "translate/text.h"
 
-namespace sparrow::server::sqlite {
+namespace sparrow::server::sql {
 
-absl::Status JobNotFound(const std::string& id) {
-  return absl::NotFoundError(
-      absl::StrCat("job ", translate::ForMessage(id), " not found"));
-}
-
-absl::StatusOr<JobRecord> SqliteStore::LoadJob(const std::string& id) {
+absl::StatusOr<JobRecord> SqlStore::LoadJob(const std::string& id) {
   SPARROW_ASSIGN_OR_RETURN(
       Statement select,
       connection_.Prepare("SELECT tenant, job FROM jobs WHERE id = ?1"));
@@ -35,8 +30,8 @@ absl::StatusOr<JobRecord> SqliteStore::LoadJob(const std::string& id) {
   return record;
 }
 
-absl::Status SqliteStore::InsertJob(const std::string& tenant,
-                                    const v1::Job& job) {
+absl::Status SqlStore::InsertJob(const std::string& tenant,
+                                 const v1::Job& job) {
   SPARROW_ASSIGN_OR_RETURN(
       Statement insert,
       connection_.Prepare(
@@ -51,7 +46,7 @@ absl::Status SqliteStore::InsertJob(const std::string& tenant,
   return insert.Run();
 }
 
-absl::Status SqliteStore::UpdateJob(const v1::Job& job) {
+absl::Status SqlStore::UpdateJob(const v1::Job& job) {
   SPARROW_ASSIGN_OR_RETURN(
       Statement update,
       connection_.Prepare(
@@ -60,12 +55,12 @@ absl::Status SqliteStore::UpdateJob(const v1::Job& job) {
   update.BindInt64(2, job.state());
   update.BindBlob(3, job.SerializeAsString());
   SPARROW_RETURN_IF_ERROR(update.Run());
-  if (connection_.changes() != 1) return JobNotFound(job.id());
+  if (update.changes() != 1) return JobNotFound(job.id());
   return absl::OkStatus();
 }
 
-absl::Status SqliteStore::InsertEvent(Statement& insert,
-                                      const v1::ProgressEvent& event) {
+absl::Status SqlStore::InsertEvent(Statement& insert,
+                                   const v1::ProgressEvent& event) {
   insert.Reset();
   insert.BindText(1, event.job_id());
   insert.BindInt64(2, event.seq());
@@ -73,9 +68,9 @@ absl::Status SqliteStore::InsertEvent(Statement& insert,
   return insert.Run();
 }
 
-absl::StatusOr<v1::Job> SqliteStore::CreateJob(const std::string& tenant,
-                                               const v1::Job& job,
-                                               bool* already_existed) {
+absl::StatusOr<v1::Job> SqlStore::CreateJob(const std::string& tenant,
+                                            const v1::Job& job,
+                                            bool* already_existed) {
   if (already_existed != nullptr) *already_existed = false;
   if (job.id().empty()) return absl::InvalidArgumentError("job id is empty");
   std::lock_guard<std::mutex> lock(mu_);
@@ -137,19 +132,19 @@ absl::StatusOr<v1::Job> SqliteStore::CreateJob(const std::string& tenant,
   return stored;
 }
 
-absl::StatusOr<JobRecord> SqliteStore::GetJob(const std::string& id) {
+absl::StatusOr<JobRecord> SqlStore::GetJob(const std::string& id) {
   std::lock_guard<std::mutex> lock(mu_);
   return LoadJob(id);
 }
 
-absl::StatusOr<std::optional<v1::Job>> SqliteStore::FindJobByRequestId(
+absl::StatusOr<std::optional<v1::Job>> SqlStore::FindJobByRequestId(
     const std::string& tenant, const std::string& request_id) {
   if (request_id.empty()) return std::optional<v1::Job>();
   std::lock_guard<std::mutex> lock(mu_);
   return FindByRequestId(tenant, request_id);
 }
 
-absl::StatusOr<std::optional<v1::Job>> SqliteStore::FindByRequestId(
+absl::StatusOr<std::optional<v1::Job>> SqlStore::FindByRequestId(
     const std::string& tenant, const std::string& request_id) {
   SPARROW_ASSIGN_OR_RETURN(
       Statement select,
@@ -166,7 +161,7 @@ absl::StatusOr<std::optional<v1::Job>> SqliteStore::FindByRequestId(
   return std::optional<v1::Job>(std::move(existing));
 }
 
-absl::StatusOr<Page<v1::Job>> SqliteStore::ListJobs(
+absl::StatusOr<Page<v1::Job>> SqlStore::ListJobs(
     const std::string& tenant, v1::Job::State state, int page_size,
     const std::string& page_token) {
   SPARROW_RETURN_IF_ERROR(CheckPageSize(page_size));
@@ -189,11 +184,14 @@ absl::StatusOr<Page<v1::Job>> SqliteStore::ListJobs(
   return ReadPage<v1::Job>(select, listing, page_size, "job");
 }
 
-absl::StatusOr<std::vector<JobRecord>> SqliteStore::JobsInStates(
+absl::StatusOr<std::vector<JobRecord>> SqlStore::JobsInStates(
     absl::Span<const v1::Job::State> states) {
   std::vector<JobRecord> records;
   if (states.empty()) return records;
-  std::vector<std::string> placeholders(states.size(), "?");
+  std::vector<std::string> placeholders;
+  for (size_t i = 1; i <= states.size(); ++i) {
+    placeholders.push_back(absl::StrCat("?", i));
+  }
   std::lock_guard<std::mutex> lock(mu_);
   SPARROW_ASSIGN_OR_RETURN(
       Statement select,
@@ -222,9 +220,8 @@ absl::StatusOr<std::vector<JobRecord>> SqliteStore::JobsInStates(
   return records;
 }
 
-absl::StatusOr<std::pair<v1::Job, v1::ProgressEvent>>
-SqliteStore::TransitionJob(const std::string& id,
-                           const JobTransition& transition) {
+absl::StatusOr<std::pair<v1::Job, v1::ProgressEvent>> SqlStore::TransitionJob(
+    const std::string& id, const JobTransition& transition) {
   const v1::Job::State to = transition.to;
   if (to == v1::Job::STATE_UNSPECIFIED || !v1::Job::State_IsValid(to)) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -297,4 +294,4 @@ SqliteStore::TransitionJob(const std::string& id,
   return std::make_pair(std::move(job), std::move(event));
 }
 
-}  // namespace sparrow::server::sqlite
+}  // namespace sparrow::server::sql

@@ -1,4 +1,4 @@
-// SqliteStore: datasets (their metadata and content).
+// SqlStore: datasets (their metadata and content).
 #include <mutex>
 #include <optional>
 #include <string>
@@ -7,17 +7,12 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/util/status_macros.h"
-#include "server/store/internal/sqlite_store.h"
+#include "server/store/internal/sql_store.h"
 #include "translate/text.h"
 
-namespace sparrow::server::sqlite {
+namespace sparrow::server::sql {
 
-absl::Status DatasetNotFound(const std::string& id) {
-  return absl::NotFoundError(
-      absl::StrCat("dataset ", translate::ForMessage(id), " not found"));
-}
-
-absl::StatusOr<std::optional<std::string>> SqliteStore::DatasetBlob(
+absl::StatusOr<std::optional<std::string>> SqlStore::DatasetBlob(
     const char* select_sql, const std::string& tenant, const std::string& id) {
   SPARROW_ASSIGN_OR_RETURN(Statement select, connection_.Prepare(select_sql));
   select.BindText(1, tenant);
@@ -27,7 +22,7 @@ absl::StatusOr<std::optional<std::string>> SqliteStore::DatasetBlob(
   return std::optional<std::string>(select.ColumnString(0));
 }
 
-absl::StatusOr<std::optional<v1::Dataset>> SqliteStore::FindDataset(
+absl::StatusOr<std::optional<v1::Dataset>> SqlStore::FindDataset(
     const std::string& tenant, const std::string& id) {
   SPARROW_ASSIGN_OR_RETURN(
       std::optional<std::string> blob,
@@ -41,10 +36,10 @@ absl::StatusOr<std::optional<v1::Dataset>> SqliteStore::FindDataset(
   return meta;
 }
 
-absl::StatusOr<v1::Dataset> SqliteStore::PutDataset(const std::string& tenant,
-                                                    const v1::Dataset& meta,
-                                                    absl::string_view content,
-                                                    bool* already_existed) {
+absl::StatusOr<v1::Dataset> SqlStore::PutDataset(const std::string& tenant,
+                                                 const v1::Dataset& meta,
+                                                 absl::string_view content,
+                                                 bool* already_existed) {
   if (already_existed != nullptr) *already_existed = false;
   if (meta.id().empty()) {
     return absl::InvalidArgumentError("dataset id is empty");
@@ -75,8 +70,8 @@ absl::StatusOr<v1::Dataset> SqliteStore::PutDataset(const std::string& tenant,
   return stored;
 }
 
-absl::StatusOr<v1::Dataset> SqliteStore::GetDataset(const std::string& tenant,
-                                                    const std::string& id) {
+absl::StatusOr<v1::Dataset> SqlStore::GetDataset(const std::string& tenant,
+                                                 const std::string& id) {
   std::lock_guard<std::mutex> lock(mu_);
   SPARROW_ASSIGN_OR_RETURN(std::optional<v1::Dataset> meta,
                            FindDataset(tenant, id));
@@ -84,7 +79,7 @@ absl::StatusOr<v1::Dataset> SqliteStore::GetDataset(const std::string& tenant,
   return *std::move(meta);
 }
 
-absl::StatusOr<std::string> SqliteStore::GetDatasetContent(
+absl::StatusOr<std::string> SqlStore::GetDatasetContent(
     const std::string& tenant, const std::string& id) {
   std::lock_guard<std::mutex> lock(mu_);
   SPARROW_ASSIGN_OR_RETURN(
@@ -95,7 +90,7 @@ absl::StatusOr<std::string> SqliteStore::GetDatasetContent(
   return *std::move(content);
 }
 
-absl::StatusOr<Page<v1::Dataset>> SqliteStore::ListDatasets(
+absl::StatusOr<Page<v1::Dataset>> SqlStore::ListDatasets(
     const std::string& tenant, int page_size, const std::string& page_token) {
   SPARROW_RETURN_IF_ERROR(CheckPageSize(page_size));
   SPARROW_ASSIGN_OR_RETURN(int64_t after,
@@ -111,8 +106,8 @@ absl::StatusOr<Page<v1::Dataset>> SqliteStore::ListDatasets(
                                absl::StrCat("dataset of tenant ", tenant));
 }
 
-absl::Status SqliteStore::DeleteDataset(const std::string& tenant,
-                                        const std::string& id) {
+absl::Status SqlStore::DeleteDataset(const std::string& tenant,
+                                     const std::string& id) {
   std::lock_guard<std::mutex> lock(mu_);
   Transaction txn(&connection_);
   SPARROW_RETURN_IF_ERROR(txn.Begin(Transaction::kWrite));
@@ -143,8 +138,8 @@ absl::Status SqliteStore::DeleteDataset(const std::string& tenant,
   remove.BindText(1, tenant);
   remove.BindText(2, id);
   SPARROW_RETURN_IF_ERROR(remove.Run());
-  if (connection_.changes() == 0) return DatasetNotFound(id);
+  if (remove.changes() == 0) return DatasetNotFound(id);
   return txn.Commit();
 }
 
-}  // namespace sparrow::server::sqlite
+}  // namespace sparrow::server::sql

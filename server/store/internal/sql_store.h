@@ -1,11 +1,12 @@
-// SqliteStore, the Store over one SQLite database (server/store/store.h,
-// OpenSqliteStore). Its member functions are defined by concern: opening and
-// the schema in sqlite_store.cc, datasets in sqlite_datasets.cc, jobs in
-// sqlite_jobs.cc, progress events, checkpoints and models in
-// sqlite_events.cc, series blocks in sqlite_series.cc. Internal to
-// server/store/.
-#ifndef SPARROW_SERVER_STORE_INTERNAL_SQLITE_STORE_H_
-#define SPARROW_SERVER_STORE_INTERNAL_SQLITE_STORE_H_
+// SqlStore, the Store over one SQL database connection (sql_db.h), written
+// once for SQLite and PostgreSQL: the same statements, with `?N`
+// placeholders, run on either. Its member functions are defined by concern:
+// datasets in sql_datasets.cc, jobs in sql_jobs.cc, progress events,
+// checkpoints and models in sql_events.cc, series blocks and the series
+// migration in sql_series.cc. Opening and the schemas are per database, in
+// sqlite_store.cc and pg_store.cc. Internal to server/store/.
+#ifndef SPARROW_SERVER_STORE_INTERNAL_SQL_STORE_H_
+#define SPARROW_SERVER_STORE_INTERNAL_SQL_STORE_H_
 
 #include <functional>
 #include <mutex>
@@ -17,14 +18,15 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "server/store/internal/sqlite_db.h"
+#include "server/store/internal/sql_common.h"
+#include "server/store/internal/sql_db.h"
 #include "server/store/store.h"
 
-namespace sparrow::server::sqlite {
+namespace sparrow::server::sql {
 
-class SqliteStore final : public Store {
+class SqlStore final : public Store {
  public:
-  explicit SqliteStore(Connection connection)
+  explicit SqlStore(Connection connection)
       : connection_(std::move(connection)) {}
 
   absl::StatusOr<v1::Dataset> PutDataset(const std::string& tenant,
@@ -65,10 +67,10 @@ class SqliteStore final : public Store {
       const std::string& job_id, int level,
       const std::function<void(const v1::SeriesBlock&)>& visit) override;
 
-  // Brings a store of an older schema to `version`: runs `schema` (which
+  // Brings a store of an older schema up to date: runs `schema` (which
   // creates what is missing), builds every job's series blocks and the seqs
-  // of its history, all in one transaction.
-  absl::Status Migrate(const char* schema, int version);
+  // of its history, and runs `set_version`, all in one transaction.
+  absl::Status Migrate(const char* schema, const char* set_version);
 
   absl::Status PutCheckpoint(const std::string& job_id,
                              absl::string_view bytes) override;
@@ -107,13 +109,10 @@ class SqliteStore final : public Store {
   Connection connection_;
 };
 
-absl::Status DatasetNotFound(const std::string& id);
-absl::Status JobNotFound(const std::string& id);
-
 // Adds one progress event: ?1 job_id, ?2 seq, ?3 the serialized event.
 inline constexpr char kInsertEvent[] =
     "INSERT INTO events (job_id, seq, event) VALUES (?1, ?2, ?3)";
 
-}  // namespace sparrow::server::sqlite
+}  // namespace sparrow::server::sql
 
-#endif  // SPARROW_SERVER_STORE_INTERNAL_SQLITE_STORE_H_
+#endif  // SPARROW_SERVER_STORE_INTERNAL_SQL_STORE_H_

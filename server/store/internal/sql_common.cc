@@ -1,0 +1,60 @@
+#include "server/store/internal/sql_common.h"
+
+#include "absl/strings/escaping.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/strip.h"
+#include "google/protobuf/util/time_util.h"
+#include "translate/text.h"
+
+namespace sparrow::server::sql {
+namespace {
+
+constexpr char kBadPageToken[] = "page_token is not a token this server issued";
+
+}  // namespace
+
+google::protobuf::Timestamp ToTimestamp(absl::Time t) {
+  return google::protobuf::util::TimeUtil::NanosecondsToTimestamp(
+      absl::ToUnixNanos(t));
+}
+
+// Page tokens are web-safe base64 of "<listing>:<seq of the last item>", so a
+// token of one listing (or filter) is refused by another.
+std::string EncodePageToken(absl::string_view listing, int64_t last_seq) {
+  return absl::WebSafeBase64Escape(absl::StrCat(listing, ":", last_seq));
+}
+
+// The seq after which the page starts: 0 for an empty token.
+absl::StatusOr<int64_t> DecodePageToken(absl::string_view listing,
+                                        const std::string& token) {
+  if (token.empty()) return 0;
+  std::string raw;
+  int64_t last_seq = 0;
+  absl::string_view rest;
+  if (absl::WebSafeBase64Unescape(token, &raw)) rest = raw;
+  if (!absl::ConsumePrefix(&rest, absl::StrCat(listing, ":")) ||
+      !absl::SimpleAtoi(rest, &last_seq) || last_seq <= 0) {
+    return absl::InvalidArgumentError(kBadPageToken);
+  }
+  return last_seq;
+}
+
+absl::Status CheckPageSize(int page_size) {
+  if (page_size <= 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("page_size must be positive, got ", page_size));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status DatasetNotFound(const std::string& id) {
+  return absl::NotFoundError(
+      absl::StrCat("dataset ", translate::ForMessage(id), " not found"));
+}
+
+absl::Status JobNotFound(const std::string& id) {
+  return absl::NotFoundError(
+      absl::StrCat("job ", translate::ForMessage(id), " not found"));
+}
+
+}  // namespace sparrow::server::sql
