@@ -19,32 +19,8 @@
 namespace sparrow::server {
 namespace {
 
-class StoreSeriesTest : public ::testing::TestWithParam<testing::Backend> {
+class StoreSeriesTest : public testing::BackendStoreTest {
  protected:
-  void SetUp() override {
-    const std::string name = absl::StrCat(
-        ::testing::UnitTest::GetInstance()->current_test_info()->name(), "_",
-        ::getpid());
-    dir_ = std::filesystem::path(::testing::TempDir()) /
-           absl::StrCat("store_series_test_", name);
-    std::filesystem::remove_all(dir_);
-    std::filesystem::create_directories(dir_);
-    path_ = (dir_ / "sparrow.db").string();
-    backend_ = std::make_unique<testing::StoreBackend>(GetParam(), dir_, name);
-    if (!backend_->Available()) GTEST_SKIP() << "postgresql-15 is missing";
-    Reopen();
-  }
-  void TearDown() override {
-    store_.reset();
-    std::filesystem::remove_all(dir_);
-  }
-  void Reopen() {
-    store_.reset();
-    auto store = backend_->Open();
-    ASSERT_TRUE(store.ok()) << store.status();
-    store_ = *std::move(store);
-  }
-
   void CreateJob(const std::string& id) {
     v1::Job job;
     job.set_id(id);
@@ -109,11 +85,6 @@ class StoreSeriesTest : public ::testing::TestWithParam<testing::Backend> {
       }
     }
   }
-
-  std::filesystem::path dir_;
-  std::string path_;  // of the SQLite file
-  std::unique_ptr<testing::StoreBackend> backend_;
-  std::unique_ptr<Store> store_;
 };
 
 INSTANTIATE_TEST_SUITE_P(Backends, StoreSeriesTest,
@@ -203,7 +174,7 @@ TEST_P(StoreSeriesTest, AStoreOfVersion1IsMigratedOnOpen) {
   AppendMany("job-1", 700);
   CreateJob("job-2");  // no iteration events
   store_.reset();
-  DowngradeToVersion1(path_);
+  DowngradeToVersion1((dir_ / "sparrow.db").string());
   Reopen();
   ExpectBlocksSummarizeEvents("job-1");
   auto record = store_->GetJob("job-1");

@@ -27,33 +27,8 @@ using ::testing::IsEmpty;
 using ::testing::Not;
 using State = v1::Job::State;
 
-class StoreTest : public ::testing::TestWithParam<testing::Backend> {
+class StoreTest : public testing::BackendStoreTest {
  protected:
-  void SetUp() override {
-    const ::testing::TestInfo* info =
-        ::testing::UnitTest::GetInstance()->current_test_info();
-    const std::string name = absl::StrCat(info->name(), "_", ::getpid());
-    dir_ = std::filesystem::path(::testing::TempDir()) /
-           absl::StrCat("store_test_", name);
-    std::filesystem::remove_all(dir_);
-    std::filesystem::create_directories(dir_);
-    backend_ = std::make_unique<testing::StoreBackend>(GetParam(), dir_, name);
-    if (!backend_->Available()) GTEST_SKIP() << "postgresql-15 is missing";
-    Reopen();
-  }
-  void TearDown() override {
-    store_.reset();
-    std::filesystem::remove_all(dir_);
-  }
-
-  // Closes the store (if open) and opens the same one again.
-  void Reopen() {
-    store_.reset();
-    absl::StatusOr<std::unique_ptr<Store>> store = backend_->Open();
-    ASSERT_TRUE(store.ok()) << store.status();
-    store_ = *std::move(store);
-  }
-
   v1::Dataset PutDataset(const std::string& tenant, const std::string& id,
                          const std::string& content = "x,y\n1,2\n") {
     v1::Dataset meta;
@@ -127,10 +102,6 @@ class StoreTest : public ::testing::TestWithParam<testing::Backend> {
     }
     return seqs;
   }
-
-  std::filesystem::path dir_;
-  std::unique_ptr<testing::StoreBackend> backend_;
-  std::unique_ptr<Store> store_;
 };
 
 INSTANTIATE_TEST_SUITE_P(Backends, StoreTest,

@@ -7,6 +7,8 @@
 #ifndef SPARROW_TESTS_SERVER_TESTING_STORE_BACKEND_H_
 #define SPARROW_TESTS_SERVER_TESTING_STORE_BACKEND_H_
 
+#include <unistd.h>
+
 #include <cctype>
 #include <filesystem>
 #include <memory>
@@ -14,6 +16,7 @@
 #include <utility>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "server/store/store.h"
 #include "tests/server/testing/postgres_server.h"
@@ -70,6 +73,38 @@ class StoreBackend {
   std::filesystem::path dir_;
   std::string name_;
   std::string uri_;
+};
+
+// A fixture with a fresh store of the parameter's backend in store_.
+class BackendStoreTest : public ::testing::TestWithParam<Backend> {
+ protected:
+  void SetUp() override {
+    const std::string name = absl::StrCat(
+        ::testing::UnitTest::GetInstance()->current_test_info()->name(), "_",
+        ::getpid());
+    dir_ = std::filesystem::path(::testing::TempDir()) /
+           absl::StrCat("store_", name);
+    std::filesystem::remove_all(dir_);
+    std::filesystem::create_directories(dir_);
+    backend_ = std::make_unique<StoreBackend>(GetParam(), dir_, name);
+    if (!backend_->Available()) GTEST_SKIP() << "postgresql-15 is missing";
+    Reopen();
+  }
+  void TearDown() override {
+    store_.reset();
+    std::filesystem::remove_all(dir_);
+  }
+  // Closes the store (if open) and opens the same one again.
+  void Reopen() {
+    store_.reset();
+    absl::StatusOr<std::unique_ptr<Store>> store = backend_->Open();
+    ASSERT_TRUE(store.ok()) << store.status();
+    store_ = *std::move(store);
+  }
+
+  std::filesystem::path dir_;  // the SQLite file is dir_ / "sparrow.db"
+  std::unique_ptr<StoreBackend> backend_;
+  std::unique_ptr<Store> store_;
 };
 
 }  // namespace sparrow::server::testing
