@@ -893,13 +893,17 @@ struct Phase {
 
 int Load(const std::string& sparrowd, const fs::path& work, int jobs,
          int watchers, int clients, const std::vector<int>& long_hidden,
-         int long_report_every, json* out) {
+         int long_report_every, const std::string& store, json* out) {
   const fs::path dir = work / absl::StrCat("load-c", clients);
   fs::remove_all(dir);
   const std::string cap = std::to_string(std::max(10000, 2 * jobs));
-  auto daemon =
-      Daemon::Start(sparrowd, dir,
-                    {"--max-queued-jobs", cap, "--max-queued-per-tenant", cap});
+  std::vector<std::string> args = {"--max-queued-jobs", cap,
+                                   "--max-queued-per-tenant", cap};
+  if (!store.empty()) {
+    args.push_back("--store");
+    args.push_back(store);
+  }
+  auto daemon = Daemon::Start(sparrowd, dir, args);
   if (!daemon.ok()) {
     std::cerr << "sparrowd_perf: " << daemon.status().message() << "\n";
     return 1;
@@ -1293,6 +1297,10 @@ int main(int argc, char** argv) {
                    "rate)")
       ->delimiter(',')
       ->capture_default_str();
+  std::string store;
+  load->add_option("--store", store,
+                   "sparrowd's --store (a PostgreSQL URI; an empty database "
+                   "per run, so give one --clients value)");
   load->add_option("--long-report-every", long_report_every,
                    "The running job reports (and emits an event) every this "
                    "many epochs")
@@ -1324,7 +1332,7 @@ int main(int argc, char** argv) {
   for (int c : clients) {
     nlohmann::json run;
     status |= Load(sparrowd, work, jobs, watchers, std::max(1, c), long_hidden,
-                   long_report_every, &run);
+                   long_report_every, store, &run);
     report["runs"].push_back(run);
   }
   if (!output.empty()) {
