@@ -64,6 +64,18 @@ void EventHub::Publish(const std::string& job_id, int64_t last_seq) {
   if (any) cv_.notify_one();
 }
 
+void EventHub::WakeAll() {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto& [id, entry] : jobs_) {
+    for (auto& [handle, pending] : entry.waiters) {
+      ready_.emplace_back(std::move(pending.waiter), false);
+    }
+    entry.waiters.clear();
+  }
+  num_waiters_ = 0;
+  cv_.notify_one();
+}
+
 void EventHub::Shutdown() {
   std::lock_guard<std::mutex> lock(mu_);
   if (shutting_down_) return;

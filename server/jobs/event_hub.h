@@ -40,6 +40,10 @@ class EventHub {
   void Post(std::function<void()> task);
   // The job's events up to last_seq are in the store.
   void Publish(const std::string& job_id, int64_t last_seq);
+  // Fires every waiter (shutting_down = false): some events may have been
+  // published elsewhere unseen (another replica's, while the store's
+  // listener reconnected); each waiter reads the store and waits again.
+  void WakeAll();
   // Fires every waiter with shutting_down = true; later Waits fire at once.
   // Idempotent.
   void Shutdown();

@@ -155,29 +155,20 @@ absl::StatusOr<v1::Job> JobManager::Submit(
   if (earlier.has_value()) return SameRequest(*earlier, request);
   SPARROW_ASSIGN_OR_RETURN(const int64_t memory,
                            ValidateSubmission(tenant, request.spec()));
+  // A shared store counts every replica's queue (outside of mu_: I/O).
+  if (shared_) SPARROW_RETURN_IF_ERROR(CheckQueueLimits(tenant));
   std::lock_guard<std::mutex> lock(mu_);
   if (draining_) {
     return absl::UnavailableError(
         "the server is shutting down; retry after it restarts");
   }
-  if (static_cast<int>(queue_.size()) >= options_.limits.max_queued_jobs) {
-    return absl::ResourceExhaustedError(absl::StrFormat(
-        "the queue is full: %d jobs wait (sparrowd --max-queued-jobs); retry "
-        "later",
-        queue_.size()));
-  }
-  if (queued_per_tenant_[tenant] >= options_.limits.max_queued_per_tenant) {
-    return absl::ResourceExhaustedError(absl::StrFormat(
-        "you have %d queued jobs, the most this server allows per tenant "
-        "(sparrowd --max-queued-per-tenant); wait for some to start or cancel "
-        "some",
-        queued_per_tenant_[tenant]));
-  }
+  if (!shared_) SPARROW_RETURN_IF_ERROR(CheckQueueLimits(tenant));
   v1::Job job;
   job.set_id(NewJobId());
   *job.mutable_spec() = request.spec();
   job.set_priority(request.priority());
   job.set_request_id(request.request_id());
+  job.set_memory_estimate_bytes(memory);
   bool existed = false;
   SPARROW_ASSIGN_OR_RETURN(v1::Job stored,
                            store_->CreateJob(tenant, job, &existed));
@@ -185,10 +176,39 @@ absl::StatusOr<v1::Job> JobManager::Submit(
   hub_->Publish(stored.id(), stored.last_seq());
   spdlog::info("job {} tenant {}: QUEUED (priority {})", stored.id(), tenant,
                stored.priority());
+  if (shared_) {
+    cv_.notify_one();  // a worker of this replica may claim it
+    return stored;
+  }
   Enqueue(
       {false, stored.priority(), next_order_++, stored.id(), tenant, memory});
   UpdateGauges();
   return stored;
+}
+
+absl::Status JobManager::CheckQueueLimits(const std::string& tenant) {
+  int64_t queued = 0, of_tenant = 0;
+  if (!shared_) {
+    queued = static_cast<int64_t>(queue_.size());
+    of_tenant = queued_per_tenant_[tenant];
+  } else {
+    SPARROW_ASSIGN_OR_RETURN(queued, store_->CountQueued(""));
+    SPARROW_ASSIGN_OR_RETURN(of_tenant, store_->CountQueued(tenant));
+  }
+  if (queued >= options_.limits.max_queued_jobs) {
+    return absl::ResourceExhaustedError(absl::StrFormat(
+        "the queue is full: %d jobs wait (sparrowd --max-queued-jobs); retry "
+        "later",
+        queued));
+  }
+  if (of_tenant >= options_.limits.max_queued_per_tenant) {
+    return absl::ResourceExhaustedError(absl::StrFormat(
+        "you have %d queued jobs, the most this server allows per tenant "
+        "(sparrowd --max-queued-per-tenant); wait for some to start or cancel "
+        "some",
+        of_tenant));
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace sparrow::server

@@ -44,7 +44,7 @@ class JobManager::AttemptRunner {
   Attempt Run(const v1::Job& job) {
     if (absl::Status s = Launch(job); !s.ok()) {
       if (s.code() == absl::StatusCode::kNotFound) {
-        return End(m_->Fail(entry_, std::string(s.message())));
+        return End(m_->Fail(entry_, std::string(s.message()), fence()));
       }
       spdlog::error("job {}: cannot start an attempt: {}", entry_.id,
                     s.ToString());
@@ -55,11 +55,12 @@ class JobManager::AttemptRunner {
       const absl::Status next = worker_->Next(absl::Milliseconds(100), &report);
       if (next.ok()) {
         if (absl::Status s = Handle(&report); !s.ok()) {
-          spdlog::error("job {}: the store failed: {}", entry_.id,
-                        s.ToString());
           worker_->Kill();
           Release();
           worker_->Wait();
+          if (IsLostLease(s)) return Lost(s);
+          spdlog::error("job {}: the store failed: {}", entry_.id,
+                        s.ToString());
           return Attempt::kStoreFailed;
         }
       } else if (next.code() != absl::StatusCode::kDeadlineExceeded) {
@@ -75,7 +76,22 @@ class JobManager::AttemptRunner {
   int last_iteration() const { return last_iteration_; }
 
  private:
-  enum class Kill { kNone, kCancel, kShutdown, kDeadline };
+  enum class Kill { kNone, kCancel, kShutdown, kDeadline, kLost };
+
+  int32_t fence() const { return running_->fence.load(); }
+  // A transition of this attempt: refused once another replica has taken
+  // the job over.
+  JobTransition Fenced(JobTransition t) const {
+    t.fence = fence();
+    return t;
+  }
+  Attempt Lost(const absl::Status& why) {
+    spdlog::warn(
+        "job {} tenant {}: this replica lost the job ({}); its worker "
+        "was stopped",
+        entry_.id, entry_.tenant, std::string(why.message()));
+    return Attempt::kLost;
+  }
 
   absl::Status Launch(const v1::Job& job) {
     v1::WorkerRequest request;
@@ -130,7 +146,7 @@ class JobManager::AttemptRunner {
         std::lock_guard<std::mutex> lock(running_->mu);
         SPARROW_ASSIGN_OR_RETURN(
             auto stored,
-            m_->store_->AppendEvents(entry_.id, std::move(events)));
+            m_->store_->AppendEvents(entry_.id, std::move(events), fence()));
         m_->hub_->Publish(entry_.id, stored.back().seq());
         m_->metrics_->CountEvents(n);
         v1::WorkerControl ack;
@@ -141,7 +157,7 @@ class JobManager::AttemptRunner {
       case v1::WorkerReport::kCheckpoint:
         checkpoint_iteration_ = report->checkpoint().iteration();
         return m_->store_->PutCheckpoint(
-            entry_.id, report->checkpoint().SerializeAsString());
+            entry_.id, report->checkpoint().SerializeAsString(), fence());
       case v1::WorkerReport::kLog:
         spdlog::info("job {} tenant {}: {}", entry_.id, entry_.tenant,
                      report->log());
@@ -171,7 +187,10 @@ class JobManager::AttemptRunner {
       SendStop(v1::WorkerControl::SHUTDOWN);
     }
     Kill kill = Kill::kNone;
-    if ((cancel_sent_ || shutdown_sent_) && now - asked_ > o.stop_grace) {
+    if (running_->lost.load()) {
+      kill = Kill::kLost;
+    } else if ((cancel_sent_ || shutdown_sent_) &&
+               now - asked_ > o.stop_grace) {
       kill = shutdown_sent_ ? Kill::kShutdown : Kill::kCancel;
     } else if (o.limits.job_deadline_seconds > 0 &&
                now - attempt_start_ >
@@ -214,18 +233,23 @@ class JobManager::AttemptRunner {
       case Kill::kCancel:
         return End(m_->Transition(
             entry_.tenant, entry_.id,
-            {v1::Job::CANCELLED,
-             absl::StrCat("cancelled by the user at iteration ",
-                          last_iteration_,
-                          " (its worker was stopped in the middle of an "
-                          "iteration)"),
-             "",
-             nullptr,
-             {v1::Job::RUNNING, v1::Job::CANCELLING}}));
+            Fenced({v1::Job::CANCELLED,
+                    absl::StrCat("cancelled by the user at iteration ",
+                                 last_iteration_,
+                                 " (its worker was stopped in the middle of an "
+                                 "iteration)"),
+                    "",
+                    nullptr,
+                    {v1::Job::RUNNING, v1::Job::CANCELLING}})));
       case Kill::kDeadline:
-        return End(m_->Fail(
-            entry_, DeadlineReason(last_iteration_,
-                                   m_->options_.limits.job_deadline_seconds)));
+        return End(
+            m_->Fail(entry_,
+                     DeadlineReason(last_iteration_,
+                                    m_->options_.limits.job_deadline_seconds),
+                     fence()));
+      case Kill::kLost:
+        return Lost(absl::AbortedError(
+            "another replica took it over after its lease expired"));
       case Kill::kNone:
         break;
     }
@@ -243,20 +267,20 @@ class JobManager::AttemptRunner {
                                               v1::Job::CANCELLING};
     switch (o.kind()) {
       case Outcome::SUCCEEDED:
-        return End(m_->Transition(
-            entry_.tenant, entry_.id,
-            {v1::Job::SUCCEEDED, o.reason(), o.summary(), &o.model(), from}));
+        return End(m_->Transition(entry_.tenant, entry_.id,
+                                  Fenced({v1::Job::SUCCEEDED, o.reason(),
+                                          o.summary(), &o.model(), from})));
       case Outcome::CANCELLED:
         return End(m_->Transition(
             entry_.tenant, entry_.id,
-            {v1::Job::CANCELLED, o.reason(), "", nullptr, from}));
+            Fenced({v1::Job::CANCELLED, o.reason(), "", nullptr, from})));
       case Outcome::STOPPED:
         spdlog::info(
             "job {} tenant {}: checkpointed at iteration {} for the restart",
             entry_.id, entry_.tenant, checkpoint_iteration_);
         return Attempt::kEnded;
       default:  // FAILED, DEADLINE
-        return End(m_->Fail(entry_, o.reason()));
+        return End(m_->Fail(entry_, o.reason(), fence()));
     }
   }
 
@@ -265,6 +289,7 @@ class JobManager::AttemptRunner {
   Attempt End(const absl::StatusOr<v1::Job>& job) { return End(job.status()); }
   Attempt End(const absl::Status& s) {
     if (s.ok()) return Attempt::kEnded;
+    if (IsLostLease(s)) return Lost(s);
     spdlog::error("job {}: {}", entry_.id, s.ToString());
     return s.code() == absl::StatusCode::kFailedPrecondition
                ? Attempt::kEnded
@@ -286,7 +311,8 @@ class JobManager::AttemptRunner {
   std::string death_;
 };
 
-void JobManager::RunJob(const QueueEntry& entry, RunningJob* running) {
+void JobManager::RunJob(const QueueEntry& entry, RunningJob* running,
+                        std::optional<v1::Job> claimed) {
   const std::string& id = entry.id;
   const std::string& tenant = entry.tenant;
   int store_failures = 0;
@@ -295,12 +321,14 @@ void JobManager::RunJob(const QueueEntry& entry, RunningJob* running) {
     auto it = store_failures_.find(id);
     if (it != store_failures_.end()) store_failures = it->second;
   }
-  auto job = Transition(tenant, id,
-                        {v1::Job::RUNNING,
-                         StartReason(entry, store_failures),
-                         "",
-                         nullptr,
-                         {v1::Job::QUEUED, v1::Job::RUNNING}});
+  absl::StatusOr<v1::Job> job =
+      claimed.has_value() ? *std::move(claimed)
+                          : Transition(tenant, id,
+                                       {v1::Job::RUNNING,
+                                        StartReason(entry, store_failures),
+                                        "",
+                                        nullptr,
+                                        {v1::Job::QUEUED, v1::Job::RUNNING}});
   if (!job.ok() && running->cancel.load()) {
     // A recovered job (RUNNING in the store) cancelled while this worker
     // was taking it: it is CANCELLING, and ends here.
@@ -321,14 +349,21 @@ void JobManager::RunJob(const QueueEntry& entry, RunningJob* running) {
     }
     return;
   }
+  running->fence = job->attempts();
   while (true) {
     AttemptRunner attempt(this, entry, running);
     const Attempt ended = attempt.Run(*job);
     if (ended == Attempt::kStoreFailed)
       return Requeue(entry, store_failures + 1);
-    if (ended == Attempt::kEnded) break;
-    if (!RecordCrash(entry, attempt.death(), attempt.last_iteration())) break;
+    if (ended == Attempt::kEnded || ended == Attempt::kLost) break;
+    if (!RecordCrash(entry, running, attempt.death(), attempt.last_iteration()))
+      break;
     if (shutting_down_) break;  // RUNNING: resumes at the next start
+  }
+  if (shared_ && shutting_down_) {
+    // Stopped for a shutdown: another replica may resume the job at once.
+    store_->RenewLease(id, running->fence.load(), absl::ZeroDuration())
+        .IgnoreError();
   }
   std::lock_guard<std::mutex> lock(mu_);
   store_failures_.erase(id);
@@ -353,8 +388,8 @@ std::string JobManager::StartReason(const QueueEntry& entry,
   return "restarted from the beginning after a restart (no checkpoint yet)";
 }
 
-bool JobManager::RecordCrash(const QueueEntry& entry, const std::string& how,
-                             int iteration) {
+bool JobManager::RecordCrash(const QueueEntry& entry, RunningJob* running,
+                             const std::string& how, int iteration) {
   auto record = store_->GetJob(entry.id);
   if (!record.ok()) {
     Requeue(entry, 1);
@@ -366,6 +401,7 @@ bool JobManager::RecordCrash(const QueueEntry& entry, const std::string& how,
       "job {} tenant {}: its worker process {} at iteration {} ({} of {})",
       entry.id, entry.tenant, how, iteration, crashes, limit);
   JobTransition t;
+  t.fence = running->fence.load();
   t.worker_crashed = true;
   t.from = {v1::Job::RUNNING, v1::Job::CANCELLING};
   if (crashes >= limit) {
@@ -386,11 +422,13 @@ bool JobManager::RecordCrash(const QueueEntry& entry, const std::string& how,
   auto s = Transition(entry.tenant, entry.id, t);
   if (!s.ok()) {
     spdlog::error("job {}: {}", entry.id, s.status().ToString());
-    if (s.status().code() != absl::StatusCode::kFailedPrecondition) {
+    if (s.status().code() != absl::StatusCode::kFailedPrecondition &&
+        !IsLostLease(s.status())) {
       Requeue(entry, 1);
     }
     return false;
   }
+  running->fence = s->attempts();
   return t.to == v1::Job::RUNNING;
 }
 

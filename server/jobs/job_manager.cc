@@ -50,6 +50,12 @@ std::string OwnExecutable() {
   return ec ? std::string() : path.string();
 }
 
+std::string DefaultReplicaName() {
+  char host[256] = {};
+  if (gethostname(host, sizeof(host) - 1) != 0) host[0] = '\0';
+  return absl::StrCat(host[0] != '\0' ? host : "sparrowd", "-", getpid());
+}
+
 int64_t PhysicalMemory() {
   const long pages = sysconf(_SC_PHYS_PAGES);
   const long page = sysconf(_SC_PAGE_SIZE);
@@ -68,7 +74,10 @@ JobManager::JobManager(Store* store, EventHub* hub, ServerMetrics* metrics,
                          ? options.limits.max_total_job_memory
                          : PhysicalMemory() / 4 * 3),
       worker_binary_(options.worker_binary.empty() ? OwnExecutable()
-                                                   : options.worker_binary) {}
+                                                   : options.worker_binary),
+      shared_(store->shared()),
+      replica_(options.replica_name.empty() ? DefaultReplicaName()
+                                            : options.replica_name) {}
 
 JobManager::~JobManager() { Shutdown(); }
 
@@ -78,6 +87,29 @@ absl::Status JobManager::Start() {
         "the worker program '", worker_binary_,
         "' cannot be run; jobs run in worker processes of sparrowd's own "
         "executable"));
+  }
+  if (shared_) {
+    // This replica's jobs from before a restart (under the same name) are
+    // its to resume now rather than after their leases expire.
+    SPARROW_ASSIGN_OR_RETURN(int64_t released, store_->ReleaseLeases(replica_));
+    std::lock_guard<std::mutex> lock(mu_);
+    started_ = true;
+    spdlog::info(
+        "replica {}: claiming jobs from the shared store ({} of its jobs to "
+        "resume)",
+        replica_, released);
+    for (int i = 0; i < std::max(1, options_.workers); ++i) {
+      workers_.emplace_back([this] { ClaimLoop(); });
+    }
+    lease_thread_ = std::thread([this] { LeaseLoop(); });
+    listener_ = std::thread([this] {
+      absl::Status s =
+          store_->Listen([this](const std::string& id,
+                                int64_t seq) { OnStoreChange(id, seq); },
+                         stop_listening_);
+      if (!s.ok()) spdlog::error("store listener: {}", s.ToString());
+    });
+    return absl::OkStatus();
   }
   SPARROW_ASSIGN_OR_RETURN(
       std::vector<JobRecord> jobs,
@@ -147,6 +179,14 @@ void JobManager::Shutdown() {
   }
   cv_.notify_all();
   for (std::thread& t : workers) t.join();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    lease_stop_ = true;
+  }
+  lease_cv_.notify_all();
+  stop_listening_ = true;
+  if (lease_thread_.joinable()) lease_thread_.join();
+  if (listener_.joinable()) listener_.join();
 }
 
 int JobManager::queue_depth() const {
@@ -211,6 +251,7 @@ absl::StatusOr<v1::Job> JobManager::Cancel(const std::string& tenant,
   if (running != running_.end()) {
     return CancelRunning(tenant, id, running->second.get());
   }
+  if (shared_) return CancelElsewhere(tenant, id);
   SPARROW_ASSIGN_OR_RETURN(job, GetJob(tenant, id));
   if (v1::IsFinal(job.state())) return AlreadyEnded(id, job.state());
   return job;  // CANCELLING, or between queue and worker: the worker sees it
@@ -326,7 +367,7 @@ void JobManager::WorkerLoop() {
       running_[entry.id] = running;
       UpdateGauges();
     }
-    RunJob(entry, running.get());
+    RunJob(entry, running.get(), std::nullopt);
     std::lock_guard<std::mutex> lock(mu_);
     running_.erase(entry.id);
     memory_in_use_ -= entry.memory;
@@ -336,6 +377,13 @@ void JobManager::WorkerLoop() {
 }
 
 void JobManager::Requeue(QueueEntry entry, int store_failures) {
+  if (shared_) {
+    spdlog::warn(
+        "job {} tenant {}: left to its lease, which expires within {}; then "
+        "a replica resumes it from its checkpoint",
+        entry.id, entry.tenant, absl::FormatDuration(options_.lease_expiry));
+    return;
+  }
   std::lock_guard<std::mutex> lock(mu_);
   if (draining_) return;  // RUNNING in the store: resumes at the next start
   const absl::Duration pause = RetryPause(store_failures);
@@ -349,14 +397,14 @@ void JobManager::Requeue(QueueEntry entry, int store_failures) {
 }
 
 absl::Status JobManager::Fail(const QueueEntry& entry,
-                              const std::string& reason) {
-  return Transition(entry.tenant, entry.id,
-                    {v1::Job::FAILED,
-                     reason,
-                     "",
-                     nullptr,
-                     {v1::Job::RUNNING, v1::Job::CANCELLING}})
-      .status();
+                              const std::string& reason, int32_t fence) {
+  JobTransition t{v1::Job::FAILED,
+                  reason,
+                  "",
+                  nullptr,
+                  {v1::Job::RUNNING, v1::Job::CANCELLING}};
+  t.fence = fence;
+  return Transition(entry.tenant, entry.id, t).status();
 }
 
 }  // namespace sparrow::server

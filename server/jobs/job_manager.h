@@ -16,6 +16,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
@@ -77,6 +78,18 @@ struct JobManagerOptions {
   // Test hook: the memory limit put on worker processes when not 0 (the
   // admission check still uses limits.max_job_memory).
   int64_t worker_memory_limit_override = 0;
+
+  // Replicas. On a store that several sparrowds share (Store::shared) the
+  // store is the queue: each replica claims the jobs its workers run and
+  // renews a lease on each every lease_renew; a job whose lease is older
+  // than lease_expiry is taken over by another replica (job_claims.cc).
+  std::string replica_name;  // empty = "<host name>-<pid>"
+  absl::Duration lease_renew = absl::Seconds(5);
+  absl::Duration lease_expiry = absl::Seconds(30);
+  // An idle worker looks for work this often, besides when another replica
+  // tells it of a new job (a NOTIFY, which a reconnect can miss); expired
+  // leases are found this way.
+  absl::Duration claim_poll = absl::Seconds(1);
 };
 
 class JobManager {
@@ -90,6 +103,8 @@ class JobManager {
 
   // Recovery, then the workers: QUEUED jobs are queued again, RUNNING ones
   // resume first (from their last checkpoint), CANCELLING ones are CANCELLED.
+  // On a shared store there is nothing to recover: the workers claim jobs,
+  // a thread renews their leases and one listens to the other replicas.
   absl::Status Start();
 
   // Validates the spec against the tenant's dataset and the limits, then
@@ -113,6 +128,8 @@ class JobManager {
 
   int queue_depth() const;
   int running_jobs() const;
+  // This replica's name (Job.replica of the jobs it runs).
+  const std::string& replica() const { return replica_; }
 
  private:
   struct QueueEntry {
@@ -137,25 +154,52 @@ class JobManager {
     // batch of events stored after CANCELLING.
     std::mutex mu;
     WorkerProcess* worker = nullptr;  // of the current attempt, under mu
+    // The attempt's number, the fence of its writes (0 until it runs).
+    std::atomic<int32_t> fence{0};
+    // Another replica has taken the job over: the worker is stopped.
+    std::atomic<bool> lost{false};
   };
-  // How one attempt of a job (one worker process) ended.
-  enum class Attempt { kEnded, kCrashed, kStoreFailed };
+  // How one attempt of a job (one worker process) ended; kLost: another
+  // replica took the job over.
+  enum class Attempt { kEnded, kCrashed, kStoreFailed, kLost };
   class AttemptRunner;
 
   void WorkerLoop();
+  // ---- replicas (job_claims.cc) ----
+  // A worker on a shared store: claims a job, runs it, claims the next.
+  void ClaimLoop();
+  // Claims the next job that fits in the memory left (mu_ not held); empty
+  // when there is none, or on a store error (logged).
+  std::optional<ClaimedJob> Claim();
+  // Renews the leases of the running jobs every lease_renew (sooner when
+  // another replica changed one of them), stops the jobs this replica lost
+  // and passes on cancels sent to other replicas.
+  void LeaseLoop();
+  void Renew(const std::string& id, RunningJob* running);
+  // The store's listener: another replica stored events of a job.
+  void OnStoreChange(const std::string& job_id, int64_t seq);
+  // Cancel of a job no worker of this replica runs, on a shared store.
+  absl::StatusOr<v1::Job> CancelElsewhere(const std::string& tenant,
+                                          const std::string& id);
+  // Submit's queue limits, from the store when it is shared (mu_ held).
+  absl::Status CheckQueueLimits(const std::string& tenant);
   // The first queued job that may start now and fits in the memory budget
   // (mu_ held); queue_.end() if none.
   std::set<QueueEntry>::iterator NextRunnable(absl::Time now);
-  void RunJob(const QueueEntry& entry, RunningJob* running);
+  // Runs a job (claimed: its RUNNING transition is stored already).
+  void RunJob(const QueueEntry& entry, RunningJob* running,
+              std::optional<v1::Job> claimed);
   // Records a crashed attempt: RUNNING again for the next attempt (true), or
   // FAILED after max_worker_crashes (false).
-  bool RecordCrash(const QueueEntry& entry, const std::string& how,
-                   int iteration);
+  bool RecordCrash(const QueueEntry& entry, RunningJob* running,
+                   const std::string& how, int iteration);
   // Puts a job whose attempt could not be recorded back in the queue, to
   // resume after a growing pause.
   void Requeue(QueueEntry entry, int store_failures);
-  // Stores the FAILED transition (the store's error, if any).
-  absl::Status Fail(const QueueEntry& entry, const std::string& reason);
+  // Stores the FAILED transition of attempt `fence` (the store's error, if
+  // any).
+  absl::Status Fail(const QueueEntry& entry, const std::string& reason,
+                    int32_t fence);
   // The reason of the RUNNING transition that starts an attempt.
   std::string StartReason(const QueueEntry& entry, int store_failures);
   // Stores a transition, publishes its event and logs it.
@@ -200,6 +244,16 @@ class JobManager {
   bool draining_ = false;
   std::atomic<bool> shutting_down_{false};
   std::vector<std::thread> workers_;
+
+  // Replicas.
+  const bool shared_;
+  const std::string replica_;
+  std::condition_variable lease_cv_;
+  bool lease_check_ = false;  // under mu_: renew now
+  bool lease_stop_ = false;   // under mu_
+  std::thread lease_thread_;
+  std::atomic<bool> stop_listening_{false};
+  std::thread listener_;
 };
 
 }  // namespace sparrow::server

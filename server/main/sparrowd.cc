@@ -26,6 +26,8 @@ struct Flags {
       absl::ToDoubleMilliseconds(options.jobs.event_flush_interval);
   double checkpoint_min_seconds = 1.0;
   double min_event_ms = 2.0;
+  double lease_renew_seconds = 5.0;
+  double lease_expiry_seconds = 30.0;
   std::string log_level = "info";
 };
 
@@ -42,8 +44,22 @@ void AddServiceFlags(CLI::App* app, Flags* f) {
   app->add_option("--store", f->options.store,
                   "Keep the store in PostgreSQL instead of --data-dir: a libpq "
                   "URI, e.g. postgresql://sparrow@db.example.com/sparrow (the "
-                  "password from ~/.pgpass or PGPASSWORD); one sparrowd per "
-                  "database");
+                  "password from ~/.pgpass or PGPASSWORD); any number of "
+                  "sparrowd replicas may share one database");
+  app->add_option("--replica-name", f->options.jobs.replica_name,
+                  "This replica's name in the jobs it runs (Job.replica); "
+                  "default: <host name>-<pid>");
+  app->add_option("--lease-renew-seconds", f->lease_renew_seconds,
+                  "With --store postgresql: a replica renews the lease of each "
+                  "job it runs this often")
+      ->check(CLI::Range(0.1, 3600.0))
+      ->capture_default_str();
+  app->add_option("--lease-expiry-seconds", f->lease_expiry_seconds,
+                  "With --store postgresql: a job whose lease was not renewed "
+                  "for this long is resumed by another replica from its "
+                  "checkpoint (keep it several times --lease-renew-seconds)")
+      ->check(CLI::Range(0.5, 86400.0))
+      ->capture_default_str();
   app->add_option("--workers", f->options.jobs.workers,
                   "Jobs run at the same time (default: the number of cores)")
       ->check(CLI::Range(1, 1024));
@@ -201,7 +217,9 @@ int main(int argc, char** argv) {
       "--workers 2\n"
       "  sparrowd --listen 0.0.0.0:50051 --tokens-file tokens.txt "
       "--tls-cert server.pem --tls-key server.key --metrics-listen "
-      "0.0.0.0:9464\n"};
+      "0.0.0.0:9464\n"
+      "  sparrowd --store postgresql://sparrow@db/sparrow --workers 1 "
+      "--replica-name sparrowd-a   # one of several replicas\n"};
   AddServiceFlags(&app, &f);
   AddLimitFlags(&app, &f);
   app.add_option("--log-level", f.log_level,
@@ -209,10 +227,20 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}))
       ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
+  if (f.lease_expiry_seconds < 2 * f.lease_renew_seconds) {
+    std::cerr << "--lease-expiry-seconds (" << f.lease_expiry_seconds
+              << ") must be at least twice --lease-renew-seconds ("
+              << f.lease_renew_seconds
+              << "), or one late renewal hands a running job to another "
+                 "replica\n";
+    return 2;
+  }
   sparrow::server::ServerOptions& o = f.options;
   o.jobs.event_flush_interval = absl::Milliseconds(f.flush_ms);
   o.jobs.checkpoint_min_interval = absl::Seconds(f.checkpoint_min_seconds);
   o.jobs.min_event_interval = absl::Milliseconds(f.min_event_ms);
+  o.jobs.lease_renew = absl::Seconds(f.lease_renew_seconds);
+  o.jobs.lease_expiry = absl::Seconds(f.lease_expiry_seconds);
   spdlog::set_level(spdlog::level::from_str(f.log_level));
   return Serve(o);
 }

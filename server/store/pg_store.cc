@@ -1,23 +1,33 @@
 // The Store on PostgreSQL: one connection guarded by a mutex, write
-// transactions SERIALIZABLE, protos stored serialized in BYTEA columns (the
-// same tables as SQLite's, below). This file connects and creates or checks
-// the schema; the Store's calls are SqlStore's (internal/sql_store.h).
+// transactions SERIALIZABLE (retried when another replica's conflicts),
+// protos stored serialized in BYTEA columns (the tables of SQLite's, plus
+// what replicas claim jobs by, below). This file connects, creates or
+// migrates the schema and listens to the other replicas; the Store's calls
+// are SqlStore's (internal/sql_store.h, the claims in sql_leases.cc).
 //
 // BYTEA, not large objects, for datasets, checkpoints and models: a BYTEA
 // value is part of its row, so it is written and rolled back with the row,
 // deleted by ON DELETE CASCADE and dumped by a plain pg_dump; large objects
 // would need their own cleanup and `pg_dump --blobs`. Uploads are limited far
 // below BYTEA's 1 GB (--max-upload-bytes).
+#include <poll.h>
+
+#include <atomic>
+#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
+#include <vector>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "core/util/status_macros.h"
 #include "server/store/internal/pg_db.h"
 #include "server/store/internal/sql_db.h"
 #include "server/store/internal/sql_store.h"
 #include "server/store/store.h"
+#include "spdlog/spdlog.h"
 
 namespace sparrow::server {
 namespace {
@@ -27,7 +37,7 @@ using Transaction = sql::BasicTransaction<pg::Connection>;
 
 // The schema version this sparrowd writes (PostgreSQL's own numbering,
 // kept in the table sparrow_schema); a later schema migrates from it.
-constexpr int kSchemaVersion = 1;
+constexpr int kSchemaVersion = 2;
 
 constexpr char kSchema[] = R"sql(
 CREATE TABLE datasets (
@@ -45,13 +55,20 @@ CREATE TABLE jobs (
   request_id TEXT,                        -- NULL when the job has none
   state INTEGER NOT NULL,                 -- = job.state
   dataset_id TEXT,                        -- = job.spec.data.dataset_id or NULL
-  job BYTEA NOT NULL                      -- sparrow.v1.Job
+  job BYTEA NOT NULL,                     -- sparrow.v1.Job
+  priority INTEGER NOT NULL DEFAULT 0,    -- = job.priority
+  memory BIGINT NOT NULL DEFAULT 0,       -- = job.memory_estimate_bytes
+  -- A RUNNING job's replica (= job.replica) holds it until lease_expires
+  -- (by the database's clock).
+  replica TEXT,
+  lease_expires TIMESTAMPTZ NOT NULL DEFAULT '-infinity'
 );
 CREATE UNIQUE INDEX jobs_by_request_id
   ON jobs (tenant, request_id) WHERE request_id IS NOT NULL;
 CREATE INDEX jobs_by_tenant ON jobs (tenant, seq);
 CREATE INDEX jobs_by_tenant_state ON jobs (tenant, state, seq);
 CREATE INDEX jobs_by_state ON jobs (state, seq);
+CREATE INDEX jobs_to_claim ON jobs (state, priority DESC, seq);
 CREATE TABLE events (
   job_id TEXT NOT NULL REFERENCES jobs (id) ON DELETE CASCADE,
   seq BIGINT NOT NULL,
@@ -76,12 +93,46 @@ CREATE TABLE models (
 );
 )sql";
 
-// Advisory lock keys (any 64-bit numbers of our own): one serializes the
-// schema set-up of sparrowds starting together; the other is held by the
-// connection for as long as sparrowd runs, so that a second sparrowd on the
-// same database is refused until replicas can share one.
+// Version 1 -> 2: the columns replicas claim jobs by. The priority of the
+// jobs still to run is copied from their records (MigrateV1Priorities).
+constexpr char kMigrateV1[] = R"sql(
+ALTER TABLE jobs ADD COLUMN priority INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE jobs ADD COLUMN memory BIGINT NOT NULL DEFAULT 0;
+ALTER TABLE jobs ADD COLUMN replica TEXT;
+ALTER TABLE jobs ADD COLUMN lease_expires TIMESTAMPTZ NOT NULL
+  DEFAULT '-infinity';
+CREATE INDEX jobs_to_claim ON jobs (state, priority DESC, seq);
+)sql";
+
+// An advisory lock key (any 64-bit number of our own): serializes the schema
+// set-up and migrations of replicas starting together.
 constexpr char kSchemaLock[] = "SELECT pg_advisory_xact_lock(7301175400001)";
-constexpr char kInstanceLock[] = "SELECT pg_try_advisory_lock(7301175400002)";
+
+absl::Status MigrateV1Priorities(Connection& connection) {
+  SPARROW_ASSIGN_OR_RETURN(
+      pg::Statement select,
+      connection.Prepare("SELECT id, job FROM jobs WHERE state IN (1, 2, 3)"));
+  std::vector<std::pair<std::string, int32_t>> priorities;
+  while (true) {
+    SPARROW_ASSIGN_OR_RETURN(bool row, select.Step());
+    if (!row) break;
+    v1::Job job;
+    const absl::string_view bytes = select.ColumnBytes(1);
+    if (job.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())) &&
+        job.priority() != 0) {
+      priorities.emplace_back(select.ColumnString(0), job.priority());
+    }
+  }
+  for (const auto& [id, priority] : priorities) {
+    SPARROW_ASSIGN_OR_RETURN(
+        pg::Statement update,
+        connection.Prepare("UPDATE jobs SET priority = ?2 WHERE id = ?1"));
+    update.BindText(1, id);
+    update.BindInt64(2, priority);
+    SPARROW_RETURN_IF_ERROR(update.Run());
+  }
+  return absl::OkStatus();
+}
 
 absl::Status CreateOrCheckSchema(Connection& connection) {
   Transaction txn(&connection);
@@ -109,8 +160,89 @@ absl::Status CreateOrCheckSchema(Connection& connection) {
         absl::StrCat("INSERT INTO sparrow_schema (version) VALUES (",
                      kSchemaVersion, ")")
             .c_str()));
+  } else if (version == 1) {
+    SPARROW_RETURN_IF_ERROR(connection.Exec(kMigrateV1));
+    SPARROW_RETURN_IF_ERROR(MigrateV1Priorities(connection));
+    SPARROW_RETURN_IF_ERROR(connection.Exec(
+        absl::StrCat("UPDATE sparrow_schema SET version = ", kSchemaVersion)
+            .c_str()));
   }
   return txn.Commit();
+}
+
+// The shared store: SqlStore, plus the listener for the other replicas'
+// NOTIFYs on a connection of its own.
+class PgStore final : public sql::SqlStore {
+ public:
+  PgStore(Connection connection, std::string uri)
+      : SqlStore(sql::Adapt(std::move(connection)), /*shared=*/true),
+        uri_(std::move(uri)) {}
+
+  absl::Status Listen(
+      const std::function<void(const std::string&, int64_t)>& on_change,
+      const std::atomic<bool>& stop) override;
+
+ private:
+  // Listens on one connection until it breaks (an error) or stop is set.
+  absl::Status ListenOnce(
+      Connection& connection,
+      const std::function<void(const std::string&, int64_t)>& on_change,
+      const std::atomic<bool>& stop);
+
+  const std::string uri_;
+};
+
+// Waits at most `ms` for the connection's socket to have input.
+void AwaitInput(PGconn* conn, int ms) {
+  pollfd fd{PQsocket(conn), POLLIN, 0};
+  poll(&fd, 1, ms);
+}
+
+absl::Status PgStore::Listen(
+    const std::function<void(const std::string&, int64_t)>& on_change,
+    const std::atomic<bool>& stop) {
+  bool first = true;
+  while (!stop.load()) {
+    auto connection = Connection::Open(uri_);
+    absl::Status s = connection.status();
+    if (s.ok()) s = connection->Exec("LISTEN sparrow_events");
+    if (s.ok()) {
+      // Whatever was committed while no one listened is found by waking
+      // everyone: watchers read the events table, the truth.
+      if (!first) on_change("", 0);
+      first = false;
+      s = ListenOnce(*connection, on_change, stop);
+      if (s.ok()) return s;
+    }
+    spdlog::warn("store: not listening to the other replicas ({}); retrying",
+                 std::string(s.message()));
+    for (int i = 0; i < 5 && !stop.load(); ++i) {
+      absl::SleepFor(absl::Milliseconds(200));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status PgStore::ListenOnce(
+    Connection& connection,
+    const std::function<void(const std::string&, int64_t)>& on_change,
+    const std::atomic<bool>& stop) {
+  PGconn* conn = connection.get();
+  while (!stop.load()) {
+    AwaitInput(conn, 200);
+    if (PQconsumeInput(conn) == 0) return connection.Error(nullptr, "LISTEN");
+    while (PGnotify* n = PQnotifies(conn)) {
+      const absl::string_view payload(n->extra);
+      const size_t space = payload.rfind(' ');
+      int64_t seq = 0;
+      if (space != absl::string_view::npos &&
+          absl::SimpleAtoi(payload.substr(space + 1), &seq)) {
+        on_change(std::string(payload.substr(0, space)), seq);
+      }
+      PQfreemem(n);
+    }
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -118,18 +250,8 @@ absl::Status CreateOrCheckSchema(Connection& connection) {
 absl::StatusOr<std::unique_ptr<Store>> OpenPostgresStore(
     const std::string& uri) {
   SPARROW_ASSIGN_OR_RETURN(Connection connection, Connection::Open(uri));
-  SPARROW_ASSIGN_OR_RETURN(bool only_one, connection.QueryBool(kInstanceLock));
-  if (!only_one) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "another sparrowd is using the database ", connection.name(),
-        "; one sparrowd per database (replicas sharing one are not "
-        "supported yet): stop the other, or give this one its own database"));
-  }
-  // Kept through reconnections: a sparrowd that cannot take the lock back
-  // stops writing.
-  connection.SetSessionCheck(kInstanceLock);
   SPARROW_RETURN_IF_ERROR(CreateOrCheckSchema(connection));
-  return std::make_unique<sql::SqlStore>(sql::Adapt(std::move(connection)));
+  return std::make_unique<PgStore>(std::move(connection), uri);
 }
 
 }  // namespace sparrow::server

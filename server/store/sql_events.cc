@@ -15,7 +15,8 @@ namespace sparrow::server::sql {
 // ---- progress events ----
 
 absl::StatusOr<std::vector<v1::ProgressEvent>> SqlStore::AppendEvents(
-    const std::string& job_id, std::vector<v1::ProgressEvent> events) {
+    const std::string& job_id, std::vector<v1::ProgressEvent> events,
+    int32_t fence) {
   for (const v1::ProgressEvent& event : events) {
     if (event.kind() == v1::ProgressEvent::STATE) {
       return absl::InvalidArgumentError(absl::StrCat(
@@ -23,12 +24,22 @@ absl::StatusOr<std::vector<v1::ProgressEvent>> SqlStore::AppendEvents(
           ": STATE events are appended by TransitionJob, not AppendEvents"));
     }
   }
-  std::lock_guard<std::mutex> lock(mu_);
-  Transaction txn(&connection_);
-  SPARROW_RETURN_IF_ERROR(txn.Begin(Transaction::kWrite));
-  SPARROW_ASSIGN_OR_RETURN(JobRecord record, LoadJob(job_id));
-  if (events.empty()) return events;
-  v1::Job& job = record.job;
+  return Retrying([&]() -> absl::StatusOr<std::vector<v1::ProgressEvent>> {
+    std::lock_guard<std::mutex> lock(mu_);
+    Transaction txn(&connection_);
+    SPARROW_RETURN_IF_ERROR(txn.Begin(Transaction::kWrite));
+    SPARROW_ASSIGN_OR_RETURN(JobRecord record, LoadFenced(job_id, fence));
+    if (events.empty()) return events;
+    SPARROW_RETURN_IF_ERROR(StoreEvents(&record.job, absl::MakeSpan(events)));
+    SPARROW_RETURN_IF_ERROR(txn.Commit());
+    return std::move(events);  // stored: no retry follows
+  });
+}
+
+absl::Status SqlStore::StoreEvents(v1::Job* stored,
+                                   absl::Span<v1::ProgressEvent> events) {
+  v1::Job& job = *stored;
+  const std::string& job_id = job.id();
   const google::protobuf::Timestamp now = ToTimestamp(absl::Now());
   SPARROW_ASSIGN_OR_RETURN(Statement insert, connection_.Prepare(kInsertEvent));
   for (v1::ProgressEvent& event : events) {
@@ -50,8 +61,7 @@ absl::StatusOr<std::vector<v1::ProgressEvent>> SqlStore::AppendEvents(
   job.set_loss(events.back().loss());
   job.set_elapsed_seconds(events.back().elapsed_seconds());
   SPARROW_RETURN_IF_ERROR(UpdateJob(job));
-  SPARROW_RETURN_IF_ERROR(txn.Commit());
-  return events;
+  return Notify(job_id, job.last_seq());
 }
 
 absl::StatusOr<std::vector<v1::ProgressEvent>> SqlStore::ListEvents(
@@ -93,11 +103,17 @@ absl::StatusOr<std::vector<v1::ProgressEvent>> SqlStore::SelectEvents(
 // ---- checkpoints and models ----
 
 absl::Status SqlStore::PutCheckpoint(const std::string& job_id,
-                                     absl::string_view bytes) {
+                                     absl::string_view bytes, int32_t fence) {
+  return Retrying([&] { return PutCheckpointOnce(job_id, bytes, fence); });
+}
+
+absl::Status SqlStore::PutCheckpointOnce(const std::string& job_id,
+                                         absl::string_view bytes,
+                                         int32_t fence) {
   std::lock_guard<std::mutex> lock(mu_);
   Transaction txn(&connection_);
   SPARROW_RETURN_IF_ERROR(txn.Begin(Transaction::kWrite));
-  SPARROW_RETURN_IF_ERROR(LoadJob(job_id).status());
+  SPARROW_RETURN_IF_ERROR(LoadFenced(job_id, fence).status());
   SPARROW_ASSIGN_OR_RETURN(
       Statement put,
       connection_.Prepare(

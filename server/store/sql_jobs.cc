@@ -32,18 +32,46 @@ absl::StatusOr<JobRecord> SqlStore::LoadJob(const std::string& id) {
 
 absl::Status SqlStore::InsertJob(const std::string& tenant,
                                  const v1::Job& job) {
+  // A shared store also keeps what a claim orders and filters by.
   SPARROW_ASSIGN_OR_RETURN(
       Statement insert,
       connection_.Prepare(
-          "INSERT INTO jobs (id, tenant, request_id, state, dataset_id, job) "
-          "VALUES (?1, ?2, ?3, ?4, ?5, ?6)"));
+          shared_ ? "INSERT INTO jobs (id, tenant, request_id, state, "
+                    "dataset_id, job, priority, memory) "
+                    "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)"
+                  : "INSERT INTO jobs (id, tenant, request_id, state, "
+                    "dataset_id, job) VALUES (?1, ?2, ?3, ?4, ?5, ?6)"));
   insert.BindText(1, job.id());
   insert.BindText(2, tenant);
   insert.BindTextOrNull(3, job.request_id());
   insert.BindInt64(4, job.state());
   insert.BindTextOrNull(5, job.spec().data().dataset_id());
   insert.BindBlob(6, job.SerializeAsString());
+  if (shared_) {
+    insert.BindInt64(7, job.priority());
+    insert.BindInt64(8, job.memory_estimate_bytes());
+  }
   return insert.Run();
+}
+
+absl::StatusOr<JobRecord> SqlStore::LoadFenced(const std::string& id,
+                                               int32_t fence) {
+  SPARROW_ASSIGN_OR_RETURN(JobRecord record, LoadJob(id));
+  if (fence != kNoFence && record.job.attempts() != fence) {
+    return LostLease(id, fence, record.job);
+  }
+  return record;
+}
+
+absl::Status SqlStore::Notify(const std::string& job_id, int64_t seq) {
+  if (!shared_) return absl::OkStatus();
+  SPARROW_ASSIGN_OR_RETURN(Statement notify,
+                           connection_.Prepare("SELECT pg_notify(?1, ?2)"));
+  notify.BindText(1, kEventsChannel);
+  notify.BindText(2, absl::StrCat(job_id, " ", seq));
+  SPARROW_ASSIGN_OR_RETURN(bool row, notify.Step());
+  (void)row;
+  return absl::OkStatus();
 }
 
 absl::Status SqlStore::UpdateJob(const v1::Job& job) {
@@ -73,6 +101,14 @@ absl::StatusOr<v1::Job> SqlStore::CreateJob(const std::string& tenant,
                                             bool* already_existed) {
   if (already_existed != nullptr) *already_existed = false;
   if (job.id().empty()) return absl::InvalidArgumentError("job id is empty");
+  return Retrying([&]() -> absl::StatusOr<v1::Job> {
+    return CreateJobOnce(tenant, job, already_existed);
+  });
+}
+
+absl::StatusOr<v1::Job> SqlStore::CreateJobOnce(const std::string& tenant,
+                                                const v1::Job& job,
+                                                bool* already_existed) {
   std::lock_guard<std::mutex> lock(mu_);
   Transaction txn(&connection_);
   SPARROW_RETURN_IF_ERROR(txn.Begin(Transaction::kWrite));
@@ -128,6 +164,7 @@ absl::StatusOr<v1::Job> SqlStore::CreateJob(const std::string& tenant,
   SPARROW_RETURN_IF_ERROR(InsertJob(tenant, stored));
   SPARROW_ASSIGN_OR_RETURN(Statement insert, connection_.Prepare(kInsertEvent));
   SPARROW_RETURN_IF_ERROR(InsertEvent(insert, event));
+  SPARROW_RETURN_IF_ERROR(Notify(stored.id(), 1));
   SPARROW_RETURN_IF_ERROR(txn.Commit());
   return stored;
 }
@@ -227,11 +264,26 @@ absl::StatusOr<std::pair<v1::Job, v1::ProgressEvent>> SqlStore::TransitionJob(
     return absl::InvalidArgumentError(absl::StrCat(
         "cannot move job ", id, " to state ", static_cast<int>(to)));
   }
-  std::lock_guard<std::mutex> lock(mu_);
-  Transaction txn(&connection_);
-  SPARROW_RETURN_IF_ERROR(txn.Begin(Transaction::kWrite));
-  SPARROW_ASSIGN_OR_RETURN(JobRecord record, LoadJob(id));
+  return Retrying(
+      [&]() -> absl::StatusOr<std::pair<v1::Job, v1::ProgressEvent>> {
+        std::lock_guard<std::mutex> lock(mu_);
+        Transaction txn(&connection_);
+        SPARROW_RETURN_IF_ERROR(txn.Begin(Transaction::kWrite));
+        SPARROW_ASSIGN_OR_RETURN(JobRecord record,
+                                 LoadFenced(id, transition.fence));
+        SPARROW_ASSIGN_OR_RETURN(
+            auto updated, ApplyTransition(std::move(record), transition, ""));
+        SPARROW_RETURN_IF_ERROR(txn.Commit());
+        return updated;
+      });
+}
+
+absl::StatusOr<std::pair<v1::Job, v1::ProgressEvent>> SqlStore::ApplyTransition(
+    JobRecord record, const JobTransition& transition,
+    const std::string& replica) {
+  const v1::Job::State to = transition.to;
   v1::Job& job = record.job;
+  const std::string& id = job.id();
   if (!transition.from.empty() &&
       std::find(transition.from.begin(), transition.from.end(), job.state()) ==
           transition.from.end()) {
@@ -259,6 +311,7 @@ absl::StatusOr<std::pair<v1::Job, v1::ProgressEvent>> SqlStore::TransitionJob(
     if (!job.has_start_time()) *job.mutable_start_time() = now;
     job.set_attempts(job.attempts() + 1);
   }
+  if (!replica.empty()) job.set_replica(replica);
   if (v1::IsFinal(to)) *job.mutable_end_time() = now;
   if (transition.worker_crashed) {
     job.set_worker_crashes(job.worker_crashes() + 1);
@@ -290,7 +343,7 @@ absl::StatusOr<std::pair<v1::Job, v1::ProgressEvent>> SqlStore::TransitionJob(
     put.BindBlob(2, transition.model->SerializeAsString());
     SPARROW_RETURN_IF_ERROR(put.Run());
   }
-  SPARROW_RETURN_IF_ERROR(txn.Commit());
+  SPARROW_RETURN_IF_ERROR(Notify(id, event.seq()));
   return std::make_pair(std::move(job), std::move(event));
 }
 

@@ -197,7 +197,7 @@ absl::StatusOr<std::unique_ptr<Store>> OpenSqliteStore(
   }
   SPARROW_RETURN_IF_ERROR(s);
   auto store =
-      std::make_unique<sql::SqlStore>(sql::Adapt(std::move(connection)));
+      std::make_unique<sql::SqlStore>(sql::Adapt(std::move(connection)), false);
   if (version > 0 && version < kSchemaVersion) {
     s = store->Migrate(
         kSchema,

@@ -8,6 +8,7 @@
 #ifndef SPARROW_SERVER_STORE_STORE_H_
 #define SPARROW_SERVER_STORE_STORE_H_
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -18,6 +19,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "absl/time/time.h"
 #include "absl/types/span.h"
 #include "sparrow/v1/datasets.pb.h"
 #include "sparrow/v1/jobs.pb.h"
@@ -52,6 +54,24 @@ struct JobTransition {
   std::vector<v1::Job::State> from;
   // The job's worker process died: Job.worker_crashes + 1.
   bool worker_crashed = false;
+  // Refused with ABORTED (IsLostLease) unless the job's attempts equals the
+  // fence: the attempt number a replica holds is its fencing token, so the
+  // writes of a replica whose job another replica has taken over fail.
+  // kNoFence = no check (a user's cancel, recovery).
+  int32_t fence = 0;
+};
+
+inline constexpr int32_t kNoFence = 0;
+
+// An error of a write refused by its fence (JobTransition::fence), and the
+// mark that makes one.
+bool IsLostLease(const absl::Status& status);
+absl::Status MarkLostLease(absl::Status status);
+
+// A job a replica has claimed (Store::ClaimJob).
+struct ClaimedJob {
+  JobRecord record;      // RUNNING, attempts = the new attempt (the fence)
+  bool resumed = false;  // taken over from a replica whose lease expired
 };
 
 class Store {
@@ -120,8 +140,10 @@ class Store {
   // + 1, ...; updates the job's last_seq, iterations and loss from the last
   // event, and folds the events into the job's series blocks of every level
   // (series_blocks.h). Returns the events with seq, job_id and time set.
+  // `fence` as in JobTransition.
   virtual absl::StatusOr<std::vector<v1::ProgressEvent>> AppendEvents(
-      const std::string& job_id, std::vector<v1::ProgressEvent> events) = 0;
+      const std::string& job_id, std::vector<v1::ProgressEvent> events,
+      int32_t fence) = 0;
   // Events with seq > after_seq in seq order, at most `limit`.
   virtual absl::StatusOr<std::vector<v1::ProgressEvent>> ListEvents(
       const std::string& job_id, int64_t after_seq, int limit) = 0;
@@ -135,14 +157,53 @@ class Store {
 
   // ---- checkpoints and models ----
 
-  // One checkpoint per job; a new one replaces the old.
+  // One checkpoint per job; a new one replaces the old. `fence` as in
+  // JobTransition.
   virtual absl::Status PutCheckpoint(const std::string& job_id,
-                                     absl::string_view bytes) = 0;
+                                     absl::string_view bytes,
+                                     int32_t fence) = 0;
   virtual absl::StatusOr<std::optional<std::string>> GetCheckpoint(
       const std::string& job_id) = 0;
   // NOT_FOUND when the job has no model.
   virtual absl::StatusOr<v1::TrainedModel> GetModel(
       const std::string& job_id) = 0;
+
+  // ---- replicas ----
+  // A store that several sparrowds share (PostgreSQL) is also their queue:
+  // each replica claims the jobs it runs and holds a lease on each, renewed
+  // while the job runs; a job whose lease expires is taken over by another
+  // replica. The other stores answer UNIMPLEMENTED.
+
+  virtual bool shared() const { return false; }
+  // Claims the job `replica` should run next, in one transaction that no
+  // other replica's claim can interleave with: a RUNNING job whose lease
+  // has expired (it resumes from its checkpoint), else the QUEUED job of
+  // highest priority, oldest first, whose memory estimate is at most
+  // max_memory. The claim is the job's RUNNING transition (attempts + 1,
+  // Job.replica, a lease until now + lease). A CANCELLING job whose lease
+  // expired is CANCELLED on the way. Empty when there is nothing to run.
+  virtual absl::StatusOr<std::optional<ClaimedJob>> ClaimJob(
+      const std::string& replica, absl::Duration lease, int64_t max_memory);
+  // Extends the lease of the job's attempt `fence` to now + lease and
+  // returns the job (a CANCELLING one is to be stopped). ABORTED
+  // (IsLostLease) when the job is no longer that attempt's.
+  virtual absl::StatusOr<v1::Job> RenewLease(const std::string& job_id,
+                                             int32_t fence,
+                                             absl::Duration lease);
+  // Ends the leases `replica` holds, so that its jobs are claimed again at
+  // once (a replica restarting under the same name); returns how many.
+  virtual absl::StatusOr<int64_t> ReleaseLeases(const std::string& replica);
+  // QUEUED jobs: all tenants' (tenant empty) or one tenant's.
+  virtual absl::StatusOr<int64_t> CountQueued(const std::string& tenant);
+  // Calls on_change(job_id, seq) on a thread of the store's whenever any
+  // replica has committed an event of a job (seq is its last), and
+  // on_change("", 0) when some may have been missed (a reconnect). Returns
+  // when `stop` is set (checked at least every 200 ms) or with the error
+  // that keeps it from listening.
+  virtual absl::Status Listen(
+      const std::function<void(const std::string& job_id, int64_t seq)>&
+          on_change,
+      const std::atomic<bool>& stop);
 };
 
 // The embedded store: one SQLite database file in WAL mode with
@@ -151,8 +212,9 @@ class Store {
 absl::StatusOr<std::unique_ptr<Store>> OpenSqliteStore(const std::string& path);
 
 // The store on PostgreSQL at a libpq URI (postgresql://user@host/db), its
-// tables created when missing. One sparrowd per database: a second is
-// refused with FAILED_PRECONDITION. Errors name the URI without its password.
+// tables created (or migrated) when missing. Any number of sparrowd
+// replicas may share one database (see "replicas" above). Errors name the
+// URI without its password.
 absl::StatusOr<std::unique_ptr<Store>> OpenPostgresStore(
     const std::string& uri);
 

@@ -212,6 +212,10 @@ absl::StatusOr<Connection> Connection::Open(const std::string& uri) {
     return absl::UnavailableError(
         absl::StrCat("cannot connect to the database ", name, ": ", reason));
   }
+  // The server's NOTICEs ("relation ... already exists, skipping") would go
+  // to stderr; they are routine.
+  PQsetNoticeProcessor(
+      conn.get(), [](void*, const char*) {}, nullptr);
   return Connection(std::move(conn), name);
 }
 

@@ -1,9 +1,14 @@
 #include "server/store/internal/sql_common.h"
 
+#include <algorithm>
+#include <random>
+
 #include "absl/strings/escaping.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/strip.h"
+#include "absl/time/clock.h"
 #include "google/protobuf/util/time_util.h"
+#include "server/store/internal/sql_store.h"
 #include "translate/text.h"
 
 namespace sparrow::server::sql {
@@ -55,6 +60,27 @@ absl::Status DatasetNotFound(const std::string& id) {
 absl::Status JobNotFound(const std::string& id) {
   return absl::NotFoundError(
       absl::StrCat("job ", translate::ForMessage(id), " not found"));
+}
+
+absl::Status LostLease(const std::string& id, int32_t fence,
+                       const v1::Job& job) {
+  return MarkLostLease(absl::AbortedError(absl::StrCat(
+      "job ", id, ": attempt ", fence,
+      " lost its lease; the job is now attempt ", job.attempts(),
+      job.replica().empty() ? "" : absl::StrCat(" on replica ", job.replica()),
+      " (", v1::Job::State_Name(job.state()),
+      "), so this replica's write was refused")));
+}
+
+bool IsRetryable(const absl::Status& status) {
+  return status.code() == absl::StatusCode::kAborted && !IsLostLease(status);
+}
+
+void RetryPause(int tries) {
+  static thread_local std::mt19937 random(std::random_device{}());
+  const int max_ms = std::min(200, 2 << tries);
+  std::uniform_int_distribution<int> ms(1, max_ms);
+  absl::SleepFor(absl::Milliseconds(ms(random)));
 }
 
 }  // namespace sparrow::server::sql

@@ -46,6 +46,10 @@ absl::Status CheckPageSize(int page_size);
 
 absl::Status DatasetNotFound(const std::string& id);
 absl::Status JobNotFound(const std::string& id);
+// A write of attempt `fence` refused because `job` has moved on to a later
+// attempt (IsLostLease).
+absl::Status LostLease(const std::string& id, int32_t fence,
+                       const v1::Job& job);
 
 // One page of a listing from `select`, whose rows are (seq, id, serialized
 // Message) in seq order after the token's seq. A record that cannot be parsed

@@ -8,6 +8,7 @@
 #ifndef SPARROW_SERVER_STORE_INTERNAL_SQL_STORE_H_
 #define SPARROW_SERVER_STORE_INTERNAL_SQL_STORE_H_
 
+#include <cstdint>
 #include <functional>
 #include <mutex>
 #include <optional>
@@ -24,10 +25,13 @@
 
 namespace sparrow::server::sql {
 
-class SqlStore final : public Store {
+class SqlStore : public Store {
  public:
-  explicit SqlStore(Connection connection)
-      : connection_(std::move(connection)) {}
+  // shared: the database is PostgreSQL with the lease columns of its schema
+  // (pg_store.cc), which replicas share; writes then notify the other
+  // replicas (NOTIFY sparrow_events) and the claim calls work.
+  SqlStore(Connection connection, bool shared)
+      : shared_(shared), connection_(std::move(connection)) {}
 
   absl::StatusOr<v1::Dataset> PutDataset(const std::string& tenant,
                                          const v1::Dataset& meta,
@@ -58,8 +62,8 @@ class SqlStore final : public Store {
       const std::string& id, const JobTransition& transition) override;
 
   absl::StatusOr<std::vector<v1::ProgressEvent>> AppendEvents(
-      const std::string& job_id,
-      std::vector<v1::ProgressEvent> events) override;
+      const std::string& job_id, std::vector<v1::ProgressEvent> events,
+      int32_t fence) override;
   absl::StatusOr<std::vector<v1::ProgressEvent>> ListEvents(
       const std::string& job_id, int64_t after_seq, int limit) override;
 
@@ -72,11 +76,29 @@ class SqlStore final : public Store {
   // of its history, and runs `set_version`, all in one transaction.
   absl::Status Migrate(const char* schema, const char* set_version);
 
-  absl::Status PutCheckpoint(const std::string& job_id,
-                             absl::string_view bytes) override;
+  absl::Status PutCheckpoint(const std::string& job_id, absl::string_view bytes,
+                             int32_t fence) override;
   absl::StatusOr<std::optional<std::string>> GetCheckpoint(
       const std::string& job_id) override;
   absl::StatusOr<v1::TrainedModel> GetModel(const std::string& job_id) override;
+
+  // Replicas (sql_leases.cc); UNIMPLEMENTED unless shared.
+  bool shared() const override { return shared_; }
+  absl::StatusOr<std::optional<ClaimedJob>> ClaimJob(
+      const std::string& replica, absl::Duration lease,
+      int64_t max_memory) override;
+  absl::StatusOr<v1::Job> RenewLease(const std::string& job_id, int32_t fence,
+                                     absl::Duration lease) override;
+  absl::StatusOr<int64_t> CountQueued(const std::string& tenant) override;
+  absl::StatusOr<int64_t> ReleaseLeases(const std::string& replica) override;
+
+ protected:
+  // Runs `body` (which takes the lock and runs one transaction) again, up to
+  // a few times, while it fails because a concurrent transaction of another
+  // replica conflicted with it (a serialization failure or a deadlock,
+  // ABORTED); a write refused by its fence is not retried.
+  template <typename F>
+  auto Retrying(F body) -> decltype(body());
 
  private:
   // The helpers below run inside the caller's lock (and transaction).
@@ -93,9 +115,39 @@ class SqlStore final : public Store {
   // exists (NOT_FOUND otherwise); empty when there is no row. Takes the lock.
   absl::StatusOr<std::optional<std::string>> JobBlob(const std::string& job_id,
                                                      const char* select_sql);
+  absl::StatusOr<v1::Job> CreateJobOnce(const std::string& tenant,
+                                        const v1::Job& job,
+                                        bool* already_existed);
   absl::Status InsertJob(const std::string& tenant, const v1::Job& job);
+  // The job, loaded for a write by the holder of `fence` (JobTransition).
+  absl::StatusOr<JobRecord> LoadFenced(const std::string& id, int32_t fence);
+  // TransitionJob inside the caller's transaction.
+  absl::StatusOr<std::pair<v1::Job, v1::ProgressEvent>> ApplyTransition(
+      JobRecord record, const JobTransition& transition,
+      const std::string& replica);
+  // ClaimJob inside the caller's transaction, without the lease.
+  absl::StatusOr<std::optional<ClaimedJob>> ClaimNext(
+      const std::string& replica, int64_t max_memory);
+  // The first column of the first row of `sql` (?1 = param unless < 0).
+  absl::StatusOr<std::optional<std::string>> SelectOne(const char* sql,
+                                                       int64_t param);
+  absl::Status SetLease(const std::string& job_id, absl::Duration lease);
+  // Where a resumed job starts: "from the checkpoint at iteration K".
+  absl::StatusOr<std::string> ResumePoint(const std::string& job_id);
+  // The first column of the first row of `sql` with ?1 = param.
+  absl::StatusOr<std::optional<std::string>> SelectText(
+      const char* sql, const std::string& param);
+  // Tells the other replicas (shared only) that the job's events up to seq
+  // are stored, when the transaction commits.
+  absl::Status Notify(const std::string& job_id, int64_t seq);
   absl::Status UpdateJob(const v1::Job& job);
   absl::Status InsertEvent(Statement& insert, const v1::ProgressEvent& event);
+  // AppendEvents inside the caller's transaction: numbers the events after
+  // the job's last_seq, inserts them, folds them into the job and its series
+  // blocks and updates the job.
+  absl::Status StoreEvents(v1::Job* job, absl::Span<v1::ProgressEvent> events);
+  absl::Status PutCheckpointOnce(const std::string& job_id,
+                                 absl::string_view bytes, int32_t fence);
   // The job's events after after_seq in seq order, at most `limit`.
   absl::StatusOr<std::vector<v1::ProgressEvent>> SelectEvents(
       const std::string& job_id, int64_t after_seq, int limit);
@@ -104,6 +156,7 @@ class SqlStore final : public Store {
                                   absl::Span<const v1::ProgressEvent> events);
   absl::Status BuildSeriesBlocks(const std::string& job_id);
 
+  const bool shared_;
   // One connection, used by one call at a time.
   std::mutex mu_;
   Connection connection_;
@@ -112,6 +165,29 @@ class SqlStore final : public Store {
 // Adds one progress event: ?1 job_id, ?2 seq, ?3 the serialized event.
 inline constexpr char kInsertEvent[] =
     "INSERT INTO events (job_id, seq, event) VALUES (?1, ?2, ?3)";
+
+bool IsRetryable(const absl::Status& status);
+inline const absl::Status& StatusOf(const absl::Status& s) { return s; }
+template <typename T>
+const absl::Status& StatusOf(const absl::StatusOr<T>& s) {
+  return s.status();
+}
+// A pause of a few milliseconds, longer after each try, jittered so that
+// replicas that conflicted do not conflict again.
+void RetryPause(int tries);
+
+template <typename F>
+auto SqlStore::Retrying(F body) -> decltype(body()) {
+  constexpr int kMaxTries = 8;
+  for (int tries = 1;; ++tries) {
+    auto result = body();
+    if (tries == kMaxTries || !IsRetryable(StatusOf(result))) return result;
+    RetryPause(tries);
+  }
+}
+
+// The channel of the NOTIFYs of shared stores: payload "<job id> <seq>".
+inline constexpr char kEventsChannel[] = "sparrow_events";
 
 }  // namespace sparrow::server::sql
 

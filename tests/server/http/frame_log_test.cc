@@ -45,7 +45,8 @@ class FrameLogTest : public ::testing::Test {
   void AppendIterations(int n) {
     std::vector<v1::ProgressEvent> events(n);
     for (int i = 0; i < n; ++i) events[i].set_iteration(i + 1);
-    ASSERT_TRUE(store_->AppendEvents("job-1", std::move(events)).ok());
+    ASSERT_TRUE(
+        store_->AppendEvents("job-1", std::move(events), kNoFence).ok());
   }
 
   // The frames the store's events after after_seq make (the expected text).

@@ -46,7 +46,8 @@ class LoadSeriesTest : public ::testing::Test {
         if (it % 100 == 0) e.set_validation_metric(3.0 / it);
         e.set_sparsity_pct(it / 1000.0);
       }
-      ASSERT_TRUE(store_->AppendEvents("job-1", std::move(events)).ok());
+      ASSERT_TRUE(
+          store_->AppendEvents("job-1", std::move(events), kNoFence).ok());
     }
   }
   void TearDown() override {

@@ -47,7 +47,7 @@ class StoreSeriesTest : public testing::BackendStoreTest {
         if (iteration % 10 == 0) e.set_validation_metric(2.0 / iteration);
         events.push_back(e);
       }
-      ASSERT_TRUE(store_->AppendEvents(id, std::move(events)).ok());
+      ASSERT_TRUE(store_->AppendEvents(id, std::move(events), kNoFence).ok());
       batch = batch * 7 % 97 + 1;
       if (iteration > 50 && !cancelling) {
         Transition(id, v1::Job::CANCELLING);

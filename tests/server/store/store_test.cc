@@ -85,7 +85,7 @@ class StoreTest : public testing::BackendStoreTest {
       event.set_loss(1.0 / iteration);
       events.push_back(event);
     }
-    auto appended = store_->AppendEvents(job_id, std::move(events));
+    auto appended = store_->AppendEvents(job_id, std::move(events), kNoFence);
     EXPECT_TRUE(appended.ok()) << appended.status();
     return appended.value_or(std::vector<v1::ProgressEvent>());
   }
@@ -513,7 +513,7 @@ TEST_P(StoreTest, TheJobKeepsItsBestValidationMetricAndSparsity) {
     events[i].set_validation_metric(validation[i]);
     events[i].set_sparsity_pct(10.0 * i);
   }
-  ASSERT_TRUE(store_->AppendEvents("job-1", events).ok());
+  ASSERT_TRUE(store_->AppendEvents("job-1", events, kNoFence).ok());
   job = store_->GetJob("job-1")->job;
   EXPECT_EQ(job.best_validation_metric(), 0.2);
   EXPECT_EQ(job.sparsity_pct(), 30.0);
@@ -527,14 +527,15 @@ TEST_P(StoreTest, EventErrors) {
             absl::StatusCode::kNotFound);
   EXPECT_EQ(store_->ListEvents("job-1", 0, 0).status().code(),
             absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(
-      store_->AppendEvents("job-9", {v1::ProgressEvent()}).status().code(),
-      absl::StatusCode::kNotFound);
+  EXPECT_EQ(store_->AppendEvents("job-9", {v1::ProgressEvent()}, kNoFence)
+                .status()
+                .code(),
+            absl::StatusCode::kNotFound);
   v1::ProgressEvent state;
   state.set_kind(v1::ProgressEvent::STATE);
-  EXPECT_EQ(store_->AppendEvents("job-1", {state}).status().code(),
+  EXPECT_EQ(store_->AppendEvents("job-1", {state}, kNoFence).status().code(),
             absl::StatusCode::kInvalidArgument);
-  auto none = store_->AppendEvents("job-1", {});
+  auto none = store_->AppendEvents("job-1", {}, kNoFence);
   ASSERT_TRUE(none.ok()) << none.status();
   EXPECT_THAT(*none, IsEmpty());
   EXPECT_THAT(Seqs("job-1"), ElementsAre(1));
@@ -550,18 +551,43 @@ TEST_P(StoreTest, ANewCheckpointReplacesTheOld) {
   ASSERT_TRUE(checkpoint.ok()) << checkpoint.status();
   EXPECT_FALSE(checkpoint->has_value());
 
-  ASSERT_TRUE(store_->PutCheckpoint("job-1", std::string("one\0two", 7)).ok());
+  ASSERT_TRUE(
+      store_->PutCheckpoint("job-1", std::string("one\0two", 7), kNoFence)
+          .ok());
   checkpoint = store_->GetCheckpoint("job-1");
   ASSERT_TRUE(checkpoint.ok() && checkpoint->has_value());
   EXPECT_EQ(**checkpoint, std::string("one\0two", 7));
 
-  ASSERT_TRUE(store_->PutCheckpoint("job-1", "three").ok());
+  ASSERT_TRUE(store_->PutCheckpoint("job-1", "three", kNoFence).ok());
   EXPECT_EQ(store_->GetCheckpoint("job-1")->value_or(""), "three");
 
-  EXPECT_EQ(store_->PutCheckpoint("job-9", "x").code(),
+  EXPECT_EQ(store_->PutCheckpoint("job-9", "x", kNoFence).code(),
             absl::StatusCode::kNotFound);
   EXPECT_EQ(store_->GetCheckpoint("job-9").status().code(),
             absl::StatusCode::kNotFound);
+}
+
+TEST_P(StoreTest, WritesOfAnEarlierAttemptAreRefusedByTheirFence) {
+  CreateJob("acme", "job-1");
+  Transition("job-1", v1::Job::RUNNING);  // attempt 1
+  Transition("job-1", v1::Job::RUNNING);  // attempt 2 (a crash, a takeover)
+  v1::ProgressEvent event;
+  event.set_iteration(1);
+  auto stale = store_->AppendEvents("job-1", {event}, 1);
+  EXPECT_EQ(stale.status().code(), absl::StatusCode::kAborted);
+  EXPECT_TRUE(IsLostLease(stale.status())) << stale.status();
+  EXPECT_THAT(stale.status().message(), HasSubstr("attempt 1 lost its lease"));
+  EXPECT_TRUE(IsLostLease(store_->PutCheckpoint("job-1", "old", 1)));
+  JobTransition end{v1::Job::SUCCEEDED, "done", "", nullptr, {}};
+  end.fence = 1;
+  EXPECT_TRUE(IsLostLease(store_->TransitionJob("job-1", end).status()));
+  EXPECT_EQ(store_->GetJob("job-1")->job.last_seq(), 3);  // nothing stored
+
+  EXPECT_TRUE(store_->AppendEvents("job-1", {event}, 2).ok());
+  EXPECT_TRUE(store_->PutCheckpoint("job-1", "new", 2).ok());
+  end.fence = 2;
+  EXPECT_TRUE(store_->TransitionJob("job-1", end).ok());
+  EXPECT_FALSE(IsLostLease(absl::AbortedError("a conflict")));
 }
 
 // ---- job listings
@@ -645,7 +671,7 @@ TEST_P(StoreTest, EverythingSurvivesClosingAndReopening) {
   CreateJob("acme", "job-1", "3fa1", "req-1");
   Transition("job-1", v1::Job::RUNNING);
   Append("job-1", {1, 2});
-  ASSERT_TRUE(store_->PutCheckpoint("job-1", "state").ok());
+  ASSERT_TRUE(store_->PutCheckpoint("job-1", "state", kNoFence).ok());
   v1::TrainedModel model;
   model.set_termination("converged");
   const v1::Job done =
@@ -689,7 +715,7 @@ TEST_P(StoreTest, ConcurrentAppendsKeepSeqsDensePerJob) {
         std::vector<v1::ProgressEvent> events(2);
         events[0].set_iteration(2 * b + 1);
         events[1].set_iteration(2 * b + 2);
-        auto appended = store_->AppendEvents(id, std::move(events));
+        auto appended = store_->AppendEvents(id, std::move(events), kNoFence);
         EXPECT_TRUE(appended.ok()) << appended.status();
         if (b % 10 == 0) {
           EXPECT_TRUE(store_->GetJob(id).ok());

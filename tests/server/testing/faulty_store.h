@@ -75,10 +75,10 @@ class FaultyStore : public Store {
     return store_->TransitionJob(id, transition);
   }
   absl::StatusOr<std::vector<v1::ProgressEvent>> AppendEvents(
-      const std::string& job_id,
-      std::vector<v1::ProgressEvent> events) override {
+      const std::string& job_id, std::vector<v1::ProgressEvent> events,
+      int32_t fence) override {
     if (Fail()) return Error();
-    return store_->AppendEvents(job_id, std::move(events));
+    return store_->AppendEvents(job_id, std::move(events), fence);
   }
   absl::StatusOr<std::vector<v1::ProgressEvent>> ListEvents(
       const std::string& job_id, int64_t after_seq, int limit) override {
@@ -89,10 +89,10 @@ class FaultyStore : public Store {
       const std::function<void(const v1::SeriesBlock&)>& visit) override {
     return store_->ScanSeriesBlocks(job_id, level, visit);
   }
-  absl::Status PutCheckpoint(const std::string& job_id,
-                             absl::string_view bytes) override {
+  absl::Status PutCheckpoint(const std::string& job_id, absl::string_view bytes,
+                             int32_t fence) override {
     if (Fail()) return Error();
-    return store_->PutCheckpoint(job_id, bytes);
+    return store_->PutCheckpoint(job_id, bytes, fence);
   }
   absl::StatusOr<std::optional<std::string>> GetCheckpoint(
       const std::string& job_id) override {
