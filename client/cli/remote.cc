@@ -94,7 +94,9 @@ void PrintJob(const v1::Job& job) {
   if (!job.summary().empty())
     std::cout << "  summary: " << job.summary() << "\n";
   std::cout << "  attempts: " << job.attempts()
-            << "  events: " << job.last_seq() << "\n";
+            << "  events: " << job.last_seq();
+  if (!job.replica().empty()) std::cout << "  replica: " << job.replica();
+  std::cout << "\n";
   for (const auto& t : job.history()) {
     std::cout << "  " << google::protobuf::util::TimeUtil::ToString(t.time())
               << "  " << StateName(t.state()) << ": " << t.reason() << "\n";

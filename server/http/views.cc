@@ -62,6 +62,7 @@ json JobSummary(const v1::Job& job) {
             {"end_time", TimeJson(job.end_time())},
             {"last_seq", job.last_seq()},
             {"attempts", job.attempts()},
+            {"replica", job.replica()},
             {"summary", job.summary()}};
   AddProgress(job, &j);
   return j;

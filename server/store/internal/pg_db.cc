@@ -216,7 +216,17 @@ absl::StatusOr<Connection> Connection::Open(const std::string& uri) {
   // to stderr; they are routine.
   PQsetNoticeProcessor(
       conn.get(), [](void*, const char*) {}, nullptr);
-  return Connection(std::move(conn), name);
+  Connection connection(std::move(conn), name);
+  SPARROW_RETURN_IF_ERROR(connection.SetUpSession());
+  return connection;
+}
+
+absl::Status Connection::SetUpSession() {
+  // A replica stopped in the middle of a transaction (SIGSTOP, a partition
+  // that keeps the socket open) would hold its row locks, and with them the
+  // jobs it holds, for as long as it stays stopped; its transactions take
+  // milliseconds, so one idle this long is ended by the server.
+  return Exec("SET idle_in_transaction_session_timeout = '5s'");
 }
 
 absl::Status Connection::Error(const PGresult* result,
@@ -236,18 +246,7 @@ absl::Status Connection::ResetIfBroken() {
   // transaction the failure is the caller's (its transaction is lost).
   if (PQstatus(conn_.get()) == CONNECTION_BAD && !InTransaction()) {
     PQreset(conn_.get());
-    if (PQstatus(conn_.get()) == CONNECTION_OK && !session_check_.empty()) {
-      auto passed = QueryBool(session_check_.c_str());
-      session_lost_ = !passed.ok() || !*passed;
-    }
-  }
-  if (session_lost_) {
-    return WithClientMessage(
-        absl::UnavailableError(absl::StrCat(
-            "store ", name_, ": after reconnecting, \"", session_check_,
-            "\" no longer holds (another sparrowd took the database); "
-            "restart this sparrowd")),
-        kStoreUnavailable);
+    if (PQstatus(conn_.get()) == CONNECTION_OK) return SetUpSession();
   }
   return absl::OkStatus();
 }

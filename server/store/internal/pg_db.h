@@ -103,14 +103,17 @@ class Connection {
   absl::Status Exec(const char* sql);
   // The boolean a one-row, one-column query returns.
   absl::StatusOr<bool> QueryBool(const char* sql);
-  // A query that must return true on every new session: after a reconnect
-  // that it does not pass, every call fails with UNAVAILABLE.
-  void SetSessionCheck(std::string sql) { session_check_ = std::move(sql); }
-  // Reconnects a broken connection outside of a transaction; an error when
-  // the connection is unusable.
+  // Reconnects a broken connection outside of a transaction (and sets the
+  // new session up); an error when the connection is unusable.
   absl::Status ResetIfBroken();
+  // What every session of ours runs first.
+  absl::Status SetUpSession();
+  // In a transaction (a broken connection is in none: its server ended
+  // whatever was open).
   bool InTransaction() const {
-    return PQtransactionStatus(conn_.get()) != PQTRANS_IDLE;
+    const PGTransactionStatusType status = PQtransactionStatus(conn_.get());
+    return status == PQTRANS_INTRANS || status == PQTRANS_INERROR ||
+           status == PQTRANS_ACTIVE;
   }
   // Write transactions are SERIALIZABLE, so that a read-then-write cannot
   // interleave with another connection's.
@@ -124,8 +127,6 @@ class Connection {
 
   ConnHandle conn_;
   std::string name_;
-  std::string session_check_;
-  bool session_lost_ = false;
 };
 
 }  // namespace sparrow::server::pg

@@ -107,6 +107,27 @@ TEST_F(PgDbTest, ATransactionRollsBackUnlessCommitted) {
   EXPECT_EQ(Count(), 1);
 }
 
+TEST_F(PgDbTest, ATransactionLeftIdleIsEndedAndTheConnectionComesBack) {
+  // What a replica stopped in a transaction meets when it runs again (the
+  // sessions' own limit is 5 s; 300 ms here).
+  ASSERT_TRUE(
+      db_->Exec("SET idle_in_transaction_session_timeout = '300ms'").ok());
+  {
+    sql::BasicTransaction<Connection> txn(db_.get());
+    ASSERT_TRUE(txn.Begin(sql::BasicTransaction<Connection>::kWrite).ok());
+    ASSERT_TRUE(db_->Exec("INSERT INTO t VALUES (1, 'x', 'y')").ok());
+    absl::SleepFor(absl::Milliseconds(900));
+    const absl::Status late = db_->Exec("INSERT INTO t VALUES (2, 'x', 'y')");
+    EXPECT_EQ(late.code(), absl::StatusCode::kUnavailable) << late;
+    EXPECT_FALSE(db_->InTransaction());
+  }
+  EXPECT_EQ(Count(), 0);  // reconnected; the transaction was rolled back
+  auto timeout = db_->QueryBool(
+      "SELECT current_setting('idle_in_transaction_session_timeout') = '5s'");
+  ASSERT_TRUE(timeout.ok()) << timeout.status();
+  EXPECT_TRUE(*timeout);  // the new session is set up as the first was
+}
+
 TEST_F(PgDbTest, FailuresMapToStatusesWithClientMessages) {
   ASSERT_TRUE(db_->Exec("INSERT INTO t VALUES (1, 'x', 'y')").ok());
   absl::Status duplicate = db_->Exec("INSERT INTO t VALUES (1, 'x', 'y')");
