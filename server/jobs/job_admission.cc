@@ -192,8 +192,9 @@ absl::Status JobManager::CheckQueueLimits(const std::string& tenant) {
     queued = static_cast<int64_t>(queue_.size());
     of_tenant = queued_per_tenant_[tenant];
   } else {
-    SPARROW_ASSIGN_OR_RETURN(queued, store_->CountQueued(""));
-    SPARROW_ASSIGN_OR_RETURN(of_tenant, store_->CountQueued(tenant));
+    SPARROW_ASSIGN_OR_RETURN(QueueCounts counts, store_->CountQueued(tenant));
+    queued = counts.all;
+    of_tenant = counts.tenant;
   }
   if (queued >= options_.limits.max_queued_jobs) {
     return absl::ResourceExhaustedError(absl::StrFormat(

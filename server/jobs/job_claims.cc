@@ -86,7 +86,7 @@ void JobManager::LeaseLoop() {
     lock.unlock();
     for (auto& [id, running] : jobs) Renew(id, running.get());
     auto queued = store_->CountQueued("");
-    if (queued.ok()) metrics_->SetQueueDepth(static_cast<double>(*queued));
+    if (queued.ok()) metrics_->SetQueueDepth(static_cast<double>(queued->all));
     lock.lock();
   }
 }

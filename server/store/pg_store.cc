@@ -1,5 +1,6 @@
-// The Store on PostgreSQL: one connection guarded by a mutex, write
-// transactions SERIALIZABLE (retried when another replica's conflicts),
+// The Store on PostgreSQL: a few connections, READ COMMITTED transactions
+// that lock the job row they change (retried on a deadlock or a unique key
+// another replica inserted meanwhile),
 // protos stored serialized in BYTEA columns (the tables of SQLite's, plus
 // what replicas claim jobs by, below). This file connects, creates or
 // migrates the schema and listens to the other replicas; the Store's calls
@@ -38,6 +39,12 @@ using Transaction = sql::BasicTransaction<pg::Connection>;
 // The schema version this sparrowd writes (PostgreSQL's own numbering,
 // kept in the table sparrow_schema); a later schema migrates from it.
 constexpr int kSchemaVersion = 2;
+
+// Connections of one sparrowd (plus its listener's): enough that a Submit
+// or a watcher's read does not wait behind a running job's event writes;
+// few enough that many replicas stay far below PostgreSQL's default
+// max_connections (100).
+constexpr size_t kConnections = 4;
 
 constexpr char kSchema[] = R"sql(
 CREATE TABLE datasets (
@@ -174,8 +181,8 @@ absl::Status CreateOrCheckSchema(Connection& connection) {
 // NOTIFYs on a connection of its own.
 class PgStore final : public sql::SqlStore {
  public:
-  PgStore(Connection connection, std::string uri)
-      : SqlStore(sql::Adapt(std::move(connection)), /*shared=*/true),
+  PgStore(std::vector<sql::Connection> connections, std::string uri)
+      : SqlStore(std::move(connections), /*shared=*/true),
         uri_(std::move(uri)) {}
 
   absl::Status Listen(
@@ -249,9 +256,15 @@ absl::Status PgStore::ListenOnce(
 
 absl::StatusOr<std::unique_ptr<Store>> OpenPostgresStore(
     const std::string& uri) {
-  SPARROW_ASSIGN_OR_RETURN(Connection connection, Connection::Open(uri));
-  SPARROW_RETURN_IF_ERROR(CreateOrCheckSchema(connection));
-  return std::make_unique<PgStore>(std::move(connection), uri);
+  SPARROW_ASSIGN_OR_RETURN(Connection first, Connection::Open(uri));
+  SPARROW_RETURN_IF_ERROR(CreateOrCheckSchema(first));
+  std::vector<sql::Connection> connections;
+  connections.push_back(sql::Adapt(std::move(first)));
+  while (connections.size() < kConnections) {
+    SPARROW_ASSIGN_OR_RETURN(Connection more, Connection::Open(uri));
+    connections.push_back(sql::Adapt(std::move(more)));
+  }
+  return std::make_unique<PgStore>(std::move(connections), uri);
 }
 
 }  // namespace sparrow::server

@@ -14,7 +14,7 @@ namespace sparrow::server::sql {
 
 absl::StatusOr<std::optional<std::string>> SqlStore::DatasetBlob(
     const char* select_sql, const std::string& tenant, const std::string& id) {
-  SPARROW_ASSIGN_OR_RETURN(Statement select, connection_.Prepare(select_sql));
+  SPARROW_ASSIGN_OR_RETURN(Statement select, conn().Prepare(select_sql));
   select.BindText(1, tenant);
   select.BindText(2, id);
   SPARROW_ASSIGN_OR_RETURN(bool found, select.Step());
@@ -44,8 +44,19 @@ absl::StatusOr<v1::Dataset> SqlStore::PutDataset(const std::string& tenant,
   if (meta.id().empty()) {
     return absl::InvalidArgumentError("dataset id is empty");
   }
-  std::lock_guard<std::mutex> lock(mu_);
-  Transaction txn(&connection_);
+  // Two replicas storing the same upload at once: one insert waits for the
+  // other's and fails on its key; the retry finds the stored dataset.
+  return Retrying([&]() -> absl::StatusOr<v1::Dataset> {
+    return PutDatasetOnce(tenant, meta, content, already_existed);
+  });
+}
+
+absl::StatusOr<v1::Dataset> SqlStore::PutDatasetOnce(const std::string& tenant,
+                                                     const v1::Dataset& meta,
+                                                     absl::string_view content,
+                                                     bool* already_existed) {
+  Session session(&pool_);
+  Transaction txn(&conn());
   SPARROW_RETURN_IF_ERROR(txn.Begin(Transaction::kWrite));
   SPARROW_ASSIGN_OR_RETURN(std::optional<v1::Dataset> existing,
                            FindDataset(tenant, meta.id()));
@@ -59,8 +70,8 @@ absl::StatusOr<v1::Dataset> SqlStore::PutDataset(const std::string& tenant,
   }
   SPARROW_ASSIGN_OR_RETURN(
       Statement insert,
-      connection_.Prepare("INSERT INTO datasets (tenant, id, meta, content) "
-                          "VALUES (?1, ?2, ?3, ?4)"));
+      conn().Prepare("INSERT INTO datasets (tenant, id, meta, content) "
+                     "VALUES (?1, ?2, ?3, ?4)"));
   insert.BindText(1, tenant);
   insert.BindText(2, stored.id());
   insert.BindBlob(3, stored.SerializeAsString());
@@ -72,7 +83,7 @@ absl::StatusOr<v1::Dataset> SqlStore::PutDataset(const std::string& tenant,
 
 absl::StatusOr<v1::Dataset> SqlStore::GetDataset(const std::string& tenant,
                                                  const std::string& id) {
-  std::lock_guard<std::mutex> lock(mu_);
+  Session session(&pool_);
   SPARROW_ASSIGN_OR_RETURN(std::optional<v1::Dataset> meta,
                            FindDataset(tenant, id));
   if (!meta.has_value()) return DatasetNotFound(id);
@@ -81,7 +92,7 @@ absl::StatusOr<v1::Dataset> SqlStore::GetDataset(const std::string& tenant,
 
 absl::StatusOr<std::string> SqlStore::GetDatasetContent(
     const std::string& tenant, const std::string& id) {
-  std::lock_guard<std::mutex> lock(mu_);
+  Session session(&pool_);
   SPARROW_ASSIGN_OR_RETURN(
       std::optional<std::string> content,
       DatasetBlob("SELECT content FROM datasets WHERE tenant = ?1 AND id = ?2",
@@ -95,11 +106,11 @@ absl::StatusOr<Page<v1::Dataset>> SqlStore::ListDatasets(
   SPARROW_RETURN_IF_ERROR(CheckPageSize(page_size));
   SPARROW_ASSIGN_OR_RETURN(int64_t after,
                            DecodePageToken("datasets", page_token));
-  std::lock_guard<std::mutex> lock(mu_);
+  Session session(&pool_);
   SPARROW_ASSIGN_OR_RETURN(
       Statement select,
-      connection_.Prepare("SELECT seq, id, meta FROM datasets "
-                          "WHERE tenant = ?1 AND seq > ?2 ORDER BY seq"));
+      conn().Prepare("SELECT seq, id, meta FROM datasets "
+                     "WHERE tenant = ?1 AND seq > ?2 ORDER BY seq"));
   select.BindText(1, tenant);
   select.BindInt64(2, after);
   return ReadPage<v1::Dataset>(select, "datasets", page_size,
@@ -108,15 +119,15 @@ absl::StatusOr<Page<v1::Dataset>> SqlStore::ListDatasets(
 
 absl::Status SqlStore::DeleteDataset(const std::string& tenant,
                                      const std::string& id) {
-  std::lock_guard<std::mutex> lock(mu_);
-  Transaction txn(&connection_);
+  Session session(&pool_);
+  Transaction txn(&conn());
   SPARROW_RETURN_IF_ERROR(txn.Begin(Transaction::kWrite));
   {
     SPARROW_ASSIGN_OR_RETURN(
         Statement user,
-        connection_.Prepare("SELECT id, state FROM jobs "
-                            "WHERE tenant = ?1 AND dataset_id = ?2 "
-                            "AND state IN (?3, ?4, ?5) ORDER BY seq LIMIT 1"));
+        conn().Prepare("SELECT id, state FROM jobs "
+                       "WHERE tenant = ?1 AND dataset_id = ?2 "
+                       "AND state IN (?3, ?4, ?5) ORDER BY seq LIMIT 1"));
     user.BindText(1, tenant);
     user.BindText(2, id);
     user.BindInt64(3, v1::Job::QUEUED);
@@ -133,8 +144,7 @@ absl::Status SqlStore::DeleteDataset(const std::string& tenant,
   }
   SPARROW_ASSIGN_OR_RETURN(
       Statement remove,
-      connection_.Prepare(
-          "DELETE FROM datasets WHERE tenant = ?1 AND id = ?2"));
+      conn().Prepare("DELETE FROM datasets WHERE tenant = ?1 AND id = ?2"));
   remove.BindText(1, tenant);
   remove.BindText(2, id);
   SPARROW_RETURN_IF_ERROR(remove.Run());

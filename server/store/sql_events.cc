@@ -25,8 +25,8 @@ absl::StatusOr<std::vector<v1::ProgressEvent>> SqlStore::AppendEvents(
     }
   }
   return Retrying([&]() -> absl::StatusOr<std::vector<v1::ProgressEvent>> {
-    std::lock_guard<std::mutex> lock(mu_);
-    Transaction txn(&connection_);
+    Session session(&pool_);
+    Transaction txn(&conn());
     SPARROW_RETURN_IF_ERROR(txn.Begin(Transaction::kWrite));
     SPARROW_ASSIGN_OR_RETURN(JobRecord record, LoadFenced(job_id, fence));
     if (events.empty()) return events;
@@ -41,7 +41,7 @@ absl::Status SqlStore::StoreEvents(v1::Job* stored,
   v1::Job& job = *stored;
   const std::string& job_id = job.id();
   const google::protobuf::Timestamp now = ToTimestamp(absl::Now());
-  SPARROW_ASSIGN_OR_RETURN(Statement insert, connection_.Prepare(kInsertEvent));
+  SPARROW_ASSIGN_OR_RETURN(Statement insert, conn().Prepare(kInsertEvent));
   for (v1::ProgressEvent& event : events) {
     event.set_job_id(job_id);
     event.set_seq(job.last_seq() + 1);
@@ -70,8 +70,8 @@ absl::StatusOr<std::vector<v1::ProgressEvent>> SqlStore::ListEvents(
     return absl::InvalidArgumentError(
         absl::StrCat("limit must be positive, got ", limit));
   }
-  std::lock_guard<std::mutex> lock(mu_);
-  Transaction txn(&connection_);
+  Session session(&pool_);
+  Transaction txn(&conn());
   SPARROW_RETURN_IF_ERROR(txn.Begin(Transaction::kRead));
   SPARROW_RETURN_IF_ERROR(LoadJob(job_id).status());
   return SelectEvents(job_id, after_seq, limit);
@@ -80,9 +80,9 @@ absl::StatusOr<std::vector<v1::ProgressEvent>> SqlStore::ListEvents(
 absl::StatusOr<std::vector<v1::ProgressEvent>> SqlStore::SelectEvents(
     const std::string& job_id, int64_t after_seq, int limit) {
   SPARROW_ASSIGN_OR_RETURN(Statement select,
-                           connection_.Prepare("SELECT seq, event FROM events "
-                                               "WHERE job_id = ?1 AND seq > ?2 "
-                                               "ORDER BY seq LIMIT ?3"));
+                           conn().Prepare("SELECT seq, event FROM events "
+                                          "WHERE job_id = ?1 AND seq > ?2 "
+                                          "ORDER BY seq LIMIT ?3"));
   select.BindText(1, job_id);
   select.BindInt64(2, after_seq);
   select.BindInt64(3, limit);
@@ -110,13 +110,13 @@ absl::Status SqlStore::PutCheckpoint(const std::string& job_id,
 absl::Status SqlStore::PutCheckpointOnce(const std::string& job_id,
                                          absl::string_view bytes,
                                          int32_t fence) {
-  std::lock_guard<std::mutex> lock(mu_);
-  Transaction txn(&connection_);
+  Session session(&pool_);
+  Transaction txn(&conn());
   SPARROW_RETURN_IF_ERROR(txn.Begin(Transaction::kWrite));
   SPARROW_RETURN_IF_ERROR(LoadFenced(job_id, fence).status());
   SPARROW_ASSIGN_OR_RETURN(
       Statement put,
-      connection_.Prepare(
+      conn().Prepare(
           "INSERT INTO checkpoints (job_id, bytes, update_time) "
           "VALUES (?1, ?2, ?3) ON CONFLICT (job_id) DO UPDATE SET "
           "bytes = excluded.bytes, update_time = excluded.update_time"));
@@ -129,11 +129,11 @@ absl::Status SqlStore::PutCheckpointOnce(const std::string& job_id,
 
 absl::StatusOr<std::optional<std::string>> SqlStore::JobBlob(
     const std::string& job_id, const char* select_sql) {
-  std::lock_guard<std::mutex> lock(mu_);
-  Transaction txn(&connection_);
+  Session session(&pool_);
+  Transaction txn(&conn());
   SPARROW_RETURN_IF_ERROR(txn.Begin(Transaction::kRead));
   SPARROW_RETURN_IF_ERROR(LoadJob(job_id).status());
-  SPARROW_ASSIGN_OR_RETURN(Statement select, connection_.Prepare(select_sql));
+  SPARROW_ASSIGN_OR_RETURN(Statement select, conn().Prepare(select_sql));
   select.BindText(1, job_id);
   SPARROW_ASSIGN_OR_RETURN(bool found, select.Step());
   if (!found) return std::optional<std::string>();

@@ -15,10 +15,16 @@
 
 namespace sparrow::server::sql {
 
-absl::StatusOr<JobRecord> SqlStore::LoadJob(const std::string& id) {
+absl::StatusOr<JobRecord> SqlStore::LoadJob(const std::string& id,
+                                            bool for_update) {
+  // PostgreSQL: the row stays locked until the transaction ends (SQLite's
+  // write transactions exclude each other anyway).
   SPARROW_ASSIGN_OR_RETURN(
       Statement select,
-      connection_.Prepare("SELECT tenant, job FROM jobs WHERE id = ?1"));
+      conn().Prepare(shared_ && for_update
+                         ? "SELECT tenant, job FROM jobs WHERE id = ?1 "
+                           "FOR UPDATE"
+                         : "SELECT tenant, job FROM jobs WHERE id = ?1"));
   select.BindText(1, id);
   SPARROW_ASSIGN_OR_RETURN(bool found, select.Step());
   if (!found) return JobNotFound(id);
@@ -35,12 +41,12 @@ absl::Status SqlStore::InsertJob(const std::string& tenant,
   // A shared store also keeps what a claim orders and filters by.
   SPARROW_ASSIGN_OR_RETURN(
       Statement insert,
-      connection_.Prepare(
-          shared_ ? "INSERT INTO jobs (id, tenant, request_id, state, "
-                    "dataset_id, job, priority, memory) "
-                    "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)"
-                  : "INSERT INTO jobs (id, tenant, request_id, state, "
-                    "dataset_id, job) VALUES (?1, ?2, ?3, ?4, ?5, ?6)"));
+      conn().Prepare(shared_
+                         ? "INSERT INTO jobs (id, tenant, request_id, state, "
+                           "dataset_id, job, priority, memory) "
+                           "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)"
+                         : "INSERT INTO jobs (id, tenant, request_id, state, "
+                           "dataset_id, job) VALUES (?1, ?2, ?3, ?4, ?5, ?6)"));
   insert.BindText(1, job.id());
   insert.BindText(2, tenant);
   insert.BindTextOrNull(3, job.request_id());
@@ -56,7 +62,7 @@ absl::Status SqlStore::InsertJob(const std::string& tenant,
 
 absl::StatusOr<JobRecord> SqlStore::LoadFenced(const std::string& id,
                                                int32_t fence) {
-  SPARROW_ASSIGN_OR_RETURN(JobRecord record, LoadJob(id));
+  SPARROW_ASSIGN_OR_RETURN(JobRecord record, LoadJob(id, /*for_update=*/true));
   if (fence != kNoFence && record.job.attempts() != fence) {
     return LostLease(id, fence, record.job);
   }
@@ -66,7 +72,7 @@ absl::StatusOr<JobRecord> SqlStore::LoadFenced(const std::string& id,
 absl::Status SqlStore::Notify(const std::string& job_id, int64_t seq) {
   if (!shared_) return absl::OkStatus();
   SPARROW_ASSIGN_OR_RETURN(Statement notify,
-                           connection_.Prepare("SELECT pg_notify(?1, ?2)"));
+                           conn().Prepare("SELECT pg_notify(?1, ?2)"));
   notify.BindText(1, kEventsChannel);
   notify.BindText(2, absl::StrCat(job_id, " ", seq));
   SPARROW_ASSIGN_OR_RETURN(bool row, notify.Step());
@@ -77,8 +83,7 @@ absl::Status SqlStore::Notify(const std::string& job_id, int64_t seq) {
 absl::Status SqlStore::UpdateJob(const v1::Job& job) {
   SPARROW_ASSIGN_OR_RETURN(
       Statement update,
-      connection_.Prepare(
-          "UPDATE jobs SET state = ?2, job = ?3 WHERE id = ?1"));
+      conn().Prepare("UPDATE jobs SET state = ?2, job = ?3 WHERE id = ?1"));
   update.BindText(1, job.id());
   update.BindInt64(2, job.state());
   update.BindBlob(3, job.SerializeAsString());
@@ -109,8 +114,8 @@ absl::StatusOr<v1::Job> SqlStore::CreateJob(const std::string& tenant,
 absl::StatusOr<v1::Job> SqlStore::CreateJobOnce(const std::string& tenant,
                                                 const v1::Job& job,
                                                 bool* already_existed) {
-  std::lock_guard<std::mutex> lock(mu_);
-  Transaction txn(&connection_);
+  Session session(&pool_);
+  Transaction txn(&conn());
   SPARROW_RETURN_IF_ERROR(txn.Begin(Transaction::kWrite));
   if (!job.request_id().empty()) {
     SPARROW_ASSIGN_OR_RETURN(std::optional<v1::Job> existing,
@@ -122,8 +127,7 @@ absl::StatusOr<v1::Job> SqlStore::CreateJobOnce(const std::string& tenant,
   }
   {
     SPARROW_ASSIGN_OR_RETURN(
-        Statement select,
-        connection_.Prepare("SELECT 1 FROM jobs WHERE id = ?1"));
+        Statement select, conn().Prepare("SELECT 1 FROM jobs WHERE id = ?1"));
     select.BindText(1, job.id());
     SPARROW_ASSIGN_OR_RETURN(bool taken, select.Step());
     if (taken) {
@@ -162,7 +166,7 @@ absl::StatusOr<v1::Job> SqlStore::CreateJobOnce(const std::string& tenant,
   event.set_reason(kReason);
 
   SPARROW_RETURN_IF_ERROR(InsertJob(tenant, stored));
-  SPARROW_ASSIGN_OR_RETURN(Statement insert, connection_.Prepare(kInsertEvent));
+  SPARROW_ASSIGN_OR_RETURN(Statement insert, conn().Prepare(kInsertEvent));
   SPARROW_RETURN_IF_ERROR(InsertEvent(insert, event));
   SPARROW_RETURN_IF_ERROR(Notify(stored.id(), 1));
   SPARROW_RETURN_IF_ERROR(txn.Commit());
@@ -170,14 +174,14 @@ absl::StatusOr<v1::Job> SqlStore::CreateJobOnce(const std::string& tenant,
 }
 
 absl::StatusOr<JobRecord> SqlStore::GetJob(const std::string& id) {
-  std::lock_guard<std::mutex> lock(mu_);
+  Session session(&pool_);
   return LoadJob(id);
 }
 
 absl::StatusOr<std::optional<v1::Job>> SqlStore::FindJobByRequestId(
     const std::string& tenant, const std::string& request_id) {
   if (request_id.empty()) return std::optional<v1::Job>();
-  std::lock_guard<std::mutex> lock(mu_);
+  Session session(&pool_);
   return FindByRequestId(tenant, request_id);
 }
 
@@ -185,8 +189,8 @@ absl::StatusOr<std::optional<v1::Job>> SqlStore::FindByRequestId(
     const std::string& tenant, const std::string& request_id) {
   SPARROW_ASSIGN_OR_RETURN(
       Statement select,
-      connection_.Prepare("SELECT id, job FROM jobs "
-                          "WHERE tenant = ?1 AND request_id = ?2"));
+      conn().Prepare("SELECT id, job FROM jobs "
+                     "WHERE tenant = ?1 AND request_id = ?2"));
   select.BindText(1, tenant);
   select.BindText(2, request_id);
   SPARROW_ASSIGN_OR_RETURN(bool found, select.Step());
@@ -206,11 +210,10 @@ absl::StatusOr<Page<v1::Job>> SqlStore::ListJobs(
   const std::string listing = absl::StrCat("jobs.", static_cast<int>(state));
   SPARROW_ASSIGN_OR_RETURN(int64_t after, DecodePageToken(listing, page_token));
   const bool filtered = state != v1::Job::STATE_UNSPECIFIED;
-  std::lock_guard<std::mutex> lock(mu_);
+  Session session(&pool_);
   SPARROW_ASSIGN_OR_RETURN(
       Statement select,
-      connection_.Prepare(filtered
-                              ? "SELECT seq, id, job FROM jobs "
+      conn().Prepare(filtered ? "SELECT seq, id, job FROM jobs "
                                 "WHERE tenant = ?1 AND state = ?3 AND seq > ?2 "
                                 "ORDER BY seq"
                               : "SELECT seq, id, job FROM jobs "
@@ -229,10 +232,10 @@ absl::StatusOr<std::vector<JobRecord>> SqlStore::JobsInStates(
   for (size_t i = 1; i <= states.size(); ++i) {
     placeholders.push_back(absl::StrCat("?", i));
   }
-  std::lock_guard<std::mutex> lock(mu_);
+  Session session(&pool_);
   SPARROW_ASSIGN_OR_RETURN(
       Statement select,
-      connection_.Prepare(
+      conn().Prepare(
           absl::StrCat("SELECT tenant, id, job FROM jobs WHERE state IN (",
                        absl::StrJoin(placeholders, ", "), ") ORDER BY seq")));
   for (size_t i = 0; i < states.size(); ++i) {
@@ -266,8 +269,8 @@ absl::StatusOr<std::pair<v1::Job, v1::ProgressEvent>> SqlStore::TransitionJob(
   }
   return Retrying(
       [&]() -> absl::StatusOr<std::pair<v1::Job, v1::ProgressEvent>> {
-        std::lock_guard<std::mutex> lock(mu_);
-        Transaction txn(&connection_);
+        Session session(&pool_);
+        Transaction txn(&conn());
         SPARROW_RETURN_IF_ERROR(txn.Begin(Transaction::kWrite));
         SPARROW_ASSIGN_OR_RETURN(JobRecord record,
                                  LoadFenced(id, transition.fence));
@@ -331,14 +334,13 @@ absl::StatusOr<std::pair<v1::Job, v1::ProgressEvent>> SqlStore::ApplyTransition(
   event.set_reason(reason);
 
   SPARROW_RETURN_IF_ERROR(UpdateJob(job));
-  SPARROW_ASSIGN_OR_RETURN(Statement insert, connection_.Prepare(kInsertEvent));
+  SPARROW_ASSIGN_OR_RETURN(Statement insert, conn().Prepare(kInsertEvent));
   SPARROW_RETURN_IF_ERROR(InsertEvent(insert, event));
   if (transition.model != nullptr) {
     SPARROW_ASSIGN_OR_RETURN(
-        Statement put,
-        connection_.Prepare("INSERT INTO models (job_id, model) "
-                            "VALUES (?1, ?2) ON CONFLICT (job_id) "
-                            "DO UPDATE SET model = excluded.model"));
+        Statement put, conn().Prepare("INSERT INTO models (job_id, model) "
+                                      "VALUES (?1, ?2) ON CONFLICT (job_id) "
+                                      "DO UPDATE SET model = excluded.model"));
     put.BindText(1, id);
     put.BindBlob(2, transition.model->SerializeAsString());
     SPARROW_RETURN_IF_ERROR(put.Run());

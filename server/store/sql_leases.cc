@@ -47,13 +47,13 @@ absl::StatusOr<std::optional<ClaimedJob>> SqlStore::ClaimJob(
     const std::string& replica, absl::Duration lease, int64_t max_memory) {
   if (!shared_) return NotShared();
   return Retrying([&]() -> absl::StatusOr<std::optional<ClaimedJob>> {
-    std::lock_guard<std::mutex> lock(mu_);
-    Transaction txn(&connection_);
+    Session session(&pool_);
+    Transaction txn(&conn());
     SPARROW_RETURN_IF_ERROR(txn.Begin(Transaction::kWrite));
     SPARROW_ASSIGN_OR_RETURN(std::optional<ClaimedJob> claimed,
                              ClaimNext(replica, max_memory));
     if (claimed.has_value()) {
-      SPARROW_ASSIGN_OR_RETURN(Statement take, connection_.Prepare(kTakeLease));
+      SPARROW_ASSIGN_OR_RETURN(Statement take, conn().Prepare(kTakeLease));
       take.BindText(1, claimed->record.job.id());
       take.BindInt64(2, absl::ToInt64Milliseconds(lease));
       take.BindText(3, replica);
@@ -136,7 +136,7 @@ absl::StatusOr<std::string> SqlStore::ResumePoint(const std::string& job_id) {
 
 absl::StatusOr<std::optional<std::string>> SqlStore::SelectText(
     const char* sql, const std::string& param) {
-  SPARROW_ASSIGN_OR_RETURN(Statement select, connection_.Prepare(sql));
+  SPARROW_ASSIGN_OR_RETURN(Statement select, conn().Prepare(sql));
   select.BindText(1, param);
   SPARROW_ASSIGN_OR_RETURN(bool row, select.Step());
   if (!row) return std::optional<std::string>();
@@ -145,7 +145,7 @@ absl::StatusOr<std::optional<std::string>> SqlStore::SelectText(
 
 absl::StatusOr<std::optional<std::string>> SqlStore::SelectOne(const char* sql,
                                                                int64_t param) {
-  SPARROW_ASSIGN_OR_RETURN(Statement select, connection_.Prepare(sql));
+  SPARROW_ASSIGN_OR_RETURN(Statement select, conn().Prepare(sql));
   if (param >= 0) select.BindInt64(1, param);
   SPARROW_ASSIGN_OR_RETURN(bool row, select.Step());
   if (!row) return std::optional<std::string>();
@@ -154,7 +154,7 @@ absl::StatusOr<std::optional<std::string>> SqlStore::SelectOne(const char* sql,
 
 absl::Status SqlStore::SetLease(const std::string& job_id,
                                 absl::Duration lease) {
-  SPARROW_ASSIGN_OR_RETURN(Statement update, connection_.Prepare(kSetLease));
+  SPARROW_ASSIGN_OR_RETURN(Statement update, conn().Prepare(kSetLease));
   update.BindText(1, job_id);
   update.BindInt64(2, absl::ToInt64Milliseconds(lease));
   return update.Run();
@@ -165,8 +165,8 @@ absl::StatusOr<v1::Job> SqlStore::RenewLease(const std::string& job_id,
                                              absl::Duration lease) {
   if (!shared_) return NotShared();
   return Retrying([&]() -> absl::StatusOr<v1::Job> {
-    std::lock_guard<std::mutex> lock(mu_);
-    Transaction txn(&connection_);
+    Session session(&pool_);
+    Transaction txn(&conn());
     SPARROW_RETURN_IF_ERROR(txn.Begin(Transaction::kWrite));
     SPARROW_ASSIGN_OR_RETURN(JobRecord record, LoadFenced(job_id, fence));
     SPARROW_RETURN_IF_ERROR(SetLease(job_id, lease));
@@ -178,27 +178,29 @@ absl::StatusOr<v1::Job> SqlStore::RenewLease(const std::string& job_id,
 absl::StatusOr<int64_t> SqlStore::ReleaseLeases(const std::string& replica) {
   if (!shared_) return NotShared();
   return Retrying([&]() -> absl::StatusOr<int64_t> {
-    std::lock_guard<std::mutex> lock(mu_);
-    SPARROW_ASSIGN_OR_RETURN(Statement release,
-                             connection_.Prepare(kReleaseLeases));
+    Session session(&pool_);
+    SPARROW_ASSIGN_OR_RETURN(Statement release, conn().Prepare(kReleaseLeases));
     release.BindText(1, replica);
     SPARROW_RETURN_IF_ERROR(release.Run());
     return release.changes();
   });
 }
 
-absl::StatusOr<int64_t> SqlStore::CountQueued(const std::string& tenant) {
+absl::StatusOr<QueueCounts> SqlStore::CountQueued(const std::string& tenant) {
   if (!shared_) return NotShared();
-  std::lock_guard<std::mutex> lock(mu_);
+  Session session(&pool_);
   SPARROW_ASSIGN_OR_RETURN(
       Statement count,
-      connection_.Prepare(
-          tenant.empty()
-              ? "SELECT count(*) FROM jobs WHERE state = 1"
-              : "SELECT count(*) FROM jobs WHERE state = 1 AND tenant = ?1"));
-  if (!tenant.empty()) count.BindText(1, tenant);
+      conn().Prepare("SELECT count(*), count(*) FILTER (WHERE tenant = ?1) "
+                     "FROM jobs WHERE state = 1"));
+  count.BindText(1, tenant);
   SPARROW_ASSIGN_OR_RETURN(bool row, count.Step());
-  return row ? count.ColumnInt64(0) : 0;
+  QueueCounts counts;
+  if (row) {
+    counts.all = count.ColumnInt64(0);
+    counts.tenant = count.ColumnInt64(1);
+  }
+  return counts;
 }
 
 }  // namespace sparrow::server::sql

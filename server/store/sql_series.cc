@@ -32,8 +32,8 @@ constexpr int kMigrationBatch = 4096;
 // (the events come after every stored one); the others are new.
 absl::Status SqlStore::UpdateSeriesBlocks(
     const std::string& job_id, absl::Span<const v1::ProgressEvent> events) {
-  SPARROW_ASSIGN_OR_RETURN(Statement select, connection_.Prepare(kSelectBlock));
-  SPARROW_ASSIGN_OR_RETURN(Statement put, connection_.Prepare(kPutBlock));
+  SPARROW_ASSIGN_OR_RETURN(Statement select, conn().Prepare(kSelectBlock));
+  SPARROW_ASSIGN_OR_RETURN(Statement put, conn().Prepare(kPutBlock));
   // The events' own blocks at every level, before any is merged with a
   // stored one.
   std::vector<std::vector<v1::SeriesBlock>> levels = {
@@ -78,14 +78,14 @@ absl::StatusOr<v1::Job> SqlStore::ScanSeriesBlocks(
     return absl::InvalidArgumentError(absl::StrCat(
         "series level must be in [1, ", kSeriesLevels, "], got ", level));
   }
-  std::lock_guard<std::mutex> lock(mu_);
-  Transaction txn(&connection_);
+  Session session(&pool_);
+  Transaction txn(&conn());
   SPARROW_RETURN_IF_ERROR(txn.Begin(Transaction::kRead));
   SPARROW_ASSIGN_OR_RETURN(JobRecord record, LoadJob(job_id));
   SPARROW_ASSIGN_OR_RETURN(
       Statement select,
-      connection_.Prepare("SELECT idx, block FROM series_blocks "
-                          "WHERE job_id = ?1 AND level = ?2 ORDER BY idx"));
+      conn().Prepare("SELECT idx, block FROM series_blocks "
+                     "WHERE job_id = ?1 AND level = ?2 ORDER BY idx"));
   select.BindText(1, job_id);
   select.BindInt64(2, level);
   while (true) {
@@ -103,14 +103,14 @@ absl::StatusOr<v1::Job> SqlStore::ScanSeriesBlocks(
 }
 
 absl::Status SqlStore::Migrate(const char* schema, const char* set_version) {
-  std::lock_guard<std::mutex> lock(mu_);
-  Transaction txn(&connection_);
+  Session session(&pool_);
+  Transaction txn(&conn());
   SPARROW_RETURN_IF_ERROR(txn.Begin(Transaction::kWrite));
-  SPARROW_RETURN_IF_ERROR(connection_.Exec(schema));
+  SPARROW_RETURN_IF_ERROR(conn().Exec(schema));
   std::vector<std::string> ids;
   {
     SPARROW_ASSIGN_OR_RETURN(Statement select,
-                             connection_.Prepare("SELECT id FROM jobs"));
+                             conn().Prepare("SELECT id FROM jobs"));
     while (true) {
       SPARROW_ASSIGN_OR_RETURN(bool row, select.Step());
       if (!row) break;
@@ -120,7 +120,7 @@ absl::Status SqlStore::Migrate(const char* schema, const char* set_version) {
   for (const std::string& id : ids) {
     SPARROW_RETURN_IF_ERROR(BuildSeriesBlocks(id));
   }
-  SPARROW_RETURN_IF_ERROR(connection_.Exec(set_version));
+  SPARROW_RETURN_IF_ERROR(conn().Exec(set_version));
   return txn.Commit();
 }
 

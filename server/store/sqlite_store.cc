@@ -12,6 +12,7 @@
 #include <memory>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
@@ -168,6 +169,13 @@ absl::Status Unwritable(const std::string& path, const absl::Status& cause) {
           "permissions, a read-only mount), and that the disk has free space"));
 }
 
+// SQLite has one writer at a time: one connection serves every call.
+std::vector<sql::Connection> One(Connection connection) {
+  std::vector<sql::Connection> connections;
+  connections.push_back(sql::Adapt(std::move(connection)));
+  return connections;
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Store>> OpenSqliteStore(
@@ -197,7 +205,7 @@ absl::StatusOr<std::unique_ptr<Store>> OpenSqliteStore(
   }
   SPARROW_RETURN_IF_ERROR(s);
   auto store =
-      std::make_unique<sql::SqlStore>(sql::Adapt(std::move(connection)), false);
+      std::make_unique<sql::SqlStore>(One(std::move(connection)), false);
   if (version > 0 && version < kSchemaVersion) {
     s = store->Migrate(
         kSchema,

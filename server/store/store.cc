@@ -43,7 +43,7 @@ absl::StatusOr<int64_t> Store::ReleaseLeases(const std::string&) {
   return NotShared("releasing leases");
 }
 
-absl::StatusOr<int64_t> Store::CountQueued(const std::string&) {
+absl::StatusOr<QueueCounts> Store::CountQueued(const std::string&) {
   return NotShared("counting queued jobs");
 }
 

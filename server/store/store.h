@@ -68,6 +68,11 @@ inline constexpr int32_t kNoFence = 0;
 bool IsLostLease(const absl::Status& status);
 absl::Status MarkLostLease(absl::Status status);
 
+struct QueueCounts {
+  int64_t all = 0;
+  int64_t tenant = 0;
+};
+
 // A job a replica has claimed (Store::ClaimJob).
 struct ClaimedJob {
   JobRecord record;      // RUNNING, attempts = the new attempt (the fence)
@@ -193,8 +198,8 @@ class Store {
   // Ends the leases `replica` holds, so that its jobs are claimed again at
   // once (a replica restarting under the same name); returns how many.
   virtual absl::StatusOr<int64_t> ReleaseLeases(const std::string& replica);
-  // QUEUED jobs: all tenants' (tenant empty) or one tenant's.
-  virtual absl::StatusOr<int64_t> CountQueued(const std::string& tenant);
+  // QUEUED jobs: all tenants' and one tenant's, in one read.
+  virtual absl::StatusOr<QueueCounts> CountQueued(const std::string& tenant);
   // Calls on_change(job_id, seq) on a thread of the store's whenever any
   // replica has committed an event of a job (seq is its last), and
   // on_change("", 0) when some may have been missed (a reconnect). Returns

@@ -46,7 +46,10 @@ int64_t BigEndian(const char* p, int bytes) {
 }
 
 absl::Status ForSqlState(absl::string_view state, std::string message) {
-  if (state == "40001" || state == "40P01" || state == "55P03") {
+  // 23505: a unique key another transaction inserted meanwhile (the same
+  // request_id, the same upload); the retry finds that row.
+  if (state == "40001" || state == "40P01" || state == "55P03" ||
+      state == "23505") {
     return WithClientMessage(absl::AbortedError(message), kStoreBusy);
   }
   if (absl::StartsWith(state, "08") || state == "57P01" || state == "57P02" ||

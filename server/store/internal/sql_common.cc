@@ -72,6 +72,29 @@ absl::Status LostLease(const std::string& id, int32_t fence,
       "), so this replica's write was refused")));
 }
 
+ConnectionPool::ConnectionPool(std::vector<Connection> connections)
+    : all_(std::move(connections)) {
+  for (Connection& c : all_) free_.push_back(&c);
+}
+
+Connection* ConnectionPool::Acquire() {
+  std::unique_lock<std::mutex> lock(mu_);
+  freed_.wait(lock, [this] { return !free_.empty(); });
+  Connection* connection = free_.back();
+  free_.pop_back();
+  return connection;
+}
+
+void ConnectionPool::Release(Connection* connection) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    free_.push_back(connection);
+  }
+  freed_.notify_one();
+}
+
+thread_local Connection* Session::current_ = nullptr;
+
 bool IsRetryable(const absl::Status& status) {
   return status.code() == absl::StatusCode::kAborted && !IsLostLease(status);
 }

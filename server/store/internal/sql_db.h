@@ -86,7 +86,9 @@ class Connection {
   absl::Status Exec(const char* sql) { return impl_->Exec(sql); }
   bool InTransaction() const { return impl_->InTransaction(); }
   // BEGIN a transaction; what a write transaction is is the driver's
-  // (SQLite: BEGIN IMMEDIATE; PostgreSQL: SERIALIZABLE).
+  // (SQLite: BEGIN IMMEDIATE, one writer at a time; PostgreSQL: READ
+  // COMMITTED, with the rows to change locked by the store's SELECT ... FOR
+  // UPDATE).
   absl::Status Begin(bool write) { return impl_->Begin(write); }
 
  private:

@@ -8,6 +8,7 @@
 #ifndef SPARROW_SERVER_STORE_INTERNAL_SQL_STORE_H_
 #define SPARROW_SERVER_STORE_INTERNAL_SQL_STORE_H_
 
+#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <mutex>
@@ -25,13 +26,55 @@
 
 namespace sparrow::server::sql {
 
+// Connections, each used by one call at a time.
+class ConnectionPool {
+ public:
+  explicit ConnectionPool(std::vector<Connection> connections);
+  // A free connection; waits for one when all are in use.
+  Connection* Acquire();
+  void Release(Connection* connection);
+
+ private:
+  std::mutex mu_;
+  std::condition_variable freed_;
+  std::vector<Connection> all_;
+  std::vector<Connection*> free_;
+};
+
+// Holds a connection of the pool for the current thread for its lifetime:
+// the store's helpers use Session::current() (SqlStore::conn()), so that they
+// need not pass it around.
+class Session {
+ public:
+  explicit Session(ConnectionPool* pool)
+      : pool_(pool), connection_(pool->Acquire()), outer_(current_) {
+    current_ = connection_;
+  }
+  ~Session() {
+    current_ = outer_;
+    pool_->Release(connection_);
+  }
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+  static Connection* current() { return current_; }
+
+ private:
+  ConnectionPool* pool_;
+  Connection* connection_;
+  Connection* outer_;
+  static thread_local Connection* current_;
+};
+
 class SqlStore : public Store {
  public:
   // shared: the database is PostgreSQL with the lease columns of its schema
   // (pg_store.cc), which replicas share; writes then notify the other
   // replicas (NOTIFY sparrow_events) and the claim calls work.
-  SqlStore(Connection connection, bool shared)
-      : shared_(shared), connection_(std::move(connection)) {}
+  // Calls run on one of `connections` each (one for SQLite, which has one
+  // writer anyway; several for PostgreSQL, so that reads and the writes of
+  // different jobs do not queue behind each other).
+  SqlStore(std::vector<Connection> connections, bool shared)
+      : shared_(shared), pool_(std::move(connections)) {}
 
   absl::StatusOr<v1::Dataset> PutDataset(const std::string& tenant,
                                          const v1::Dataset& meta,
@@ -89,11 +132,11 @@ class SqlStore : public Store {
       int64_t max_memory) override;
   absl::StatusOr<v1::Job> RenewLease(const std::string& job_id, int32_t fence,
                                      absl::Duration lease) override;
-  absl::StatusOr<int64_t> CountQueued(const std::string& tenant) override;
+  absl::StatusOr<QueueCounts> CountQueued(const std::string& tenant) override;
   absl::StatusOr<int64_t> ReleaseLeases(const std::string& replica) override;
 
  protected:
-  // Runs `body` (which takes the lock and runs one transaction) again, up to
+  // Runs `body` (which opens a Session and runs one transaction) again, up to
   // a few times, while it fails because a concurrent transaction of another
   // replica conflicted with it (a serialization failure or a deadlock,
   // ABORTED); a write refused by its fence is not retried.
@@ -101,18 +144,23 @@ class SqlStore : public Store {
   auto Retrying(F body) -> decltype(body());
 
  private:
-  // The helpers below run inside the caller's lock (and transaction).
+  // The helpers below run inside the caller's Session (and transaction).
+  absl::StatusOr<v1::Dataset> PutDatasetOnce(const std::string& tenant,
+                                             const v1::Dataset& meta,
+                                             absl::string_view content,
+                                             bool* already_existed);
   absl::StatusOr<std::optional<v1::Dataset>> FindDataset(
       const std::string& tenant, const std::string& id);
   // The one-row blob `select_sql` (with ?1 = tenant, ?2 = id) reads for a
   // dataset; empty when there is no row.
   absl::StatusOr<std::optional<std::string>> DatasetBlob(
       const char* select_sql, const std::string& tenant, const std::string& id);
-  absl::StatusOr<JobRecord> LoadJob(const std::string& id);
+  absl::StatusOr<JobRecord> LoadJob(const std::string& id,
+                                    bool for_update = false);
   absl::StatusOr<std::optional<v1::Job>> FindByRequestId(
       const std::string& tenant, const std::string& request_id);
   // The one-row blob `select_sql` (with ?1 = job_id) reads for a job that
-  // exists (NOT_FOUND otherwise); empty when there is no row. Takes the lock.
+  // exists (NOT_FOUND otherwise); empty when there is no row. Opens a Session.
   absl::StatusOr<std::optional<std::string>> JobBlob(const std::string& job_id,
                                                      const char* select_sql);
   absl::StatusOr<v1::Job> CreateJobOnce(const std::string& tenant,
@@ -156,10 +204,11 @@ class SqlStore : public Store {
                                   absl::Span<const v1::ProgressEvent> events);
   absl::Status BuildSeriesBlocks(const std::string& job_id);
 
+  // The connection of the calling thread's Session.
+  static Connection& conn() { return *Session::current(); }
+
   const bool shared_;
-  // One connection, used by one call at a time.
-  std::mutex mu_;
-  Connection connection_;
+  ConnectionPool pool_;
 };
 
 // Adds one progress event: ?1 job_id, ?2 seq, ?3 the serialized event.

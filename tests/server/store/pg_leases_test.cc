@@ -210,20 +210,20 @@ TEST_F(PgLeasesTest, AnOrphanedCancellingJobIsCancelledByTheNextClaim) {
   EXPECT_THAT(job->job.reason(), HasSubstr("replica a stopped"));
 }
 
-TEST_F(PgLeasesTest, CountsQueuedJobsOfAllTenantsOrOne) {
+TEST_F(PgLeasesTest, CountsQueuedJobsOfAllTenantsAndOne) {
   Create("job-1", 0, 0, "t1");
   Create("job-2", 0, 0, "t1");
   Create("job-3", 0, 0, "t2");
   ASSERT_EQ(ClaimId(a_.get(), "a"), "job-1");
-  auto all = b_->CountQueued("");
   auto t1 = b_->CountQueued("t1");
   auto t2 = b_->CountQueued("t2");
   auto t3 = b_->CountQueued("t3");
-  ASSERT_TRUE(all.ok() && t1.ok() && t2.ok() && t3.ok());
-  EXPECT_EQ(*all, 2);
-  EXPECT_EQ(*t1, 1);
-  EXPECT_EQ(*t2, 1);
-  EXPECT_EQ(*t3, 0);
+  ASSERT_TRUE(t1.ok() && t2.ok() && t3.ok());
+  EXPECT_EQ(t1->all, 2);
+  EXPECT_EQ(t1->tenant, 1);
+  EXPECT_EQ(t2->tenant, 1);
+  EXPECT_EQ(t3->all, 2);
+  EXPECT_EQ(t3->tenant, 0);
 }
 
 TEST_F(PgLeasesTest, AnotherReplicasEventsAreHeard) {
@@ -256,6 +256,31 @@ TEST_F(PgLeasesTest, AnotherReplicasEventsAreHeard) {
   ASSERT_EQ(heard.size(), 2u);
   EXPECT_EQ(heard[0], std::make_pair(std::string("job-1"), int64_t{1}));
   EXPECT_EQ(heard[1], std::make_pair(std::string("job-1"), int64_t{3}));
+}
+
+TEST_F(PgLeasesTest, OneRequestIdSubmittedToTwoReplicasAtOnceMakesOneJob) {
+  for (int round = 0; round < 20; ++round) {
+    const std::string request = absl::StrCat("request-", round);
+    bool existed[2] = {true, true};
+    std::string ids[2];
+    std::thread other([&] {
+      v1::Job job;
+      job.set_id(absl::StrCat("b-", round));
+      job.set_request_id(request);
+      auto stored = b_->CreateJob("t", job, &existed[1]);
+      ASSERT_TRUE(stored.ok()) << stored.status();
+      ids[1] = stored->id();
+    });
+    v1::Job job;
+    job.set_id(absl::StrCat("a-", round));
+    job.set_request_id(request);
+    auto stored = a_->CreateJob("t", job, &existed[0]);
+    other.join();
+    ASSERT_TRUE(stored.ok()) << stored.status();
+    ids[0] = stored->id();
+    EXPECT_EQ(ids[0], ids[1]);
+    EXPECT_NE(existed[0], existed[1]);
+  }
 }
 
 TEST_F(PgLeasesTest, ASqliteStoreIsNotShared) {
