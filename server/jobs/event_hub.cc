@@ -66,23 +66,20 @@ void EventHub::Publish(const std::string& job_id, int64_t last_seq) {
 
 void EventHub::WakeAll() {
   std::lock_guard<std::mutex> lock(mu_);
-  for (auto& [id, entry] : jobs_) {
-    for (auto& [handle, pending] : entry.waiters) {
-      ready_.emplace_back(std::move(pending.waiter), false);
-    }
-    entry.waiters.clear();
-  }
-  num_waiters_ = 0;
-  cv_.notify_one();
+  FireAll(false);
 }
 
 void EventHub::Shutdown() {
   std::lock_guard<std::mutex> lock(mu_);
   if (shutting_down_) return;
   shutting_down_ = true;
+  FireAll(true);
+}
+
+void EventHub::FireAll(bool shutting_down) {
   for (auto& [id, entry] : jobs_) {
     for (auto& [handle, pending] : entry.waiters) {
-      ready_.emplace_back(std::move(pending.waiter), true);
+      ready_.emplace_back(std::move(pending.waiter), shutting_down);
     }
     entry.waiters.clear();
   }

@@ -60,6 +60,8 @@ class EventHub {
     std::map<uint64_t, Pending> waiters;
   };
   void Run();
+  // Moves every waiter to ready_ (mu_ held).
+  void FireAll(bool shutting_down);
 
   mutable std::mutex mu_;
   std::condition_variable cv_;

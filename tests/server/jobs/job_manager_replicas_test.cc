@@ -51,17 +51,8 @@ struct Replica {
   std::unique_ptr<JobManager> jobs;
 };
 
-class JobManagerReplicasTest : public ::testing::Test {
+class JobManagerReplicasTest : public testing::PostgresTest {
  protected:
-  static void SetUpTestSuite() {
-    server_ = testing::PostgresServer::Start().release();
-  }
-  static void TearDownTestSuite() { delete server_; }
-  void SetUp() override {
-    if (server_ == nullptr) GTEST_SKIP() << "postgresql-15 is not installed";
-    uri_ = server_->Database(absl::AsciiStrToLower(
-        ::testing::UnitTest::GetInstance()->current_test_info()->name()));
-  }
   // Waits (at most 60 s) until `done` holds.
   template <typename F>
   static bool Eventually(F done) {
@@ -77,11 +68,7 @@ class JobManagerReplicasTest : public ::testing::Test {
     auto job = r.jobs->GetJob("default", id);
     return job.ok() ? job->state() : v1::Job::STATE_UNSPECIFIED;
   }
-
-  static testing::PostgresServer* server_;
-  std::string uri_;
 };
-testing::PostgresServer* JobManagerReplicasTest::server_ = nullptr;
 
 TEST_F(JobManagerReplicasTest, TwoReplicasShareTheQueueWatchersAndCancels) {
   Replica a(uri_, "a"), b(uri_, "b");

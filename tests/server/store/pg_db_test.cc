@@ -15,18 +15,12 @@
 namespace sparrow::server::pg {
 namespace {
 
-class PgDbTest : public ::testing::Test {
+class PgDbTest : public testing::PostgresTest {
  protected:
-  static void SetUpTestSuite() {
-    server_ = testing::PostgresServer::Start().release();
-  }
-  static void TearDownTestSuite() { delete server_; }
-
   void SetUp() override {
-    if (server_ == nullptr) GTEST_SKIP() << "postgresql-15 is not installed";
-    const std::string name =
-        ::testing::UnitTest::GetInstance()->current_test_info()->name();
-    auto connection = Connection::Open(server_->Database("t_" + name));
+    PostgresTest::SetUp();
+    if (IsSkipped()) return;
+    auto connection = Connection::Open(uri_);
     ASSERT_TRUE(connection.ok()) << connection.status();
     db_ = std::make_unique<Connection>(*std::move(connection));
     ASSERT_TRUE(db_->Exec("CREATE TABLE t (id BIGINT PRIMARY KEY, name TEXT, "
@@ -41,10 +35,8 @@ class PgDbTest : public ::testing::Test {
     return select->ColumnInt64(0);
   }
 
-  static testing::PostgresServer* server_;
   std::unique_ptr<Connection> db_;
 };
-testing::PostgresServer* PgDbTest::server_ = nullptr;
 
 TEST(PgPlaceholdersTest, QuestionMarksBecomeDollarsOutsideQuotes) {
   EXPECT_EQ(ToPostgresPlaceholders("SELECT a FROM t WHERE b = ?1 AND c = ?12"),

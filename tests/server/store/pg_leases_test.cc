@@ -28,16 +28,11 @@ namespace {
 
 using ::testing::HasSubstr;
 
-class PgLeasesTest : public ::testing::Test {
+class PgLeasesTest : public testing::PostgresTest {
  protected:
-  static void SetUpTestSuite() {
-    server_ = testing::PostgresServer::Start().release();
-  }
-  static void TearDownTestSuite() { delete server_; }
   void SetUp() override {
-    if (server_ == nullptr) GTEST_SKIP() << "postgresql-15 is not installed";
-    uri_ = server_->Database(absl::AsciiStrToLower(
-        ::testing::UnitTest::GetInstance()->current_test_info()->name()));
+    PostgresTest::SetUp();
+    if (IsSkipped()) return;
     a_ = Open();
     b_ = Open();
   }
@@ -65,11 +60,8 @@ class PgLeasesTest : public ::testing::Test {
     return (*claimed)->record.job.id();
   }
 
-  static testing::PostgresServer* server_;
-  std::string uri_;
   std::unique_ptr<Store> a_, b_;
 };
-testing::PostgresServer* PgLeasesTest::server_ = nullptr;
 
 TEST_F(PgLeasesTest, ClaimsByPriorityThenAgeWithinTheMemoryLeft) {
   Create("old", 0, 100);

@@ -19,22 +19,7 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-class PgStoreTest : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() {
-    server_ = testing::PostgresServer::Start().release();
-  }
-  static void TearDownTestSuite() { delete server_; }
-  void SetUp() override {
-    if (server_ == nullptr) GTEST_SKIP() << "postgresql-15 is not installed";
-    uri_ = server_->Database(absl::AsciiStrToLower(
-        ::testing::UnitTest::GetInstance()->current_test_info()->name()));
-  }
-
-  static testing::PostgresServer* server_;
-  std::string uri_;
-};
-testing::PostgresServer* PgStoreTest::server_ = nullptr;
+using PgStoreTest = testing::PostgresTest;
 
 TEST_F(PgStoreTest, TwoStoresShareOneDatabase) {
   auto first = OpenPostgresStore(uri_);

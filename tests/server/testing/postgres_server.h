@@ -2,7 +2,8 @@
 // the `postgres` user when the tests run as root, since PostgreSQL refuses
 // root), its socket in that directory and no TCP; stopped and
 // removed when the object goes. Start() returns null where Debian's
-// postgresql-15 is not installed, so that callers can skip.
+// postgresql-15 is not installed, so that callers can skip. PostgresTest
+// (below) is the fixture most tests want.
 #ifndef SPARROW_TESTS_SERVER_TESTING_POSTGRES_SERVER_H_
 #define SPARROW_TESTS_SERVER_TESTING_POSTGRES_SERVER_H_
 
@@ -14,7 +15,9 @@
 #include <memory>
 #include <string>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
 
 namespace sparrow::server::testing {
 
@@ -80,6 +83,26 @@ class PostgresServer {
 
   std::string dir_;
   int port_ = 5432;
+};
+
+// A fixture with one server for the test suite and a database of its own
+// for each test, named after it, in uri_. Tests skip where PostgreSQL is not
+// installed (a derived SetUp checks IsSkipped() after calling this one's).
+class PostgresTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() { server_ = PostgresServer::Start().release(); }
+  static void TearDownTestSuite() {
+    delete server_;
+    server_ = nullptr;
+  }
+  void SetUp() override {
+    if (server_ == nullptr) GTEST_SKIP() << "postgresql-15 is not installed";
+    uri_ = server_->Database(absl::AsciiStrToLower(
+        ::testing::UnitTest::GetInstance()->current_test_info()->name()));
+  }
+
+  static inline PostgresServer* server_ = nullptr;
+  std::string uri_;
 };
 
 }  // namespace sparrow::server::testing
