@@ -85,7 +85,9 @@ def main():
     bin_dir = sys.argv[1]
     text = open(COMPOSE).read()
     # Compose interpolation: $$ escapes, else ${NAME}, ${NAME:-default}, ${NAME:?message}.
-    for m in re.finditer(r"\$(?!\$)(\{[^}]*\}|\w*)", text.replace("$$", "")):
+    # Comments are not interpolated.
+    values = re.sub(r"^\s*#.*$", "", text, flags=re.M).replace("$$", "")
+    for m in re.finditer(r"\$(\{[^}]*\}|\w*)", values):
         if not re.fullmatch(r"\{[A-Za-z_]\w*(?:(?::?[-?])[^}]*)?\}", m.group(1)):
             fail(f"malformed interpolation ${m.group(1)}")
     doc = yaml.load(text, Loader=StrictLoader)
@@ -147,8 +149,8 @@ def main():
             fail(f"{name}: --store host {m.group(2)} is not the {db} service")
         names.append(f.get("--replica-name"))
         password = (s.get("environment") or {}).get("PGPASSWORD", "")
-        if not re.fullmatch(r"\$\{\w+(:\?[^}]*)?\}", str(password)):
-            fail(f"{name}: PGPASSWORD {password!r} is not required from a variable")
+        if not re.fullmatch(r"\$\{\w+(:-)?\}", str(password)):
+            fail(f"{name}: PGPASSWORD {password!r} is not a variable (with no default)")
         if (s.get("depends_on") or {}).get(db, {}).get("condition") != "service_healthy":
             fail(f"{name}: does not wait for {db} to be healthy")
     if None in names or len(set(names)) != len(names):
