@@ -38,7 +38,7 @@ FUZZ_SECONDS ?= 60
 FUZZ_TARGETS ?= csv_fuzz spec_fuzz model_fuzz checkpoint_fuzz rpc_fuzz
 
 .PHONY: all deps configure build test sanitize sanitize-asan sanitize-tsan fuzz demo bench \
-  format clean
+  image format clean
 
 all: build
 
@@ -94,6 +94,12 @@ demo: build
 
 bench: build
 	@./bench/run_all.sh $(BUILD_DIR)
+
+# The container image (deploy/Dockerfile) with podman, smoke-tested; not part of make test.
+# IMAGE_TAG names it; scripts/build-image says how it works without a Docker daemon.
+IMAGE_TAG ?= localhost/sparrow:dev
+image:
+	@./scripts/build-image $(IMAGE_TAG)
 
 format:
 	@find core server client tests bench fuzz -name '*.h' -o -name '*.cc' | xargs clang-format -i
