@@ -52,6 +52,9 @@ struct TableData {
   Eigen::MatrixXd y;                      // n_out × M.
   std::vector<std::string> input_names;   // n_in names.
   std::vector<std::string> output_names;  // n_out names.
+  // Image data (IDX files, image datasets): each column of x is one image,
+  // channel-major (channels x height x width); all 0 for other tables.
+  int image_channels = 0, image_height = 0, image_width = 0;
 
   int num_samples() const { return static_cast<int>(x.cols()); }
 };

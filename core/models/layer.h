@@ -42,6 +42,15 @@ struct Shape {
   bool operator!=(const Shape& o) const { return !(*this == o); }
 };
 
+// How a layer draws its initial parameters (ModelSpec.init). sigma0 scales
+// each law.
+//  kGlorot: weights N(0, 2 / (fan_in + fan_out)), zero biases.
+//  kHe:     weights N(0, 2 / fan_in) (for ReLU layers), zero biases.
+//  kTorch:  PyTorch's defaults, so a PyTorch peer starts from the same law:
+//           dense and conv weights and biases U(-1/sqrt(fan_in),
+//           1/sqrt(fan_in)); recurrent parameters U(-1/sqrt(H), 1/sqrt(H)).
+enum class InitLaw { kGlorot, kHe, kTorch };
+
 // Per-evaluation state of one layer for a batch: buffers whose number, order
 // and sizes the layer decides in ResizeWorkspace (Dense: pre-activations,
 // activation derivatives, deltas). Integer state such as a max-pool's argmax
