@@ -1,0 +1,149 @@
+#include "core/models/layers/recurrent.h"
+
+#include <cmath>
+
+namespace sparrow::core {
+
+using Eigen::Map;
+using Eigen::MatrixXd;
+using Eigen::VectorXd;
+
+namespace {
+
+// n weights of fan_in inputs each, feeding `hidden` units.
+void InitWeights(InitLaw law, double sigma0, int fan_in, int hidden, int n,
+                 Rng* rng, double* w) {
+  if (law == InitLaw::kTorch) {
+    const double bound = sigma0 / std::sqrt(hidden);
+    for (int i = 0; i < n; ++i) w[i] = bound * (2.0 * rng->Uniform() - 1.0);
+    return;
+  }
+  const double var =
+      law == InitLaw::kGlorot ? 2.0 / (fan_in + hidden) : 2.0 / fan_in;
+  const double std = sigma0 * std::sqrt(var);
+  for (int i = 0; i < n; ++i) w[i] = std * rng->Normal();
+}
+
+// n biases: zero, except U(-1/sqrt(H), 1/sqrt(H)) under kTorch.
+void InitBiases(InitLaw law, double sigma0, int hidden, int n, Rng* rng,
+                double* b) {
+  if (law == InitLaw::kTorch) {
+    InitWeights(law, sigma0, hidden, hidden, n, rng, b);
+  } else {
+    for (int i = 0; i < n; ++i) b[i] = 0.0;
+  }
+}
+
+}  // namespace
+
+RecurrentLayer::RecurrentLayer(int steps, int features, int hidden, int rows,
+                               bool sequence_output, InitLaw init)
+    : steps_(steps),
+      features_(features),
+      hidden_(hidden),
+      rows_(rows),
+      sequence_output_(sequence_output),
+      init_(init) {}
+
+void RecurrentLayer::Initialize(double sigma0, Rng* rng, double* params) const {
+  const int r = rows_, h = hidden_;
+  InitWeights(init_, sigma0, features_, h, r * features_, rng, params);
+  InitBiases(init_, sigma0, h, r, rng, params + b_offset());
+  InitWeights(init_, sigma0, h, h, r * h, rng, params + v_weight_offset());
+  InitBiases(init_, sigma0, h, r, rng, params + v_bias_offset());
+}
+
+void RecurrentLayer::Resize(int cols, int num_buffers,
+                            LayerWorkspace* ws) const {
+  const int n = steps_ * cols;
+  ws->buffers.resize(num_buffers);
+  for (int k = 0; k < num_buffers; ++k) {
+    const bool gates = k == kPreActivation || k == kDelta || k == kBiasSum;
+    const int r = gates ? rows_ : hidden_;
+    const int c = k == kBiasSum                      ? 1
+                  : k == kStepGrad || k == kCellGrad ? cols
+                                                     : n;
+    ws->buffers[k].resize(r, c);
+  }
+}
+
+void RecurrentLayer::ProjectInputs(const double* params, const MatrixXd& in,
+                                   LayerWorkspace* ws) const {
+  const int n = static_cast<int>(in.cols()) * steps_;
+  MatrixXd& s = ws->buffers[kPreActivation];
+  s.noalias() = Map<const MatrixXd>(params, rows_, features_) *
+                Map<const MatrixXd>(in.data(), features_, n);
+  MatrixXd& bias = ws->buffers[kBiasSum];
+  bias = Map<const VectorXd>(params + b_offset(), rows_) +
+         Map<const VectorXd>(params + v_bias_offset(), rows_);
+  s.colwise() += bias.col(0);
+  StepCols(ws->buffers[kPrevHidden], 0, steps_).setZero();
+}
+
+void RecurrentLayer::AddRecurrence(const double* params, int t,
+                                   LayerWorkspace* ws) const {
+  if (t == 0) return;
+  StepCols(ws->buffers[kPreActivation], t, steps_).noalias() +=
+      Map<const MatrixXd>(params + v_weight_offset(), rows_, hidden_) *
+      StepCols(ws->buffers[kPrevHidden], t, steps_);
+}
+
+void RecurrentLayer::CarryHidden(int t, LayerWorkspace* ws) const {
+  if (t + 1 == steps_) return;
+  StepCols(ws->buffers[kPrevHidden], t + 1, steps_) =
+      StepCols(ws->buffers[kHidden], t, steps_);
+}
+
+void RecurrentLayer::WriteOutput(const LayerWorkspace& ws,
+                                 MatrixXd* out) const {
+  const MatrixXd& h = ws.buffers[kHidden];
+  if (sequence_output_) {
+    // Step-major columns of T*H are the memory of h (H x T*B).
+    Map<MatrixXd>(out->data(), hidden_, h.cols()) = h;
+  } else {
+    *out = StepCols(h, steps_ - 1, steps_);
+  }
+}
+
+void RecurrentLayer::HiddenGradient(const double* params,
+                                    const Eigen::Ref<const MatrixXd>& d_out,
+                                    int t, LayerWorkspace* ws) const {
+  MatrixXd& dh = ws->buffers[kStepGrad];
+  const int cols = static_cast<int>(dh.cols());
+  // dL/d(out) at step t: the step's rows of every column of d_out.
+  const bool has_out = sequence_output_ || t + 1 == steps_;
+  const ConstStepMap d_out_t(
+      d_out.data() + (sequence_output_ ? t * hidden_ : 0), hidden_, cols,
+      Eigen::OuterStride<>(d_out.outerStride()));
+  if (t + 1 == steps_) {
+    dh = d_out_t;
+    return;
+  }
+  dh.noalias() = Map<const MatrixXd>(params + v_weight_offset(), rows_, hidden_)
+                     .transpose() *
+                 StepCols(ws->buffers[kDelta], t + 1, steps_);
+  if (has_out) dh += d_out_t;
+}
+
+void RecurrentLayer::InputGradient(const double* params,
+                                   const LayerWorkspace& ws,
+                                   MatrixXd* d_in) const {
+  const MatrixXd& delta = ws.buffers[kDelta];
+  d_in->resize(steps_ * features_, delta.cols() / steps_);
+  Map<MatrixXd>(d_in->data(), features_, delta.cols()).noalias() =
+      Map<const MatrixXd>(params, rows_, features_).transpose() * delta;
+}
+
+void RecurrentLayer::Gradient(const MatrixXd& in, const LayerWorkspace& ws,
+                              double* grad) const {
+  const MatrixXd& delta = ws.buffers[kDelta];
+  const Eigen::Index n = delta.cols();
+  Map<MatrixXd>(grad, rows_, features_).noalias() +=
+      delta * Map<const MatrixXd>(in.data(), features_, n).transpose();
+  Map<VectorXd>(grad + b_offset(), rows_) += delta.rowwise().sum();
+  Map<MatrixXd>(grad + v_weight_offset(), rows_, hidden_).noalias() +=
+      delta * ws.buffers[kPrevHidden].transpose();
+  Map<VectorXd>(grad + v_bias_offset(), rows_) += delta.rowwise().sum();
+}
+
+}  // namespace sparrow::core
