@@ -70,13 +70,15 @@ void RecurrentLayer::Resize(int cols, int num_buffers,
 void RecurrentLayer::ProjectInputs(const double* params, const MatrixXd& in,
                                    LayerWorkspace* ws) const {
   const int n = static_cast<int>(in.cols()) * steps_;
-  MatrixXd& s = ws->buffers[kPreActivation];
-  s.noalias() = Map<const MatrixXd>(params, rows_, features_) *
-                Map<const MatrixXd>(in.data(), features_, n);
   MatrixXd& bias = ws->buffers[kBiasSum];
   bias = Map<const VectorXd>(params + b_offset(), rows_) +
          Map<const VectorXd>(params + v_bias_offset(), rows_);
-  s.colwise() += bias.col(0);
+  // Biases first, then the product added: one pass over S fewer than the
+  // product (which zeroes its destination) followed by the bias add.
+  MatrixXd& s = ws->buffers[kPreActivation];
+  s.colwise() = bias.col(0);
+  s.noalias() += Map<const MatrixXd>(params, rows_, features_) *
+                 Map<const MatrixXd>(in.data(), features_, n);
   StepCols(ws->buffers[kPrevHidden], 0, steps_).setZero();
 }
 
@@ -140,10 +142,16 @@ void RecurrentLayer::Gradient(const MatrixXd& in, const LayerWorkspace& ws,
   const Eigen::Index n = delta.cols();
   Map<MatrixXd>(grad, rows_, features_).noalias() +=
       delta * Map<const MatrixXd>(in.data(), features_, n).transpose();
-  Map<VectorXd>(grad + b_offset(), rows_) += delta.rowwise().sum();
   Map<MatrixXd>(grad + v_weight_offset(), rows_, hidden_).noalias() +=
       delta * ws.buffers[kPrevHidden].transpose();
-  Map<VectorXd>(grad + v_bias_offset(), rows_) += delta.rowwise().sum();
+  // Row sums column by column: contiguous and vectorized, where Eigen's
+  // rowwise().sum() of a column-major matrix strides across it.
+  Map<VectorXd> db(grad + b_offset(), rows_);
+  Map<VectorXd> dv(grad + v_bias_offset(), rows_);
+  for (Eigen::Index j = 0; j < n; ++j) {
+    db += delta.col(j);
+    dv += delta.col(j);
+  }
 }
 
 }  // namespace sparrow::core
