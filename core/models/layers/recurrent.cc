@@ -56,14 +56,13 @@ void RecurrentLayer::Initialize(double sigma0, Rng* rng, double* params) const {
 void RecurrentLayer::Resize(int cols, int num_buffers,
                             LayerWorkspace* ws) const {
   const int n = steps_ * cols;
+  // Rows and columns of each Buffer, in enum order.
+  const int size[][2] = {{rows_, n},   {hidden_, n},    {hidden_, n},
+                         {rows_, n},   {hidden_, cols}, {rows_, 1},
+                         {hidden_, n}, {hidden_, n},    {hidden_, cols}};
   ws->buffers.resize(num_buffers);
   for (int k = 0; k < num_buffers; ++k) {
-    const bool gates = k == kPreActivation || k == kDelta || k == kBiasSum;
-    const int r = gates ? rows_ : hidden_;
-    const int c = k == kBiasSum                      ? 1
-                  : k == kStepGrad || k == kCellGrad ? cols
-                                                     : n;
-    ws->buffers[k].resize(r, c);
+    ws->buffers[k].resize(size[k][0], size[k][1]);
   }
 }
 

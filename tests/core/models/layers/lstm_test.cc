@@ -116,6 +116,31 @@ TEST_P(LstmLayerTest, ReusedWorkspaceGivesIdenticalResultsWithoutAllocating) {
   EXPECT_EQ(d_in_address, d_in1.data());
 }
 
+// The buffers an RLS optimizer reads: kPrevHidden's step t is h_{t-1}
+// (zero at t = 0), kHidden's step t is h_t, column b*T + t.
+TEST_P(LstmLayerTest, WorkspaceHoldsEveryStepsPreviousHiddenState) {
+  LayerWorkspace ws;
+  layer_.ResizeWorkspace(kBatch, &ws);
+  MatrixXd out(layer_.output_shape().size(), kBatch);
+  layer_.Forward(theta_.data(), x_, &ws, &out);
+  const MatrixXd& h = ws.buffers[RecurrentLayer::kHidden];
+  const MatrixXd& prev = ws.buffers[RecurrentLayer::kPrevHidden];
+  ASSERT_EQ(prev.rows(), kHidden);
+  ASSERT_EQ(prev.cols(), kSteps * kBatch);
+  for (int b = 0; b < kBatch; ++b) {
+    EXPECT_TRUE(prev.col(b * kSteps).isZero(0));
+    for (int t = 1; t < kSteps; ++t) {
+      EXPECT_EQ(prev.col(b * kSteps + t), h.col(b * kSteps + t - 1));
+    }
+    EXPECT_EQ(StepCols(h, kSteps - 1, kSteps).col(b),
+              h.col(b * kSteps + kSteps - 1));
+  }
+  const MatrixXd expected =
+      GetParam() ? Map<const MatrixXd>(h.data(), kSteps * kHidden, kBatch)
+                 : MatrixXd(StepCols(h, kSteps - 1, kSteps));
+  EXPECT_EQ(out, expected);
+}
+
 TEST_P(LstmLayerTest, BatchEqualsColumnByColumn) {
   const MatrixXd batch = LayerOutput(layer_, theta_, x_);
   for (int j = 0; j < kBatch; ++j) {
