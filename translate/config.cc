@@ -7,34 +7,36 @@
 #include "absl/strings/string_view.h"
 #include "core/util/option_error.h"
 #include "core/util/status_macros.h"
+#include "translate/layered_config.h"
 #include "translate/optimizer_config.h"
 
 namespace sparrow::translate {
-namespace {
 
-using core::Activation;
-
-absl::StatusOr<Activation> ToActivation(v1::Activation a,
-                                        Activation unspecified,
-                                        absl::string_view field) {
+absl::StatusOr<core::Activation> ToActivation(v1::Activation a,
+                                              core::Activation unspecified,
+                                              absl::string_view field) {
   switch (a) {
     case v1::ACTIVATION_UNSPECIFIED:
       return unspecified;
     case v1::ACTIVATION_LINEAR:
-      return Activation::kLinear;
+      return core::Activation::kLinear;
     case v1::ACTIVATION_TANH:
-      return Activation::kTanh;
+      return core::Activation::kTanh;
     case v1::ACTIVATION_SIGMOID:
-      return Activation::kSigmoid;
+      return core::Activation::kSigmoid;
     case v1::ACTIVATION_RELU:
-      return Activation::kRelu;
+      return core::Activation::kRelu;
     case v1::ACTIVATION_LEAKY_RELU:
-      return Activation::kLeakyRelu;
+      return core::Activation::kLeakyRelu;
     default:
       return absl::InvalidArgumentError(
           absl::StrCat(field, " has an unknown value ", a));
   }
 }
+
+namespace {
+
+using core::Activation;
 
 std::vector<int> Sizes(const google::protobuf::RepeatedField<int32_t>& r) {
   return std::vector<int>(r.begin(), r.end());
@@ -228,15 +230,15 @@ absl::StatusOr<core::ModelConfig> ToModelConfig(const v1::ModelSpec& m,
       SPARROW_RETURN_IF_ERROR(
           ToStateSpaceRnnConfig(m.state_space_rnn(), default_output, &c));
       break;
-    case v1::ModelSpec::kLstm:
     case v1::ModelSpec::kCnn:
-      return absl::UnimplementedError(
-          "model.lstm and model.cnn are reserved for the RLS optimizer and not "
-          "trainable yet; "
-          "use mlp, narx_mlp or state_space_rnn");
+    case v1::ModelSpec::kRnn:
+    case v1::ModelSpec::kLstm:
+      SPARROW_RETURN_IF_ERROR(ToLayeredConfig(m, &c));
+      break;
     case v1::ModelSpec::KIND_NOT_SET:
       return absl::InvalidArgumentError(
-          "model: set one of mlp, narx_mlp, state_space_rnn (e.g. \"model\": "
+          "model: set one of mlp, narx_mlp, state_space_rnn, cnn, rnn, lstm "
+          "(e.g. \"model\": "
           "{\"mlp\": "
           "{\"hidden\": [16]}})");
   }

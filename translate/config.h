@@ -5,6 +5,7 @@
 #define SPARROW_TRANSLATE_CONFIG_H_
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "core/train/trainer.h"
 #include "sparrow/v1/spec.pb.h"
 
@@ -17,6 +18,11 @@ absl::StatusOr<core::TrainConfig> ToTrainConfig(const v1::JobSpec& spec);
 
 // The loss (unspecified = MSE), validated.
 absl::StatusOr<core::Loss> ToLoss(const v1::LossSpec& l);
+
+// An activation field; UNSPECIFIED gives `unspecified`.
+absl::StatusOr<core::Activation> ToActivation(v1::Activation a,
+                                              core::Activation unspecified,
+                                              absl::string_view field);
 
 // Model architecture, its sizes validated; dimensions that come from the data
 // are filled in by the trainer. `loss` chooses the default output activation

@@ -7,6 +7,7 @@
 #include "core/train/model_registry.h"
 #include "core/util/status_macros.h"
 #include "translate/config.h"
+#include "translate/layered_config.h"
 #include "translate/metrics.h"
 
 namespace sparrow::translate {
@@ -101,6 +102,7 @@ v1::TrainedModel ToProto(const v1::JobSpec& spec,
   const core::Model& m = result.model;
   v1::TrainedModel out;
   *out.mutable_model() = spec.model();
+  WriteResolvedDimensions(m.config, out.mutable_model());
   *out.mutable_loss() = spec.loss();
   out.set_num_inputs(m.input_scaling.size());
   out.set_num_outputs(static_cast<int>(m.output_names.size()));

@@ -11,10 +11,14 @@
 namespace sparrow::translate {
 namespace {
 
+// Threads of one run's minibatches; the worker process runs one job.
+constexpr int kMaxBatchThreads = 64;
+
 void ToBatch(const v1::BatchOptions& b, core::TrainConfig* c) {
   c->batch_size = b.batch_size();
   c->bptt_window = b.bptt_window();
   c->shuffle = !b.no_shuffle();
+  c->threads = b.threads() == 0 ? 1 : b.threads();
 }
 
 // ADMM settings of nails/nailm; 0 keeps core::AdmmOptions' defaults (its rho
@@ -302,6 +306,11 @@ absl::StatusOr<core::OptimizerOptions> ToOptimizer(const v1::OptimizerSpec& opt,
   if (c->batch_size < 0) {
     return core::OptionError("optimizer.*.batch.batch_size", c->batch_size,
                              ">= 0");
+  }
+  if (c->threads < 1 || c->threads > kMaxBatchThreads) {
+    return core::OptionError(
+        "optimizer.*.batch.threads", c->threads,
+        absl::StrCat("in [1, ", kMaxBatchThreads, "] (0 means 1)"));
   }
   if (c->bptt_window < 0) {
     return core::OptionError("optimizer.*.batch.bptt_window", c->bptt_window,

@@ -15,8 +15,10 @@
 #include "core/models/mlp.h"
 #include "core/models/narx_mlp.h"
 #include "core/models/state_space_rnn.h"
+#include "core/train/models/cnn.h"
 #include "core/train/models/mlp.h"
 #include "core/train/models/narx_mlp.h"
+#include "core/train/models/recurrent.h"
 #include "core/train/models/state_space_rnn.h"
 
 namespace sparrow::core {
@@ -24,7 +26,8 @@ namespace sparrow::core {
 // The model kind with its own fields. Each kind is declared in
 // core/train/models/<kind>.h and its family (model_registry.h) is defined in
 // the matching .cc; adding a kind adds its alternative here.
-using ModelKind = std::variant<MlpKind, NarxMlpKind, StateSpaceRnnKind>;
+using ModelKind = std::variant<MlpKind, NarxMlpKind, StateSpaceRnnKind, CnnKind,
+                               RnnKind, LstmKind>;
 
 struct ModelConfig {
   ModelKind kind;  // MlpKind by default
@@ -35,6 +38,8 @@ struct ModelConfig {
   bool bias = true;  // mlp: false = bias-free layers
   // Glorot-normal initialization scale (Bemporad's sigma0).
   double init_scale = 1.0;
+  // The initialization law of the layered kinds (cnn, rnn, lstm).
+  InitLaw init = InitLaw::kGlorot;
 
   template <typename Kind>
   bool is() const {

@@ -34,6 +34,8 @@ struct TrainSetup {
   // The network of an mlp / narx_mlp model, or the state-space RNN.
   Mlp mlp;
   StateSpaceRnn rnn;
+  // The network of a layered model (cnn, rnn, lstm).
+  Network network;
   // The objective the method minimizes and reports.
   std::unique_ptr<Objective> objective;
   // A NARX simulation fit's one-step objective (its curvature for SBDL).

@@ -43,6 +43,8 @@ struct TrainConfig {
   int batch_size = 0;
   int bptt_window = 0;
   bool shuffle = true;
+  // Threads sharing each minibatch of a layered model (cnn, rnn, lstm).
+  int threads = 1;
   // Validation reports without improvement before stopping; 0 = off. The
   // trainer's own rule, on top of the method's stop rules.
   int patience = 0;

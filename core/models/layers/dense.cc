@@ -3,6 +3,7 @@
 #include <cassert>
 #include <cmath>
 
+#include "core/models/layers/init.h"
 #include "core/models/network.h"
 
 namespace sparrow::core {
@@ -22,11 +23,8 @@ DenseBlock DenseLayer::Block(int offset) const {
 }
 
 void DenseLayer::Initialize(double sigma0, Rng* rng, double* params) const {
-  const double std = sigma0 * std::sqrt(2.0 / (in_ + out_));
-  for (int k = 0; k < in_ * out_; ++k) params[k] = std * rng->Normal();
-  if (bias_) {
-    for (int k = 0; k < out_; ++k) params[in_ * out_ + k] = 0.0;
-  }
+  InitWeights(init_, sigma0, in_, out_, in_ * out_, rng, params);
+  if (bias_) InitBiases(init_, sigma0, in_, out_, rng, params + in_ * out_);
 }
 
 void DenseLayer::ResizeWorkspace(int cols, LayerWorkspace* ws) const {

@@ -37,8 +37,9 @@ class DenseLayer : public Layer {
   // dL/dv (after Backward).
   enum Buffer { kPreActivation = 0, kDelta = 1 };
 
-  DenseLayer(int in, int out, Activation activation, bool bias)
-      : in_(in), out_(out), activation_(activation), bias_(bias) {}
+  DenseLayer(int in, int out, Activation activation, bool bias,
+             InitLaw init = InitLaw::kGlorot)
+      : in_(in), out_(out), activation_(activation), bias_(bias), init_(init) {}
 
   int in() const { return in_; }
   int out() const { return out_; }
@@ -50,7 +51,8 @@ class DenseLayer : public Layer {
   Shape input_shape() const override { return Shape::Flat(in_); }
   Shape output_shape() const override { return Shape::Flat(out_); }
   int num_params() const override { return out_ * (in_ + (bias_ ? 1 : 0)); }
-  // Glorot-normal weights, A_ij ~ N(0, sigma0^2 * 2 / (in + out)); zero biases.
+  // Weights and biases by the layer's InitLaw (layer.h); the default,
+  // Glorot, draws A_ij ~ N(0, sigma0^2 * 2 / (in + out)) and zero biases.
   void Initialize(double sigma0, Rng* rng, double* params) const override;
   void ResizeWorkspace(int cols, LayerWorkspace* ws) const override;
   void Forward(const double* params, const Eigen::MatrixXd& in,
@@ -66,6 +68,7 @@ class DenseLayer : public Layer {
   int in_, out_;
   Activation activation_;
   bool bias_;
+  InitLaw init_;
 };
 
 // The DenseBlock of layer `layer` of `net`, which must be a DenseLayer.

@@ -1,0 +1,43 @@
+#include "core/models/layers/init.h"
+
+#include <cmath>
+
+namespace sparrow::core {
+namespace {
+
+void Uniform(double bound, int n, Rng* rng, double* w) {
+  for (int i = 0; i < n; ++i) w[i] = bound * (2.0 * rng->Uniform() - 1.0);
+}
+
+}  // namespace
+
+void InitWeights(InitLaw law, double sigma0, int fan_in, int fan_out, int n,
+                 Rng* rng, double* w) {
+  switch (law) {
+    case InitLaw::kGlorot: {
+      const double std = sigma0 * std::sqrt(2.0 / (fan_in + fan_out));
+      for (int i = 0; i < n; ++i) w[i] = std * rng->Normal();
+      return;
+    }
+    case InitLaw::kHe: {
+      const double std = sigma0 * std::sqrt(2.0 / fan_in);
+      for (int i = 0; i < n; ++i) w[i] = std * rng->Normal();
+      return;
+    }
+    case InitLaw::kTorch:
+      // kaiming_uniform_(a = sqrt(5)): bound sqrt(6 / ((1 + 5) fan_in)).
+      Uniform(sigma0 / std::sqrt(fan_in), n, rng, w);
+      return;
+  }
+}
+
+void InitBiases(InitLaw law, double sigma0, int fan_in, int n, Rng* rng,
+                double* b) {
+  if (law == InitLaw::kTorch) {
+    Uniform(sigma0 / std::sqrt(fan_in), n, rng, b);
+  } else {
+    for (int i = 0; i < n; ++i) b[i] = 0.0;
+  }
+}
+
+}  // namespace sparrow::core

@@ -1,0 +1,153 @@
+#include "core/train/models/layered.h"
+
+#include <cmath>
+#include <variant>
+
+#include "absl/strings/str_cat.h"
+#include "core/train/network_objective.h"
+#include "core/train/setup.h"
+#include "core/util/status_macros.h"
+
+namespace sparrow::core {
+namespace {
+
+// Samples per forward pass when predicting: bounds the activations kept.
+constexpr int kPredictChunk = 256;
+
+bool IsFirstOrder(const OptimizerOptions& o) {
+  return std::holds_alternative<SgdOptions>(o) ||
+         std::holds_alternative<AdamOptions>(o) ||
+         std::holds_alternative<LbfgsOptions>(o);
+}
+
+// The targets the network fits: a softmax classifier on one label column gets
+// one-hot columns (and output names "label=c"); other targets are scaled.
+absl::Status Targets(const TrainConfig& config, const data::TableData& t,
+                     Model* model, TrainSetup* setup) {
+  if (config.loss.kind == LossKind::kSoftmaxCrossEntropy && t.y.rows() == 1) {
+    const int classes = static_cast<int>(t.y.maxCoeff()) + 1;
+    SPARROW_ASSIGN_OR_RETURN(setup->train_table.y, OneHot(t.y, classes));
+    model->output_scaling = data::Normalizer::Identity(classes);
+    model->output_names.assign(classes, "");
+    for (int c = 0; c < classes; ++c) {
+      model->output_names[c] = absl::StrCat(t.output_names[0], "=", c);
+    }
+    return absl::OkStatus();
+  }
+  model->output_names = t.output_names;
+  model->output_scaling = FitOutputScaling(config, {&t.y});
+  setup->train_table.y = t.y;
+  model->output_scaling.Apply(&setup->train_table.y);
+  return absl::OkStatus();
+}
+
+bool IsIdentity(const data::Normalizer& n) {
+  return (n.mean.array() == 0.0).all() && (n.scale.array() == 1.0).all();
+}
+
+}  // namespace
+
+int SquareSide(int n) {
+  const int side = static_cast<int>(std::lround(std::sqrt(n)));
+  return side * side == n ? side : 0;
+}
+
+absl::Status LayeredFamily::Check(const TrainConfig& config) const {
+  if (IsFirstOrder(config.optimizer)) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrCat("a ", name(),
+                   " model trains with optimizer sgd, adam or lbfgs; the "
+                   "chosen optimizer supports other model kinds only"));
+}
+
+absl::StatusOr<int64_t> LayeredFamily::CountParameters(
+    const ModelConfig& config, int n_inputs, int n_outputs) const {
+  ModelConfig resolved = config;
+  Resolve(n_inputs, nullptr, &resolved);
+  SPARROW_ASSIGN_OR_RETURN(const Network net,
+                           Build(resolved, n_inputs, n_outputs));
+  return net.num_params();
+}
+
+// Every layer's output and about two more buffers of its size (pre-
+// activations, deltas, gate values) per sample.
+double LayeredFamily::ActivationWidth(const ModelConfig& config, int inputs,
+                                      int outputs) const {
+  ModelConfig resolved = config;
+  Resolve(inputs, nullptr, &resolved);
+  const absl::StatusOr<Network> net = Build(resolved, inputs, outputs);
+  if (!net.ok()) return inputs + outputs;
+  double width = inputs;
+  for (int i = 0; i < net->num_layers(); ++i) {
+    width += 3.0 * net->layer(i).output_shape().size();
+  }
+  return width;
+}
+
+absl::Status LayeredFamily::Setup(const TrainConfig& config,
+                                  const TrainData& data, Rng* rng, Model* model,
+                                  TrainSetup* setup) const {
+  const data::TableData& t = data.train_table;
+  if (t.num_samples() == 0) {
+    return absl::InvalidArgumentError("the training split is empty");
+  }
+  const int n_in = static_cast<int>(t.x.rows());
+  Resolve(n_in, &t, &model->config);
+  model->input_names = t.input_names;
+  model->input_scaling = FitInputScaling(config, {&t.x});
+  // Unscaled inputs (images in [0, 1]) are used in place: no copy of the
+  // largest array of the run.
+  const Eigen::MatrixXd* x = &t.x;
+  if (!IsIdentity(model->input_scaling)) {
+    setup->train_table.x = t.x;
+    model->input_scaling.Apply(&setup->train_table.x);
+    x = &setup->train_table.x;
+  }
+  SPARROW_RETURN_IF_ERROR(Targets(config, t, model, setup));
+  const int n_out = static_cast<int>(setup->train_table.y.rows());
+  SPARROW_ASSIGN_OR_RETURN(setup->network, Build(model->config, n_in, n_out));
+  model->params.resize(setup->network.num_params());
+  setup->network.Initialize(config.model.init_scale, rng, model->params.data());
+  setup->objective = std::make_unique<NetworkObjective>(
+      &setup->network, x, &setup->train_table.y, config.loss, config.rho_theta,
+      config.batch_size, config.shuffle, config.threads);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Eigen::MatrixXd> LayeredFamily::PredictRowsScaled(
+    const Model& m, const Eigen::MatrixXd& x) const {
+  const int n_in = static_cast<int>(x.rows());
+  SPARROW_ASSIGN_OR_RETURN(const Network net,
+                           Build(m.config, n_in, m.output_scaling.size()));
+  Eigen::MatrixXd y(net.outputs(), x.cols());
+  Network::Cache cache;
+  for (Eigen::Index begin = 0; begin < x.cols(); begin += kPredictChunk) {
+    const Eigen::Index cols =
+        std::min<Eigen::Index>(kPredictChunk, x.cols() - begin);
+    net.Forward(m.params.data(), x.middleCols(begin, cols), &cache);
+    y.middleCols(begin, cols) = cache.output();
+  }
+  return y;
+}
+
+int64_t LayeredFamily::StoredParameters(ModelConfig* config, int n_inputs,
+                                        int n_outputs, int) const {
+  Resolve(n_inputs, nullptr, config);
+  const absl::StatusOr<Network> net = Build(*config, n_inputs, n_outputs);
+  return net.ok() ? net->num_params() : -1;
+}
+
+std::vector<ParamBlock> LayeredFamily::Blocks(const Model& m) const {
+  const absl::StatusOr<Network> net =
+      Build(m.config, m.input_scaling.size(), m.output_scaling.size());
+  if (!net.ok()) return ModelFamily::Blocks(m);
+  const std::vector<std::string> names = LayerNames(m.config);
+  std::vector<ParamBlock> blocks;
+  for (int i = 0; i < net->num_layers(); ++i) {
+    if (net->block(i).size == 0) continue;
+    blocks.push_back({names[i], net->block(i).offset, net->block(i).size});
+  }
+  return blocks;
+}
+
+}  // namespace sparrow::core

@@ -1,0 +1,118 @@
+#include "core/train/network_objective.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+
+namespace sparrow::core {
+namespace {
+
+double FiniteOrInf(double v) {
+  return std::isfinite(v) ? v : std::numeric_limits<double>::infinity();
+}
+
+}  // namespace
+
+NetworkObjective::NetworkObjective(const Network* net, const Eigen::MatrixXd* x,
+                                   const Eigen::MatrixXd* y, Loss loss,
+                                   double rho_theta, int batch_size,
+                                   bool shuffle, int threads)
+    : net_(net),
+      x_(x),
+      y_(y),
+      loss_(loss),
+      rho_theta_(rho_theta),
+      batch_size_(batch_size),
+      shuffle_(shuffle),
+      parts_(std::max(threads, 1)),
+      pool_(std::max(threads, 1)) {
+  const int n = static_cast<int>(x->cols());
+  num_batches_ = (batch_size <= 0 || batch_size >= n)
+                     ? 1
+                     : (n + batch_size - 1) / batch_size;
+  order_.resize(n);
+  std::iota(order_.begin(), order_.end(), 0);
+}
+
+void NetworkObjective::RunPart(const Eigen::VectorXd& w, int begin, int end,
+                               bool gradient, Part* part) {
+  part->loss = 0.0;
+  const int cols = end - begin;
+  if (cols <= 0) return;
+  Slot& s = part->slots[cols];
+  s.x.resize(x_->rows(), cols);
+  s.y.resize(y_->rows(), cols);
+  for (int j = 0; j < cols; ++j) {
+    s.x.col(j) = x_->col(order_[begin + j]);
+    s.y.col(j) = y_->col(order_[begin + j]);
+  }
+  net_->Forward(w.data(), s.x, &s.cache);
+  part->loss = loss_.Value(s.y, s.cache.output());
+  if (!gradient) return;
+  s.d_out.resize(y_->rows(), cols);
+  loss_.Gradient(s.y, s.cache.output(), s.d_out);
+  net_->Backward(w.data(), s.d_out, &s.cache, nullptr);
+  net_->Gradient(s.cache, part->grad.data());
+}
+
+double NetworkObjective::Accumulate(const Eigen::VectorXd& w, int begin,
+                                    int end, Eigen::VectorXd* grad) {
+  const int threads = static_cast<int>(parts_.size());
+  const int n = end - begin;
+  const int used = std::max(1, std::min(threads, n));
+  pool_.Run(used, [&](int k) {
+    Part& part = parts_[k];
+    if (grad != nullptr) part.grad.setZero(w.size());
+    RunPart(w, begin + n * k / used, begin + n * (k + 1) / used,
+            grad != nullptr, &part);
+  });
+  double value = 0.0;
+  for (int k = 0; k < used; ++k) {
+    value += parts_[k].loss;
+    if (grad != nullptr) *grad += parts_[k].grad;
+  }
+  return value;
+}
+
+double NetworkObjective::Evaluate(const Eigen::VectorXd& w,
+                                  Eigen::VectorXd* grad) {
+  const int n = static_cast<int>(x_->cols());
+  if (grad != nullptr) grad->setZero(w.size());
+  // A full pass in the data's own order, whatever the epoch's shuffle.
+  std::vector<int> shuffled;
+  shuffled.swap(order_);
+  order_.resize(n);
+  std::iota(order_.begin(), order_.end(), 0);
+  double value = 0.0;
+  for (int begin = 0; begin < n; begin += kChunk) {
+    value += Accumulate(w, begin, std::min(n, begin + kChunk), grad);
+  }
+  order_.swap(shuffled);
+  value += 0.5 * rho_theta_ * w.squaredNorm();
+  if (grad != nullptr) {
+    *grad += rho_theta_ * w;
+    *grad /= n;
+  }
+  return FiniteOrInf(value / n);
+}
+
+void NetworkObjective::StartEpoch(const Eigen::VectorXd&, Rng* rng) {
+  if (num_batches_ > 1 && shuffle_) rng->Shuffle(&order_);
+}
+
+double NetworkObjective::EvaluateBatch(const Eigen::VectorXd& w, int batch,
+                                       Eigen::VectorXd* grad) {
+  if (num_batches_ == 1) return Evaluate(w, grad);
+  const int n = static_cast<int>(x_->cols());
+  const int begin = batch * batch_size_;
+  const int end = std::min(n, begin + batch_size_);
+  grad->setZero(w.size());
+  const double value = Accumulate(w, begin, end, grad);
+  const double m = end - begin;
+  *grad /= m;
+  *grad += (rho_theta_ / n) * w;
+  return FiniteOrInf(value / m + 0.5 * rho_theta_ / n * w.squaredNorm());
+}
+
+}  // namespace sparrow::core
