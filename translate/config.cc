@@ -218,10 +218,17 @@ absl::StatusOr<core::ModelConfig> ToModelConfig(const v1::ModelSpec& m,
                              "positive (0 means 1)");
   }
   c.init_scale = m.init_scale() == 0 ? 1.0 : m.init_scale();
+  if (!m.init().empty() && (m.has_narx_mlp() || m.has_state_space_rnn())) {
+    return absl::InvalidArgumentError(
+        "model.init applies to mlp, cnn, rnn and lstm models; narx_mlp and "
+        "state_space_rnn use Glorot-normal weights scaled by init_scale");
+  }
   switch (m.kind_case()) {
-    case v1::ModelSpec::kMlp:
+    case v1::ModelSpec::kMlp: {
       SPARROW_RETURN_IF_ERROR(ToMlpConfig(m.mlp(), default_output, &c));
+      SPARROW_ASSIGN_OR_RETURN(c.init, ToInitLaw(m.init()));
       break;
+    }
     case v1::ModelSpec::kNarxMlp:
       SPARROW_RETURN_IF_ERROR(
           ToNarxMlpConfig(m.narx_mlp(), default_output, &c));

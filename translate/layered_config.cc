@@ -10,14 +10,6 @@ namespace {
 using core::Activation;
 using Type = core::CnnLayerConfig::Type;
 
-absl::StatusOr<core::InitLaw> ToInitLaw(const std::string& init) {
-  if (init.empty() || init == "glorot") return core::InitLaw::kGlorot;
-  if (init == "he") return core::InitLaw::kHe;
-  if (init == "torch") return core::InitLaw::kTorch;
-  return absl::InvalidArgumentError(absl::StrCat(
-      "model.init is \"", init, "\"; use \"glorot\", \"he\" or \"torch\""));
-}
-
 absl::StatusOr<core::CnnLayerConfig> ToCnnLayer(const v1::CnnLayer& l,
                                                 const std::string& field) {
   core::CnnLayerConfig c;
@@ -93,6 +85,14 @@ absl::Status ToRecurrent(const Proto& m, const char* name,
 }
 
 }  // namespace
+
+absl::StatusOr<core::InitLaw> ToInitLaw(const std::string& init) {
+  if (init.empty() || init == "glorot") return core::InitLaw::kGlorot;
+  if (init == "he") return core::InitLaw::kHe;
+  if (init == "torch") return core::InitLaw::kTorch;
+  return absl::InvalidArgumentError(absl::StrCat(
+      "model.init is \"", init, "\"; use \"glorot\", \"he\" or \"torch\""));
+}
 
 absl::Status ToLayeredConfig(const v1::ModelSpec& m, core::ModelConfig* c) {
   SPARROW_ASSIGN_OR_RETURN(c->init, ToInitLaw(m.init()));

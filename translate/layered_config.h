@@ -4,11 +4,17 @@
 #ifndef SPARROW_TRANSLATE_LAYERED_CONFIG_H_
 #define SPARROW_TRANSLATE_LAYERED_CONFIG_H_
 
+#include <string>
+
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "core/train/model.h"
 #include "sparrow/v1/spec.pb.h"
 
 namespace sparrow::translate {
+
+// model.init: "" or "glorot", "he", "torch".
+absl::StatusOr<core::InitLaw> ToInitLaw(const std::string& init);
 
 // Sets c->kind and c->init from m (whose kind is cnn, rnn or lstm),
 // validating the fields that need no data; errors name the field.

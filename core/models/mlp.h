@@ -49,6 +49,8 @@ struct MlpSpec {
   // False: no bias terms (the bias-free networks of Palagi & Seccia's BLD);
   // every layer then has only its weight matrix.
   bool bias = true;
+  // How the layers draw their initial weights (layer.h).
+  InitLaw init = InitLaw::kGlorot;
 };
 
 // Checks sizes; `name` prefixes the message (e.g. "model.mlp").

@@ -88,6 +88,7 @@ NarxMlp NarxModel(const Model& m) {
 MlpSpec NetworkSpec(const ModelConfig& c, int n_in, int n_out) {
   MlpSpec spec{n_in, c.hidden, n_out, c.activation, c.output_activation};
   spec.bias = c.bias;
+  spec.init = c.init;
   return spec;
 }
 

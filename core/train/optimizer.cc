@@ -47,6 +47,12 @@ void ResumeMethod(const ResumePoint& point, TrainConfig* config) {
              config->optimizer);
 }
 
+bool IsFirstOrder(const OptimizerOptions& o) {
+  return std::holds_alternative<SgdOptions>(o) ||
+         std::holds_alternative<AdamOptions>(o) ||
+         std::holds_alternative<LbfgsOptions>(o);
+}
+
 bool UsesGaussNewton(const OptimizerOptions& options) {
   return std::holds_alternative<NailsOptions>(options) ||
          std::holds_alternative<NailmOptions>(options);

@@ -39,6 +39,10 @@ const char* OptimizerName(const OptimizerOptions& options);
 StopRules& Stop(OptimizerOptions& options);
 const StopRules& Stop(const OptimizerOptions& options);
 
+// SGD, Adam or L-BFGS: methods that need only an Objective's values and
+// gradients (any model kind, any objective).
+bool IsFirstOrder(const OptimizerOptions& options);
+
 // NAILS or NAILM: the Gauss-Newton methods (ADMM runs around them; their
 // normal equations dominate a job's memory).
 bool UsesGaussNewton(const OptimizerOptions& options);

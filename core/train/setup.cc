@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/models/pruning.h"
 #include "core/train/model_registry.h"
+#include "core/train/network_objective.h"
 #include "core/util/status_macros.h"
 
 namespace sparrow::core {
@@ -58,7 +59,8 @@ data::SequenceData Scaled(const data::SequenceData& seq,
 }  // namespace
 
 // An MLP on the rows of setup->train_table (static MLP, or NARX on its
-// regressors), with the table objective.
+// regressors), with the table objective; first-order methods on several
+// threads get the threaded NetworkObjective over the same network.
 absl::Status SetupNetwork(const TrainConfig& config, int n_in, int n_out,
                           absl::string_view name, Rng* rng, Model* model,
                           TrainSetup* setup) {
@@ -67,6 +69,13 @@ absl::Status SetupNetwork(const TrainConfig& config, int n_in, int n_out,
   setup->mlp = Mlp(spec);
   model->params.resize(setup->mlp.num_params());
   setup->mlp.Initialize(config.model.init_scale, rng, model->params.data());
+  if (config.threads > 1 && IsFirstOrder(config.optimizer)) {
+    setup->objective = std::make_unique<NetworkObjective>(
+        &setup->mlp.network(), &setup->train_table.x, &setup->train_table.y,
+        config.loss, config.rho_theta, config.batch_size, config.shuffle,
+        config.threads);
+    return absl::OkStatus();
+  }
   setup->objective = std::make_unique<TableObjective>(
       &setup->mlp, &setup->train_table.x, &setup->train_table.y, config.loss,
       config.rho_theta, config.batch_size, config.shuffle);

@@ -14,12 +14,6 @@ namespace {
 // Samples per forward pass when predicting: bounds the activations kept.
 constexpr int kPredictChunk = 256;
 
-bool IsFirstOrder(const OptimizerOptions& o) {
-  return std::holds_alternative<SgdOptions>(o) ||
-         std::holds_alternative<AdamOptions>(o) ||
-         std::holds_alternative<LbfgsOptions>(o);
-}
-
 // The targets the network fits: a softmax classifier on one label column gets
 // one-hot columns (and output names "label=c"); other targets are scaled.
 absl::Status Targets(const TrainConfig& config, const data::TableData& t,
