@@ -35,7 +35,7 @@ export TSAN_OPTIONS ?= halt_on_error=1:second_deadlock_stack=1:suppressions=$(CU
 # each run for FUZZ_SECONDS from the committed seed corpus (fuzz/README.md).
 FUZZ_DIR ?= build-fuzz
 FUZZ_SECONDS ?= 60
-FUZZ_TARGETS ?= csv_fuzz spec_fuzz model_fuzz checkpoint_fuzz rpc_fuzz
+FUZZ_TARGETS ?= csv_fuzz spec_fuzz model_fuzz checkpoint_fuzz rpc_fuzz image_fuzz
 
 .PHONY: all deps configure build test sanitize sanitize-asan sanitize-tsan fuzz demo bench \
   image format clean
