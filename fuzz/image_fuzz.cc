@@ -46,11 +46,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* bytes, size_t size) {
   if (images.ok()) CheckSet(*images);
   auto labels = data::ParseIdxLabels(buffer, "fuzz");
   if (labels.ok()) Check(labels->size() + 8 == size);
-  auto dataset = sparrow::translate::ParseImageDataset(buffer);
+  const absl::string_view view(buffer.data(), buffer.size());
+  auto dataset = sparrow::translate::ParseImageDataset(view);
   if (dataset.ok()) CheckSet(*dataset);
-  auto predict = sparrow::translate::ParsePredictImages(buffer);
+  auto predict = sparrow::translate::ParsePredictImages(view);
   if (predict.ok()) CheckSet(*predict);
-  auto gunzipped = sparrow::translate::Gunzip(buffer, 1 << 20, "fuzz");
+  auto gunzipped = sparrow::translate::Gunzip(view, 1 << 20, "fuzz");
   if (gunzipped.ok()) Check(gunzipped->size() <= (1u << 20));
   return 0;
 }
