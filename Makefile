@@ -13,7 +13,7 @@ TSAN_DIR ?= build-tsan
 # the client's 4000-epoch restart test (106 s under ASan), and the job manager's shutdown test
 # during a multi-second NAILS epoch (it needs the epoch to outlast the stop grace, and waits
 # for a whole one first).
-ASAN_TESTS ?= ^(core_|server_(service|store|jobs|http)_|translate_(config|data|json|model|predict)_|client_|fuzz_)
+ASAN_TESTS ?= ^(core_|server_(service|store|jobs|http)_|translate_(config|data|images|json|model|predict)_|client_|fuzz_)
 ASAN_SKIP ?= WatchDeliversEveryEventOnceAcrossARestart|StopsWithinTheGraceDuringALongEpoch
 # TSan runs the store, event hub and job manager tests (the last drives the job manager without
 # gRPC). Debian's gRPC and Abseil are not instrumented, so in the service tests every hand-off
@@ -35,7 +35,7 @@ export TSAN_OPTIONS ?= halt_on_error=1:second_deadlock_stack=1:suppressions=$(CU
 # each run for FUZZ_SECONDS from the committed seed corpus (fuzz/README.md).
 FUZZ_DIR ?= build-fuzz
 FUZZ_SECONDS ?= 60
-FUZZ_TARGETS ?= csv_fuzz spec_fuzz model_fuzz checkpoint_fuzz rpc_fuzz
+FUZZ_TARGETS ?= csv_fuzz spec_fuzz model_fuzz checkpoint_fuzz rpc_fuzz image_fuzz
 
 .PHONY: all deps configure build test sanitize sanitize-asan sanitize-tsan fuzz demo bench \
   image format clean

@@ -11,6 +11,8 @@
 #include "core/train/model_registry.h"
 #include "core/util/option_error.h"
 #include "core/util/status_macros.h"
+#include "translate/config.h"
+#include "translate/images.h"
 
 namespace sparrow::translate {
 namespace {
@@ -529,12 +531,87 @@ void Summarize(const core::TrainData& data, bool mlp, int64_t file_rows,
   summary->outputs = static_cast<int>(ch.outputs.size());
 }
 
+// --- Image datasets --------------------------------------------------------
+
+// Column selectors have no meaning for images: a sample's inputs are its
+// pixels and its output the label.
+absl::Status CheckNoColumns(const v1::DataSource& src) {
+  const struct {
+    const char* name;
+    bool set;
+  } fields[] = {{"data.inputs", !src.inputs().empty()},
+                {"data.outputs", !src.outputs().empty()},
+                {"data.trace_column", !src.trace_column().empty()},
+                {"data.trace_starts", !src.trace_starts().empty()},
+                {"data.test_inputs", !src.test_inputs().empty()},
+                {"data.test_outputs", !src.test_outputs().empty()},
+                {"data.categorical", !src.categorical().empty()},
+                {"data.drop_missing", src.drop_missing()}};
+  for (const auto& f : fields) {
+    if (f.set) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          f.name,
+          " is set but the data are images, whose inputs are always the "
+          "pixels and whose output is the label; remove ",
+          f.name));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// Images are independent samples: a sequence model cannot train on them.
+absl::Status CheckTableModel(const core::TrainConfig& config) {
+  const core::ModelFamily& family = core::FamilyOf(config.model.kind);
+  if (!family.sequence()) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(
+      "model.", family.name(),
+      " is a sequence model but the data are images (independent samples); "
+      "use an mlp or cnn model"));
+}
+
+absl::Status CheckImageSpec(const v1::JobSpec& spec,
+                            const core::TrainConfig& config, int64_t images) {
+  SPARROW_RETURN_IF_ERROR(CheckNoColumns(spec.data()));
+  SPARROW_RETURN_IF_ERROR(CheckTableModel(config));
+  SPARROW_RETURN_IF_ERROR(CheckRandomSplit(spec.split(), /*mlp=*/true));
+  if (images <= 0) return absl::OkStatus();
+  return CutSplits(spec, images).status();
+}
+
+absl::Status BuildImageTables(const core::data::ImageSet& images,
+                              const core::data::RowSplit& rows,
+                              core::TrainData* data) {
+  SPARROW_ASSIGN_OR_RETURN(data->train_table,
+                           core::data::MakeImageTable(images, rows.train));
+  if (!rows.validation.empty()) {
+    SPARROW_ASSIGN_OR_RETURN(
+        data->validation_table,
+        core::data::MakeImageTable(images, rows.validation));
+  }
+  if (!rows.test.empty()) {
+    SPARROW_ASSIGN_OR_RETURN(data->test_table,
+                             core::data::MakeImageTable(images, rows.test));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<core::TrainData> LoadTrainData(const v1::JobSpec& spec,
                                               const core::TrainConfig& config,
                                               absl::string_view csv,
                                               DataSummary* summary) {
+  if (IsImageDataset(csv)) {
+    SPARROW_ASSIGN_OR_RETURN(const core::data::ImageSet images,
+                             ParseImageDataset(csv));
+    return LoadImageTrainData(spec, config, images, summary);
+  }
+  if (spec.data().has_images()) {
+    return absl::InvalidArgumentError(
+        "data.images names IDX files, but the data given are not an image "
+        "dataset (they do not start with the line SPARROW-IMAGES 1); upload "
+        "the files with sparrow upload --images FILE --labels FILE");
+  }
   SPARROW_ASSIGN_OR_RETURN(const core::data::CsvTable table,
                            ReadTable(spec, csv));
   SPARROW_ASSIGN_OR_RETURN(const Channels channels,
@@ -562,9 +639,44 @@ absl::StatusOr<core::TrainData> LoadTrainData(const v1::JobSpec& spec,
   return data;
 }
 
+absl::StatusOr<core::TrainData> LoadImageTrainData(
+    const v1::JobSpec& spec, const core::TrainConfig& config,
+    const core::data::ImageSet& images, DataSummary* summary) {
+  const int64_t n = images.size();
+  SPARROW_RETURN_IF_ERROR(CheckImageSpec(spec, config, n));
+  if (n == 0) {
+    return absl::InvalidArgumentError(
+        "the image dataset holds no images; give files with at least one");
+  }
+  SPARROW_ASSIGN_OR_RETURN(const SplitRows ranges, CutSplits(spec, n));
+  KeptRows all;
+  all.kept.resize(n);
+  std::iota(all.kept.begin(), all.kept.end(), int64_t{1});
+  SPARROW_ASSIGN_OR_RETURN(const core::data::RowSplit rows,
+                           MlpRows(spec.split(), ranges, all));
+  core::TrainData data;
+  SPARROW_RETURN_IF_ERROR(BuildImageTables(images, rows, &data));
+  if (summary != nullptr) {
+    summary->file_rows = n;
+    summary->dropped_rows = 0;
+    summary->train_rows = data.train_table.num_samples();
+    summary->validation_rows = data.validation_table.num_samples();
+    summary->test_rows = data.test_table.num_samples();
+    summary->inputs = static_cast<int>(images.image_size());
+    summary->outputs = 1;
+  }
+  return data;
+}
+
+absl::Status ValidateImageDataSpec(const v1::JobSpec& spec, int64_t images) {
+  SPARROW_ASSIGN_OR_RETURN(const core::TrainConfig config, ToTrainConfig(spec));
+  return CheckImageSpec(spec, config, images);
+}
+
 absl::Status ValidateDataSpec(const v1::JobSpec& spec,
                               const std::vector<std::string>& header,
                               int64_t rows) {
+  if (spec.data().has_images()) return ValidateImageDataSpec(spec, rows);
   SPARROW_RETURN_IF_ERROR(CheckColumnRoles(spec.data()));
   SPARROW_ASSIGN_OR_RETURN(
       std::vector<int> columns,

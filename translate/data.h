@@ -13,6 +13,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "core/data/idx.h"
 #include "core/train/trainer.h"
 #include "sparrow/v1/spec.pb.h"
 
@@ -30,8 +31,9 @@ struct DataSummary {
 
 // Parses the CSV bytes of the spec's data source, one-hot encodes the
 // categorical columns, drops the rows with missing values (data.drop_missing)
-// and cuts the splits (row ranges or a random split). Fills `summary` when
-// given.
+// and cuts the splits (row ranges or a random split). Bytes that start with
+// the image-dataset magic (translate/images.h) are read as images instead
+// (LoadImageTrainData). Fills `summary` when given.
 absl::StatusOr<core::TrainData> LoadTrainData(const v1::JobSpec& spec,
                                               const core::TrainConfig& config,
                                               absl::string_view csv,
@@ -46,6 +48,20 @@ absl::StatusOr<core::TrainData> LoadTrainData(const v1::JobSpec& spec,
 absl::Status ValidateDataSpec(const v1::JobSpec& spec,
                               const std::vector<std::string>& header,
                               int64_t rows);
+
+// An image dataset's tables: the split's row ranges (or random split) index
+// the images, 1-based; x holds the pixels / 255, y the labels
+// (core::data::MakeImageTable). For table models (mlp, cnn) only. Fills
+// `summary` (file_rows = images) when given.
+absl::StatusOr<core::TrainData> LoadImageTrainData(
+    const v1::JobSpec& spec, const core::TrainConfig& config,
+    const core::data::ImageSet& images, DataSummary* summary = nullptr);
+
+// The checks of LoadImageTrainData that need only the number of images
+// (images <= 0 skips the row ranges): no column selectors (data.inputs,
+// outputs, categorical, ...: an image's inputs are its pixels, its output the
+// label), a table model, and the split.
+absl::Status ValidateImageDataSpec(const v1::JobSpec& spec, int64_t images);
 
 }  // namespace sparrow::translate
 

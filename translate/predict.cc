@@ -139,6 +139,42 @@ absl::StatusOr<Eigen::MatrixXd> ReadChannels(
   return values;
 }
 
+// Columnwise softmax, shifted by each column's maximum against overflow.
+Eigen::MatrixXd Softmax(const Eigen::MatrixXd& logits) {
+  Eigen::MatrixXd p(logits.rows(), logits.cols());
+  for (Eigen::Index j = 0; j < logits.cols(); ++j) {
+    const Eigen::VectorXd e =
+        (logits.col(j).array() - logits.col(j).maxCoeff()).exp();
+    p.col(j) = e / e.sum();
+  }
+  return p;
+}
+
+absl::Status CheckImageModel(const core::Model& m,
+                             const core::data::ImageSet& images) {
+  if (m.loss.kind != core::LossKind::kSoftmaxCrossEntropy) {
+    return absl::InvalidArgumentError(
+        "image predictions report classes, but this model was not trained "
+        "with softmax cross-entropy (loss.kind = softmax_cross_entropy); "
+        "predict on a CSV of its inputs instead");
+  }
+  if (images.size() > kMaxPredictImages) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "%d images, more than %d, the most one prediction takes "
+        "(translate::kMaxPredictImages); split them over several requests",
+        images.size(), kMaxPredictImages));
+  }
+  if (images.image_size() != m.input_scaling.size()) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "the model takes %d inputs but the images have %d x %d x %d = %d "
+        "values (channels x rows x columns); use images of the training "
+        "data's shape",
+        m.input_scaling.size(), images.channels, images.height, images.width,
+        images.image_size()));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 std::string PredictOutput::Csv() const {
@@ -227,6 +263,28 @@ absl::StatusOr<PredictOutput> Predict(const v1::TrainedModel& model,
   if (std::isfinite(bfr)) {
     out.bfr = bfr;
     out.rmse = core::Rmse(y.rightCols(n), out.y.rightCols(n));
+  }
+  return out;
+}
+
+absl::StatusOr<ImagePredictions> PredictImages(
+    const v1::TrainedModel& model, const core::data::ImageSet& images) {
+  SPARROW_ASSIGN_OR_RETURN(const core::Model m, FromProto(model));
+  SPARROW_RETURN_IF_ERROR(CheckImageModel(m, images));
+  ImagePredictions out;
+  if (images.size() == 0) return out;
+  std::vector<int64_t> all(images.size());
+  for (int64_t i = 0; i < images.size(); ++i) all[i] = i + 1;
+  SPARROW_ASSIGN_OR_RETURN(const core::data::TableData table,
+                           core::data::MakeImageTable(images, all));
+  SPARROW_ASSIGN_OR_RETURN(const Eigen::MatrixXd logits,
+                           core::PredictTable(m, table.x));
+  out.probabilities = Softmax(logits);
+  out.labels.resize(logits.cols());
+  for (Eigen::Index j = 0; j < logits.cols(); ++j) {
+    Eigen::Index best = 0;
+    out.probabilities.col(j).maxCoeff(&best);
+    out.labels[j] = static_cast<int>(best);
   }
   return out;
 }

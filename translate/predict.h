@@ -11,6 +11,7 @@
 #include "Eigen/Core"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "core/data/idx.h"
 #include "sparrow/v1/model.pb.h"
 
 namespace sparrow::translate {
@@ -72,6 +73,27 @@ int64_t CountCsvDataRows(absl::string_view csv);
 absl::StatusOr<PredictOutput> Predict(const v1::TrainedModel& model,
                                       absl::string_view csv,
                                       const PredictOptions& options);
+
+// The most images one prediction call takes (ModelService.Predict refuses
+// more; `sparrow predict --images` sends larger files in batches).
+inline constexpr int64_t kMaxPredictImages = 10000;
+
+// A classifier's predictions on images.
+struct ImagePredictions {
+  // classes x N: softmax of the model's outputs, one column per image.
+  Eigen::MatrixXd probabilities;
+  // The most probable class of each image (the first on ties).
+  std::vector<int> labels;
+};
+
+// Runs `model`, a classifier trained with softmax cross-entropy (mlp or cnn),
+// on `images`: its inputs are the pixels / 255, channel-major, as in
+// training. Errors (InvalidArgument): a corrupt model, another loss, more
+// than kMaxPredictImages images, or images whose pixel count differs from the
+// model's inputs; the errors of core::PredictTable.
+// Thread safety: pure; concurrent calls are safe.
+absl::StatusOr<ImagePredictions> PredictImages(
+    const v1::TrainedModel& model, const core::data::ImageSet& images);
 
 }  // namespace sparrow::translate
 

@@ -21,6 +21,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_format.h"
 #include "client/cli/common.h"
+#include "client/cli/images.h"
 #include "client/cli/remote.h"
 #include "client/cli/report.h"
 #include "core/data/synthetic.h"
@@ -31,6 +32,7 @@
 #include "nlohmann/json.hpp"
 #include "translate/config.h"
 #include "translate/data.h"
+#include "translate/images.h"
 #include "translate/json.h"
 #include "translate/model.h"
 #include "translate/predict.h"
@@ -119,7 +121,7 @@ struct LocalRun {
   translate::DataSummary data_summary;
 };
 
-// Checks the flags, then reads the spec and the CSV it names.
+// Checks the flags, then reads the spec and the CSV or IDX files it names.
 absl::StatusOr<LocalRun> LoadLocalRun(const RunFlags& f) {
   if (!f.local) {
     return absl::InvalidArgumentError(
@@ -136,9 +138,18 @@ absl::StatusOr<LocalRun> LoadLocalRun(const RunFlags& f) {
                            ReadFile(f.spec_path, "the job spec"));
   SPARROW_ASSIGN_OR_RETURN(run.spec, translate::ParseJobSpecJson(text));
   SPARROW_ASSIGN_OR_RETURN(run.config, translate::ToTrainConfig(run.spec));
+  if (run.spec.data().has_images()) {
+    SPARROW_ASSIGN_OR_RETURN(
+        const core::data::ImageSet images,
+        translate::ReadImageFiles(run.spec.data().images()));
+    SPARROW_ASSIGN_OR_RETURN(
+        run.data, translate::LoadImageTrainData(run.spec, run.config, images,
+                                                &run.data_summary));
+    return run;
+  }
   if (run.spec.data().source_case() != v1::DataSource::kCsvPath) {
     return absl::InvalidArgumentError(
-        "data.csv_path is required for --local runs "
+        "data.csv_path or data.images is required for --local runs "
         "(data.dataset_id needs sparrowd)");
   }
   SPARROW_ASSIGN_OR_RETURN(
@@ -243,6 +254,7 @@ struct PredictFlags {
   bool simulate = false;
   std::string model_path;
   std::string input;
+  std::string images;
   bool one_step = false;
   bool intervals = false;
   int x0_samples = 0;
@@ -274,13 +286,31 @@ absl::StatusOr<v1::TrainedModel> ReadModel(const std::string& path) {
 // Runs a stored model on a CSV with the model's input columns (and, for
 // sequence models, its output columns: the NARX history / encoder window / x0
 // estimate read them).
+// Runs a model file on images: the class of each.
+int PredictImagesLocal(const v1::TrainedModel& model, const PredictFlags& f) {
+  auto images = ReadImagesToPredict(f.images);
+  if (!images.ok()) return Fail(images.status());
+  auto p = PredictInBatches(*images, [&](const core::data::ImageSet& batch) {
+    return translate::PredictImages(model, batch);
+  });
+  if (!p.ok()) return Fail(p.status());
+  return PrintImagePredictions(*p, f.out, f.json);
+}
+
 int Predict(const PredictFlags& f, RemoteCommands* remote) {
   if (f.one_step && f.simulate) {
     return Fail(absl::InvalidArgumentError(
         "--one-step and --simulate exclude each other"));
   }
+  if (f.input.empty() == f.images.empty()) {
+    return Fail(absl::InvalidArgumentError(
+        "give the data to predict on: --input FILE.csv or --images "
+        "FILE(.gz) (an IDX image file), not both"));
+  }
   if (!f.local) {
-    if (f.job.empty()) {
+    // `--model JOB` names the job on sparrowd, as `predict JOB` does.
+    const std::string job = f.job.empty() ? f.model_path : f.job;
+    if (job.empty()) {
       return Fail(absl::InvalidArgumentError(
           "name a job (sparrow predict JOB --input FILE) or a model file "
           "(sparrow predict --local --model FILE --input FILE)"));
@@ -288,8 +318,9 @@ int Predict(const PredictFlags& f, RemoteCommands* remote) {
     if (f.x0_samples < 0)
       return Fail(absl::InvalidArgumentError("--x0-samples must be >= 0"));
     RemotePredictArgs args;
-    args.job = f.job;
+    args.job = job;
     args.input = f.input;
+    args.images = f.images;
     args.one_step = f.one_step;
     args.intervals = f.intervals;
     args.x0_samples = f.x0_samples;
@@ -305,6 +336,7 @@ int Predict(const PredictFlags& f, RemoteCommands* remote) {
   if (!proto.ok()) return Fail(proto.status());
   if (f.x0_samples < 0)
     return Fail(absl::InvalidArgumentError("--x0-samples must be >= 0"));
+  if (!f.images.empty()) return PredictImagesLocal(*proto, f);
   auto csv = ReadFile(f.input, "--input");
   if (!csv.ok()) return Fail(csv.status());
   translate::PredictOptions options;
@@ -439,20 +471,25 @@ CLI::App* AddPredictCommand(CLI::App* app, PredictFlags* flags) {
       "Examples:\n"
       "  sparrow predict job-1a2b3c4d5e6f7a8b --input new.csv -o pred.csv\n"
       "  sparrow predict --local --model damper.json --input new.csv -o "
-      "pred.csv");
+      "pred.csv\n"
+      "  sparrow predict job-1a2b3c4d5e6f7a8b --images "
+      "t10k-images-idx3-ubyte.gz --json\n"
+      "With --images (classifiers trained with softmax cross-entropy), one "
+      "line per image: INDEX CLASS PROBABILITY.");
   pred_cmd->add_option("job", pred.job, "Job whose model to run (on sparrowd)");
   pred_cmd->add_flag("--local", pred.local,
                      "Run a model file in this process instead (--model)");
   pred_cmd->add_option(
       "--model", pred.model_path,
       "With --local: model file from `run -o` or `model get` (.json or "
-      "binary protobuf)");
-  pred_cmd
-      ->add_option(
-          "--input", pred.input,
-          "CSV with the model's input columns (sequence models: and its output "
-          "columns, read for the initial state / NARX history)")
-      ->required();
+      "binary protobuf); without --local: the job on sparrowd, like JOB");
+  pred_cmd->add_option(
+      "--input", pred.input,
+      "CSV with the model's input columns (sequence models: and its output "
+      "columns, read for the initial state / NARX history)");
+  pred_cmd->add_option("--images", pred.images,
+                       "Instead of --input: an IDX image file (gzip'd or not) "
+                       "or an image dataset; prints each image's class");
   pred_cmd->add_flag("--simulate", pred.simulate,
                      "Free-run simulation (the default for sequence models)");
   pred_cmd->add_flag(
@@ -466,7 +503,8 @@ CLI::App* AddPredictCommand(CLI::App* app, PredictFlags* flags) {
       "--x0-samples", pred.x0_samples,
       "Samples used to estimate a free initial state (default: the model's)");
   pred_cmd->add_option("-o,--output", pred.out,
-                       "Write the predictions to this CSV");
+                       "Write the predictions to this CSV (images: index, "
+                       "class, probability, p0, p1, ...)");
   pred_cmd->add_flag("--json", pred.json, "Print a JSON summary");
   return pred_cmd;
 }

@@ -12,12 +12,15 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
+#include "client/cli/images.h"
 #include "core/train/methods.h"
+#include "core/util/status_macros.h"
 #include "google/protobuf/util/time_util.h"
 #include "nlohmann/json.hpp"
 #include "sparrow/v1/job_state.h"
 #include "translate/config.h"
 #include "translate/data.h"
+#include "translate/images.h"
 #include "translate/json.h"
 #include "translate/model.h"
 
@@ -116,6 +119,19 @@ absl::StatusOr<v1::Job::State> ParseState(const std::string& name) {
   return state;
 }
 
+// "1000 rows, columns u, y" or "70000 images of 1 x 28 x 28".
+std::string Contents(const v1::Dataset& d) {
+  if (d.format() == v1::DATASET_FORMAT_IMAGES) {
+    const v1::ImageShape& s = d.image_shape();
+    return absl::StrFormat(
+        "%d images of %d x %d x %d (channels x rows x "
+        "columns), labeled",
+        d.rows(), s.channels(), s.height(), s.width());
+  }
+  return absl::StrFormat("%d rows, columns %s", d.rows(),
+                         absl::StrJoin(d.columns(), ", "));
+}
+
 }  // namespace
 
 void RemoteCommands::AddTo(CLI::App* app) {
@@ -127,10 +143,22 @@ void RemoteCommands::AddTo(CLI::App* app) {
 void RemoteCommands::AddSubmitCommands(CLI::App* app) {
   upload_ = app->add_subcommand(
       "upload",
-      "Upload a CSV dataset to sparrowd (skipped when the server already has "
-      "the same bytes); prints its id.\n"
-      "Example: sparrow upload ../shared/data/mr_damper/mrdamper.csv");
-  upload_->add_option("file", file_, "CSV file with a header row")->required();
+      "Upload a CSV dataset, or IDX image files with their label files, to "
+      "sparrowd (skipped when the server already has the same bytes); prints "
+      "its id.\n"
+      "Examples:\n"
+      "  sparrow upload ../shared/data/mr_damper/mrdamper.csv\n"
+      "  sparrow upload --images train-images-idx3-ubyte.gz --labels "
+      "train-labels-idx1-ubyte.gz --images t10k-images-idx3-ubyte.gz "
+      "--labels t10k-labels-idx1-ubyte.gz --name fashion-mnist");
+  upload_->add_option("file", file_, "CSV file with a header row");
+  upload_->add_option("--images", images_,
+                      "IDX image file (gzip'd or not); repeat for more, each "
+                      "with its --labels; packed in order into one image "
+                      "dataset");
+  upload_->add_option("--labels", labels_,
+                      "IDX label file of the --images file at the same place");
+  upload_->add_option("--name", name_, "Display name (default: the file name)");
   upload_->add_flag("--json", json_, "Print {\"dataset_id\": ...} only");
   upload_connection_.AddTo(upload_);
 
@@ -235,12 +263,33 @@ int RemoteCommands::Run() {
   return -1;
 }
 
+// The bytes to upload and their display name: the CSV file, or the packed
+// --images / --labels files.
+absl::StatusOr<std::pair<std::string, std::string>> UploadContent(
+    const std::string& file, const std::vector<std::string>& images,
+    const std::vector<std::string>& labels, const std::string& name) {
+  if (file.empty() == images.empty()) {
+    return absl::InvalidArgumentError(
+        "give a CSV file or --images FILE --labels FILE, not both");
+  }
+  const std::string& first = file.empty() ? images.front() : file;
+  std::string shown =
+      name.empty() ? first.substr(first.find_last_of('/') + 1) : name;
+  if (!file.empty()) {
+    SPARROW_ASSIGN_OR_RETURN(std::string bytes, ReadFile(file, "the dataset"));
+    return std::make_pair(std::move(bytes), std::move(shown));
+  }
+  SPARROW_ASSIGN_OR_RETURN(std::string bytes, PackImageFiles(images, labels));
+  return std::make_pair(std::move(bytes), std::move(shown));
+}
+
 int RemoteCommands::Upload() {
+  auto content = UploadContent(file_, images_, labels_, name_);
+  if (!content.ok()) return Fail(content.status());
   auto client = upload_connection_.Connect();
   if (!client.ok()) return Fail(client.status());
-  auto bytes = ReadFile(file_, "the dataset");
-  if (!bytes.ok()) return Fail(bytes.status());
-  const std::string name = file_.substr(file_.find_last_of('/') + 1);
+  const std::string* bytes = &content->first;
+  const std::string& name = content->second;
   bool existed = false;
   auto dataset = (*client)->Upload(*bytes, name, &existed);
   if (!dataset.ok()) return Fail(dataset.status());
@@ -251,12 +300,14 @@ int RemoteCommands::Upload() {
               {"size_bytes", dataset->size_bytes()},
               {"columns", std::vector<std::string>(dataset->columns().begin(),
                                                    dataset->columns().end())}};
+    if (dataset->has_image_shape()) {
+      const v1::ImageShape& shape = dataset->image_shape();
+      j["image_shape"] = {shape.channels(), shape.height(), shape.width()};
+    }
     std::cout << j.dump(2) << "\n";
   } else {
     std::cout << dataset->id() << "\n";
-    std::cerr << absl::StrFormat("%s: %d rows, columns %s%s\n", name,
-                                 dataset->rows(),
-                                 absl::StrJoin(dataset->columns(), ", "),
+    std::cerr << absl::StrFormat("%s: %s%s\n", name, Contents(*dataset),
                                  existed ? " (already on the server)" : "");
   }
   return kExitOk;
@@ -282,10 +333,18 @@ int RemoteCommands::Submit() {
         *bytes, csv_path.substr(csv_path.find_last_of('/') + 1));
     if (!dataset.ok()) return Fail(dataset.status());
     spec->mutable_data()->set_dataset_id(dataset->id());
+  } else if (spec->data().has_images()) {
+    auto images = translate::ReadImageFiles(spec->data().images());
+    if (!images.ok()) return Fail(images.status());
+    auto dataset =
+        (*client)->Upload(translate::PackImageDataset(*images),
+                          spec->name().empty() ? "images" : spec->name());
+    if (!dataset.ok()) return Fail(dataset.status());
+    spec->mutable_data()->set_dataset_id(dataset->id());
   } else if (spec->data().source_case() != v1::DataSource::kDatasetId) {
     return Fail(absl::InvalidArgumentError(
-        "the spec has no data: set data.csv_path or data.dataset_id, or pass "
-        "--data FILE.csv"));
+        "the spec has no data: set data.csv_path, data.images or "
+        "data.dataset_id, or pass --data FILE.csv"));
   }
   auto job = (*client)->Submit(*spec, request_id_, priority_);
   if (!job.ok()) return Fail(job.status());
@@ -447,9 +506,44 @@ int RemoteCommands::ModelGet() {
   return kExitOk;
 }
 
+// The answer of ModelService.Predict for images, as translate's.
+translate::ImagePredictions FromResponse(const v1::PredictResponse& r) {
+  translate::ImagePredictions p;
+  const int classes = r.images().empty() ? 0 : r.images(0).probabilities_size();
+  p.probabilities.resize(classes, r.images_size());
+  for (int j = 0; j < r.images_size(); ++j) {
+    const v1::ImagePrediction& image = r.images(j);
+    p.labels.push_back(image.label());
+    for (int c = 0; c < classes && c < image.probabilities_size(); ++c) {
+      p.probabilities(c, j) = image.probabilities(c);
+    }
+  }
+  return p;
+}
+
+int RemoteCommands::PredictImages(const RemotePredictArgs& a,
+                                  client::Client* client) {
+  auto images = ReadImagesToPredict(a.images);
+  if (!images.ok()) return Fail(images.status());
+  auto p = PredictInBatches(
+      *images,
+      [&](const core::data::ImageSet& batch)
+          -> absl::StatusOr<translate::ImagePredictions> {
+        v1::PredictRequest request;
+        request.set_job_id(a.job);
+        request.set_images(core::data::SerializeIdxImages(batch));
+        SPARROW_ASSIGN_OR_RETURN(v1::PredictResponse response,
+                                 client->Predict(request));
+        return FromResponse(response);
+      });
+  if (!p.ok()) return Fail(p.status());
+  return PrintImagePredictions(*p, a.out, a.json);
+}
+
 int RemoteCommands::Predict(const RemotePredictArgs& a) {
   auto client = predict_connection_.Connect();
   if (!client.ok()) return Fail(client.status());
+  if (!a.images.empty()) return PredictImages(a, client->get());
   auto csv = ReadFile(a.input, "--input");
   if (!csv.ok()) return Fail(csv.status());
   v1::PredictRequest request;

@@ -4,6 +4,7 @@
 #define SPARROW_CLIENT_CLI_REMOTE_H_
 
 #include <string>
+#include <vector>
 
 #include "CLI/CLI.hpp"
 #include "client/cli/common.h"
@@ -15,6 +16,7 @@ namespace sparrow::cli {
 struct RemotePredictArgs {
   std::string job;
   std::string input;
+  std::string images;  // instead of input: an IDX image file
   bool one_step = false;
   bool intervals = false;
   int x0_samples = 0;
@@ -40,6 +42,7 @@ class RemoteCommands {
   void AddJobCommands(CLI::App* app);
   void AddModelCommands(CLI::App* app);
   int Upload();
+  int PredictImages(const RemotePredictArgs& args, client::Client* client);
   int Submit();
   int Watch(const std::string& job, int64_t after, bool json,
             client::Client* client);
@@ -62,7 +65,9 @@ class RemoteCommands {
   ConnectionFlags upload_connection_, submit_connection_, watch_connection_,
       status_connection_, list_connection_, cancel_connection_,
       model_connection_, health_connection_, predict_connection_;
-  std::string file_;       // upload
+  std::string file_;  // upload
+  std::vector<std::string> images_, labels_;
+  std::string name_;
   std::string spec_path_;  // submit
   std::string data_path_;
   bool submit_watch_ = false;

@@ -44,21 +44,17 @@ absl::StatusOr<v1::Job> SameRequest(const v1::Job& earlier,
   return earlier;
 }
 
-}  // namespace
+// Model inputs and outputs of a submission, as far as the dataset's metadata
+// tells.
+struct Channels {
+  int inputs = 0, outputs = 0;
+};
 
-absl::StatusOr<int64_t> JobManager::ValidateSubmission(
-    const std::string& tenant, const v1::JobSpec& spec) {
-  if (spec.data().source_case() != v1::DataSource::kDatasetId) {
-    return absl::InvalidArgumentError(
-        "spec.data.dataset_id is required: upload the CSV first (sparrow "
-        "upload FILE.csv) and put its id here; data.csv_path is for local "
-        "runs only");
-  }
-  SPARROW_ASSIGN_OR_RETURN(core::TrainConfig config,
-                           translate::ToTrainConfig(spec));
-  SPARROW_ASSIGN_OR_RETURN(
-      v1::Dataset dataset,
-      store_->GetDataset(tenant, spec.data().dataset_id()));
+// A CSV dataset: the spec's columns resolved against its header and its
+// row ranges against its rows.
+absl::StatusOr<Channels> CsvChannels(const v1::JobSpec& spec,
+                                     const v1::Dataset& dataset) {
+  Channels out;
   const std::vector<std::string> header(dataset.columns().begin(),
                                         dataset.columns().end());
   auto resolve = [&](const google::protobuf::RepeatedPtrField<std::string>& f,
@@ -71,8 +67,8 @@ absl::StatusOr<int64_t> JobManager::ValidateSubmission(
     }
     return static_cast<int>(columns->size());
   };
-  SPARROW_ASSIGN_OR_RETURN(int n_in, resolve(spec.data().inputs(), "inputs"));
-  SPARROW_ASSIGN_OR_RETURN(int n_out,
+  SPARROW_ASSIGN_OR_RETURN(out.inputs, resolve(spec.data().inputs(), "inputs"));
+  SPARROW_ASSIGN_OR_RETURN(out.outputs,
                            resolve(spec.data().outputs(), "outputs"));
   SPARROW_RETURN_IF_ERROR(
       resolve(spec.data().test_inputs(), "test_inputs").status());
@@ -102,6 +98,40 @@ absl::StatusOr<int64_t> JobManager::ValidateSubmission(
   // them.
   SPARROW_RETURN_IF_ERROR(
       translate::ValidateDataSpec(spec, header, dataset.rows()));
+  return out;
+}
+
+// An image dataset: one input per pixel value and the label; the spec's
+// split against its images.
+absl::StatusOr<Channels> ImageChannels(const v1::JobSpec& spec,
+                                       const v1::Dataset& dataset) {
+  SPARROW_RETURN_IF_ERROR(
+      translate::ValidateImageDataSpec(spec, dataset.rows()));
+  const v1::ImageShape& shape = dataset.image_shape();
+  return Channels{shape.channels() * shape.height() * shape.width(), 1};
+}
+
+}  // namespace
+
+absl::StatusOr<int64_t> JobManager::ValidateSubmission(
+    const std::string& tenant, const v1::JobSpec& spec) {
+  if (spec.data().source_case() != v1::DataSource::kDatasetId) {
+    return absl::InvalidArgumentError(
+        "spec.data.dataset_id is required: upload the data first (sparrow "
+        "upload FILE.csv, or sparrow upload --images FILE --labels FILE) and "
+        "put its id here; data.csv_path and data.images are for local runs "
+        "only");
+  }
+  SPARROW_ASSIGN_OR_RETURN(core::TrainConfig config,
+                           translate::ToTrainConfig(spec));
+  SPARROW_ASSIGN_OR_RETURN(
+      v1::Dataset dataset,
+      store_->GetDataset(tenant, spec.data().dataset_id()));
+  SPARROW_ASSIGN_OR_RETURN(const Channels channels,
+                           dataset.format() == v1::DATASET_FORMAT_IMAGES
+                               ? ImageChannels(spec, dataset)
+                               : CsvChannels(spec, dataset));
+  const int n_in = channels.inputs, n_out = channels.outputs;
   // A categorical column counts as one input or output here: its levels are
   // in the content, not the dataset's metadata. RunJob checks the limit again
   // with the one-hot widths.

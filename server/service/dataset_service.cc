@@ -9,6 +9,7 @@
 #include "core/util/status_macros.h"
 #include "google/protobuf/util/time_util.h"
 #include "spdlog/spdlog.h"
+#include "translate/images.h"
 #include "translate/text.h"
 
 namespace sparrow::server {
@@ -32,10 +33,46 @@ absl::Status CheckNames(absl::string_view name,
   return translate::CheckUtf8(name, "the dataset name");
 }
 
+// The rows and columns (CSV) or images and their shape (image dataset) of
+// an upload, which must parse.
+absl::StatusOr<v1::Dataset> Describe(absl::string_view content) {
+  v1::Dataset meta;
+  if (translate::IsImageDataset(content)) {
+    auto images = translate::ParseImageDataset(content);
+    if (!images.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("the upload is not a valid Sparrow image dataset: ",
+                       images.status().message(),
+                       " (make one with sparrow upload --images FILE "
+                       "--labels FILE); nothing was stored"));
+    }
+    meta.set_format(v1::DATASET_FORMAT_IMAGES);
+    meta.set_rows(images->size());
+    meta.mutable_image_shape()->set_channels(images->channels);
+    meta.mutable_image_shape()->set_height(images->height);
+    meta.mutable_image_shape()->set_width(images->width);
+    return meta;
+  }
+  auto table =
+      core::data::ParseCsv(std::string_view(content.data(), content.size()));
+  if (!table.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the upload is not a numeric CSV Sparrow can train on: ",
+        table.status().message(),
+        " (every column must hold finite numbers; drop or encode other "
+        "columns before uploading; image datasets start with the line "
+        "SPARROW-IMAGES 1); nothing was stored"));
+  }
+  meta.set_format(v1::DATASET_FORMAT_CSV);
+  meta.set_rows(table->num_rows());
+  for (const std::string& c : table->header) meta.add_columns(c);
+  return meta;
+}
+
 // Streams the chunks of one upload into the spool (UploadSpool: within the
 // bytes-in-flight caps); nothing is stored unless the offsets are contiguous,
-// the size is within the limit, the checksum matches and the CSV parses as a
-// numeric table with UTF-8 names.
+// the size is within the limit, the checksum matches and the content parses:
+// a numeric CSV with UTF-8 names, or an image dataset.
 class UploadReactor : public grpc::ServerReadReactor<v1::UploadDatasetRequest> {
  public:
   UploadReactor(const ServiceDeps& deps, grpc::CallbackServerContext* context,
@@ -114,22 +151,13 @@ class UploadReactor : public grpc::ServerReadReactor<v1::UploadDatasetRequest> {
     }
     SPARROW_ASSIGN_OR_RETURN(const absl::string_view content,
                              upload_->Content());
-    auto table =
-        core::data::ParseCsv(std::string_view(content.data(), content.size()));
-    if (!table.ok()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "the upload is not a numeric CSV Sparrow can train on: ",
-          table.status().message(),
-          " (every column must hold finite numbers; drop or encode other "
-          "columns before uploading); nothing was stored"));
-    }
-    SPARROW_RETURN_IF_ERROR(CheckNames(name_, table->header));
-    v1::Dataset meta;
+    SPARROW_ASSIGN_OR_RETURN(v1::Dataset meta, Describe(content));
+    SPARROW_RETURN_IF_ERROR(
+        CheckNames(name_, std::vector<std::string>(meta.columns().begin(),
+                                                   meta.columns().end())));
     meta.set_id(sha);
     meta.set_name(name_);
     meta.set_size_bytes(static_cast<int64_t>(content.size()));
-    meta.set_rows(table->num_rows());
-    for (const std::string& c : table->header) meta.add_columns(c);
     *meta.mutable_create_time() =
         google::protobuf::util::TimeUtil::GetCurrentTime();
     bool existed = false;
@@ -139,7 +167,7 @@ class UploadReactor : public grpc::ServerReadReactor<v1::UploadDatasetRequest> {
     response_->set_already_existed(existed);
     if (!existed) {
       spdlog::info("dataset {} tenant {}: stored ({} bytes, {} rows)", sha,
-                   tenant_, content.size(), table->num_rows());
+                   tenant_, content.size(), meta.rows());
     }
     return absl::OkStatus();
   }

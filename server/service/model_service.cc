@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "core/util/status_macros.h"
+#include "translate/images.h"
 #include "translate/json.h"
 #include "translate/predict.h"
 
@@ -77,6 +78,67 @@ absl::Status CheckAnswerSize(int64_t bytes, int64_t rows, int64_t values,
       limits.max_message_bytes / 1048576.0));
 }
 
+// The CSV answer of a CSV request.
+absl::Status PredictCsv(const v1::TrainedModel& model,
+                        const v1::PredictRequest& request, const Limits& limits,
+                        v1::PredictResponse* response) {
+  // Refuse an answer too large to send before spending seconds computing it;
+  // check the exact size after.
+  const int64_t rows = translate::CountCsvDataRows(request.csv());
+  const int64_t values =
+      int64_t{model.num_outputs()} * (request.intervals() ? 3 : 1);
+  SPARROW_RETURN_IF_ERROR(
+      CheckAnswerSize(translate::EstimateCsvBytes(rows, values), rows, values,
+                      limits, "about"));
+  translate::PredictOptions options;
+  options.one_step = request.one_step();
+  options.intervals = request.intervals();
+  options.x0_samples = request.x0_samples();
+  SPARROW_ASSIGN_OR_RETURN(translate::PredictOutput out,
+                           translate::Predict(model, request.csv(), options));
+  std::string csv = out.Csv();
+  SPARROW_RETURN_IF_ERROR(CheckAnswerSize(static_cast<int64_t>(csv.size()),
+                                          rows, values, limits, "exactly"));
+  response->set_csv(std::move(csv));
+  response->set_samples(out.y.cols());
+  if (out.bfr.has_value()) response->set_bfr(*out.bfr);
+  if (out.rmse.has_value()) response->set_rmse(*out.rmse);
+  return absl::OkStatus();
+}
+
+// The class and class probabilities of each image of an image request.
+absl::Status PredictImages(const v1::TrainedModel& model,
+                           const v1::PredictRequest& request,
+                           const Limits& limits,
+                           v1::PredictResponse* response) {
+  if (!request.csv().empty()) {
+    return absl::InvalidArgumentError(
+        "the request has both csv and images; send one of them");
+  }
+  SPARROW_ASSIGN_OR_RETURN(const core::data::ImageSet images,
+                           translate::ParsePredictImages(request.images()));
+  if (images.size() > translate::kMaxPredictImages) {
+    return absl::ResourceExhaustedError(absl::StrFormat(
+        "the request has %d images; ModelService.Predict takes at most %d "
+        "per request (translate::kMaxPredictImages); send them in batches",
+        images.size(), translate::kMaxPredictImages));
+  }
+  SPARROW_ASSIGN_OR_RETURN(const translate::ImagePredictions out,
+                           translate::PredictImages(model, images));
+  const Eigen::MatrixXd& p = out.probabilities;
+  for (Eigen::Index j = 0; j < p.cols(); ++j) {
+    v1::ImagePrediction* image = response->add_images();
+    image->set_label(out.labels[j]);
+    image->set_probability(p(out.labels[j], j));
+    for (Eigen::Index c = 0; c < p.rows(); ++c) {
+      image->add_probabilities(p(c, j));
+    }
+  }
+  response->set_samples(p.cols());
+  const auto bytes = static_cast<int64_t>(response->ByteSizeLong());
+  return CheckAnswerSize(bytes, p.cols(), p.rows(), limits, "exactly");
+}
+
 }  // namespace
 
 grpc::ServerUnaryReactor* ModelService::Predict(
@@ -86,31 +148,11 @@ grpc::ServerUnaryReactor* ModelService::Predict(
                   [&](const std::string& tenant) -> absl::Status {
                     SPARROW_ASSIGN_OR_RETURN(v1::TrainedModel model,
                                              Load(tenant, request->job_id()));
-                    // Refuse an answer too large to send before spending
-                    // seconds computing it; check the exact size after.
-                    const int64_t rows =
-                        translate::CountCsvDataRows(request->csv());
-                    const int64_t values = int64_t{model.num_outputs()} *
-                                           (request->intervals() ? 3 : 1);
-                    SPARROW_RETURN_IF_ERROR(CheckAnswerSize(
-                        translate::EstimateCsvBytes(rows, values), rows, values,
-                        *deps_.limits, "about"));
-                    translate::PredictOptions options;
-                    options.one_step = request->one_step();
-                    options.intervals = request->intervals();
-                    options.x0_samples = request->x0_samples();
-                    SPARROW_ASSIGN_OR_RETURN(
-                        translate::PredictOutput out,
-                        translate::Predict(model, request->csv(), options));
-                    std::string csv = out.Csv();
-                    SPARROW_RETURN_IF_ERROR(
-                        CheckAnswerSize(static_cast<int64_t>(csv.size()), rows,
-                                        values, *deps_.limits, "exactly"));
-                    response->set_csv(std::move(csv));
-                    response->set_samples(out.y.cols());
-                    if (out.bfr.has_value()) response->set_bfr(*out.bfr);
-                    if (out.rmse.has_value()) response->set_rmse(*out.rmse);
-                    return absl::OkStatus();
+                    if (!request->images().empty()) {
+                      return PredictImages(model, *request, *deps_.limits,
+                                           response);
+                    }
+                    return PredictCsv(model, *request, *deps_.limits, response);
                   });
 }
 

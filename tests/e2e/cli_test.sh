@@ -164,5 +164,56 @@ echo '{ not json' > "$tmp/garbage.json"
 expect 2 "not valid" "$bin" run --local "$tmp/garbage.json"
 expect 2 "seeds" "$bin" run --local "$tmp/ok.json" --seeds 0
 
+# --- images: IDX files (gzip'd) for a local run and predict --images ------------------------
+# 90 images of 4 x 4 in 3 classes (row `label` bright), written by Debian's Python.
+/usr/bin/python3 - "$tmp" <<'PY'
+import gzip, struct, sys
+tmp = sys.argv[1]
+pix, lab = bytearray(), bytearray()
+for i in range(90):
+    label = i % 3
+    for r in range(4):
+        for c in range(4):
+            pix.append(200 + 10 * c if r == label else (7 * i + c) % 30)
+    lab.append(label)
+with gzip.open(tmp + "/img.gz", "wb") as f:
+    f.write(struct.pack(">IIII", 0x803, 90, 4, 4) + pix)
+with open(tmp + "/lab", "wb") as f:
+    f.write(struct.pack(">II", 0x801, 90) + lab)
+with open(tmp + "/lab_short", "wb") as f:
+    f.write(struct.pack(">II", 0x801, 89) + lab[:89])
+PY
+cat > "$tmp/img.json" <<JSON
+{
+  "data": {"images": {"images": ["$tmp/img.gz"], "labels": ["$tmp/lab"]}},
+  "split": {"train": [{"first": 1, "last": 60}], "test": [{"first": 61, "last": 90}]},
+  "model": {"mlp": {"hidden": [6]}},
+  "loss": {"kind": "LOSS_SOFTMAX_CROSS_ENTROPY"},
+  "optimizer": {"lbfgs": {}},
+  "stopping": {"max_epochs": 60},
+  "seed": 2
+}
+JSON
+expect 0 "data: 90 rows; 60 train / 30 test; 16 inputs, 1 output" \
+  "$bin" run --local "$tmp/img.json" -o "$tmp/img_model.json"
+expect 0 "1 0 " "$bin" predict --local --model "$tmp/img_model.json" --images "$tmp/img.gz"
+out=$("$bin" predict --local --model "$tmp/img_model.json" --images "$tmp/img.gz" --json 2>/dev/null)
+if /usr/bin/python3 - "$out" <<'PY'
+import json, sys
+images = json.loads(sys.argv[1])["images"]
+assert len(images) == 90, len(images)
+assert sum(im["class"] == (im["index"] - 1) % 3 for im in images) >= 85
+assert all(abs(sum(im["probabilities"]) - 1) < 1e-9 for im in images)
+PY
+then ok; else bad "predict --images --json: $out"; fi
+sed "s|$tmp/lab\"|$tmp/lab_short\"|" "$tmp/img.json" > "$tmp/img_short.json"
+expect 2 "90 images but the label file 89 labels" "$bin" run --local "$tmp/img_short.json"
+sed 's|"data": {|"data": {"inputs": ["u"], |' "$tmp/img.json" > "$tmp/img_inputs.json"
+expect 2 "data.inputs is set but the data are images" "$bin" run --local "$tmp/img_inputs.json"
+sed 's|"last": 90|"last": 91|' "$tmp/img.json" > "$tmp/img_range.json"
+expect 2 "split.test" "$bin" run --local "$tmp/img_range.json"
+expect 2 "is an IDX label file" "$bin" predict --local --model "$tmp/img_model.json" --images "$tmp/lab"
+expect 2 "--input FILE.csv or --images" "$bin" predict --local --model "$tmp/img_model.json"
+
 echo "cli: $passed passed, $failed failed"
 [[ $failed -eq 0 ]]

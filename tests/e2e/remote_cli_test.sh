@@ -366,6 +366,49 @@ expect 2 "not found" sp model get job-0000000000000000 -o "$tmp/x.json"
 expect 2 "cannot write" sp model get "$job1" -o "$tmp/no/such/dir/model.json"
 expect 2 "" sp model get "$job1"  # no -o
 
+# images: upload --images/--labels (packed), submit on the image dataset, predict --images
+"$py" - "$tmp" <<'PY'
+import gzip, struct, sys
+tmp = sys.argv[1]
+pix, lab = bytearray(), bytearray()
+for i in range(90):  # 90 images of 4 x 4 in 3 classes: row `label` bright
+    label = i % 3
+    for r in range(4):
+        for c in range(4):
+            pix.append(200 + 10 * c if r == label else (7 * i + c) % 30)
+    lab.append(label)
+with gzip.open(tmp + "/img.gz", "wb") as f:
+    f.write(struct.pack(">IIII", 0x803, 90, 4, 4) + pix)
+with open(tmp + "/lab", "wb") as f:
+    f.write(struct.pack(">II", 0x801, 90) + lab)
+PY
+expect_json 0 dataset_id rows image_shape -- sp upload --images "$tmp/img.gz" --labels "$tmp/lab" --name tiny --json
+img_dataset=$(jget "$tmp/out" 'd["dataset_id"]')
+check "upload --images: rows" [ "$(jget "$tmp/out" 'd["rows"]')" == 90 ]
+check "upload --images: shape" [ "$(jget "$tmp/out" 'd["image_shape"]')" == "[1, 4, 4]" ]
+expect 0 "90 images of 1 x 4 x 4" sp upload --images "$tmp/img.gz" --labels "$tmp/lab"
+expect 2 "--images names 1 image files and --labels 0" sp upload --images "$tmp/img.gz"
+expect 2 "not both" sp upload "$tmp/tanks.csv" --images "$tmp/img.gz" --labels "$tmp/lab"
+img_spec() {  # img_spec FILE LAST: an mlp classifier on the image dataset, test rows 61-LAST
+  cat > "$1" <<JSON
+{"data": {"dataset_id": "$img_dataset"},
+ "split": {"train": [{"first": 1, "last": 60}], "test": [{"first": 61, "last": $2}]},
+ "model": {"mlp": {"hidden": [6]}}, "loss": {"kind": "LOSS_SOFTMAX_CROSS_ENTROPY"},
+ "optimizer": {"lbfgs": {}}, "stopping": {"max_epochs": 60}, "seed": 2}
+JSON
+}
+img_spec "$tmp/img_ok.json" 90
+img_spec "$tmp/img_range.json" 91
+expect 2 "split.test" sp submit "$tmp/img_range.json"
+run sp submit "$tmp/img_ok.json" --watch
+img_job=$(head -1 "$tmp/out")
+check "submit on images: succeeded ($rc $(tail -2 "$tmp/out"))" [ $rc -eq 0 ]
+expect 0 "1 0 " sp predict "$img_job" --images "$tmp/img.gz"
+expect 0 "1 0 " sp predict --model "$img_job" --images "$tmp/img.gz"
+expect_json 0 images -- sp predict "$img_job" --images "$tmp/img.gz" --json
+check "predict --images --json: 90 images" [ "$(jget "$tmp/out" 'len(d["images"])')" == 90 ]
+expect 2 "not trained with softmax cross-entropy" sp predict "$job1" --images "$tmp/img.gz"
+
 # cancel: a running job and a queued one behind it (one worker)
 expect 2 "already succeeded" sp cancel "$job1"
 expect 2 "not found" sp cancel job-0000000000000000

@@ -4,8 +4,10 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "tests/translate/testing/image_fixture.h"
 #include "tests/translate/testing/spec_fixture.h"
 #include "translate/config.h"
+#include "translate/images.h"
 #include "translate/json.h"
 
 namespace sparrow::translate {
@@ -341,6 +343,126 @@ TEST(ValidateDataSpecTest, AcceptsCategoricalColumnsOfTheRawHeader) {
   spec->mutable_data()->add_categorical("q");
   ExpectError(ValidateDataSpec(*spec, header, 200),
               "data.categorical[1] 'q' is not a column of the CSV");
+}
+
+// --- Image datasets (data.images, or image-dataset bytes). ---
+
+// An mlp classifier on images, with `split` (JSON) as its split.
+std::string ImageSpec(const std::string& split) {
+  return R"({
+    "data": {"images": {"images": ["i.gz"], "labels": ["l.gz"]}},
+    "split": )" +
+         split + R"(,
+    "model": {"mlp": {"hidden": [4]}},
+    "loss": {"kind": "LOSS_SOFTMAX_CROSS_ENTROPY"},
+    "optimizer": {"lbfgs": {}},
+    "stopping": {"max_epochs": 5},
+    "seed": 1
+  })";
+}
+
+// The data of an image spec, from image-dataset bytes as the worker has them.
+absl::StatusOr<core::TrainData> LoadImages(const std::string& json,
+                                           const core::data::ImageSet& set,
+                                           DataSummary* summary = nullptr) {
+  return LoadData(json, PackImageDataset(set), summary);
+}
+
+TEST(ImageDataTest, RangesIndexTheImages) {
+  const core::data::ImageSet set = sparrow::testing::TinyImages(30);
+  DataSummary summary;
+  auto data = LoadImages(ImageSpec(R"({"train": [{"first": 1, "last": 20}],
+                                       "validation": [{"first": 21, "last": 24}],
+                                       "test": [{"first": 25, "last": 30}]})"),
+                         set, &summary);
+  ASSERT_TRUE(data.ok()) << data.status();
+  EXPECT_EQ(data->train_table.num_samples(), 20);
+  EXPECT_EQ(data->validation_table.num_samples(), 4);
+  EXPECT_EQ(data->test_table.num_samples(), 6);
+  EXPECT_EQ(data->train_table.x.rows(), 16);
+  EXPECT_DOUBLE_EQ(data->train_table.x(0, 0), 200 / 255.0);
+  EXPECT_DOUBLE_EQ(data->test_table.y(0, 0), 24 % 3);  // image 25
+  EXPECT_EQ(data->train_table.image_height, 4);
+  EXPECT_EQ(data->train_table.output_names[0], "label");
+  EXPECT_EQ(summary.file_rows, 30);
+  EXPECT_EQ(summary.train_rows, 20);
+  EXPECT_EQ(summary.validation_rows, 4);
+  EXPECT_EQ(summary.test_rows, 6);
+  EXPECT_EQ(summary.inputs, 16);
+  EXPECT_EQ(summary.outputs, 1);
+}
+
+TEST(ImageDataTest, TrainFractionAndRandomSplit) {
+  const core::data::ImageSet set = sparrow::testing::TinyImages(40);
+  auto prefix = LoadImages(
+      ImageSpec(
+          R"({"train": [{"first": 1, "last": 20}], "train_fraction": 0.5})"),
+      set);
+  ASSERT_TRUE(prefix.ok()) << prefix.status();
+  EXPECT_EQ(prefix->train_table.num_samples(), 10);
+  auto random = LoadImages(
+      ImageSpec(R"({"test_fraction": 0.25, "shuffle_seed": 4})"), set);
+  ASSERT_TRUE(random.ok()) << random.status();
+  EXPECT_EQ(random->train_table.num_samples(), 30);
+  EXPECT_EQ(random->test_table.num_samples(), 10);
+}
+
+TEST(ImageDataTest, ErrorsSayWhatIsWrong) {
+  const core::data::ImageSet set = sparrow::testing::TinyImages(30);
+  ExpectError(
+      LoadImages(ImageSpec(R"({"train": [{"first": 1, "last": 31}]})"), set)
+          .status(),
+      "split.train");
+  ExpectError(LoadImages(ImageSpec(R"({"train": [{"first": 1, "last": 20}],
+                                       "test": [{"first": 15, "last": 30}]})"),
+                         set)
+                  .status(),
+              "split.test overlaps split.train at rows 15-20");
+  ExpectError(LoadImages(Replace(ImageSpec("{}"), "\"images\": {",
+                                 "\"inputs\": [\"u\"], \"images\": {"),
+                         set)
+                  .status(),
+              "data.inputs is set but the data are images");
+  ExpectError(
+      LoadImages(
+          Replace(Replace(ImageSpec("{}"), R"({"mlp": {"hidden": [4]}})",
+                          R"({"state_space_rnn": {"nx": 2, "fx_hidden": [3],
+                                                  "fy_hidden": [3]}})"),
+                  "LOSS_SOFTMAX_CROSS_ENTROPY", "LOSS_MSE"),
+          set)
+          .status(),
+      "is a sequence model but the data are images");
+  ExpectError(LoadData(ImageSpec("{}"), "u,y\n1,2\n").status(),
+              "data.images names IDX files, but the data given are not");
+}
+
+TEST(ImageDataTest, ValidateChecksRangesAgainstTheImageCount) {
+  auto spec =
+      ParseJobSpecJson(ImageSpec(R"({"train": [{"first": 1, "last": 100}]})"));
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_TRUE(ValidateImageDataSpec(*spec, 100).ok());
+  EXPECT_TRUE(ValidateImageDataSpec(*spec, 0).ok());
+  ExpectError(ValidateImageDataSpec(*spec, 99), "split.train");
+  ExpectError(ValidateDataSpec(*spec, {}, 99), "split.train");
+}
+
+TEST(ImageDataTest, LoadsTheLocalFiles) {
+  const core::data::ImageSet set = sparrow::testing::TinyImages(12);
+  v1::ImageFiles files;
+  files.add_images(sparrow::testing::WriteTemp(
+      "data-img.gz",
+      sparrow::testing::Gzip(core::data::SerializeIdxImages(set))));
+  files.add_labels(sparrow::testing::WriteTemp(
+      "data-lab", core::data::SerializeIdxLabels(set.labels)));
+  auto read = ReadImageFiles(files);
+  ASSERT_TRUE(read.ok()) << read.status();
+  auto spec = ParseJobSpecJson(ImageSpec("{}"));
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  auto config = ToTrainConfig(*spec);
+  ASSERT_TRUE(config.ok()) << config.status();
+  auto data = LoadImageTrainData(*spec, *config, *read);
+  ASSERT_TRUE(data.ok()) << data.status();
+  EXPECT_EQ(data->train_table.num_samples(), 12);
 }
 
 }  // namespace

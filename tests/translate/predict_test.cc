@@ -11,8 +11,10 @@
 #include "core/train/trainer.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/translate/testing/image_fixture.h"
 #include "translate/config.h"
 #include "translate/data.h"
+#include "translate/images.h"
 #include "translate/json.h"
 #include "translate/model.h"
 
@@ -461,6 +463,67 @@ TEST(CategoricalPredictTest, RefusesALevelTheModelWasNotTrainedOn) {
   EXPECT_THAT(
       Predict(trained.proto, "u,color,size\n1,red,\n", {}).status().message(),
       HasSubstr("line 2, column 'size': missing value"));
+}
+
+// --- Images: classes and probabilities of a softmax classifier. ---
+
+// An mlp softmax classifier trained on 60 tiny images of 3 classes.
+v1::TrainedModel TrainImageClassifier() {
+  auto spec = ParseJobSpecJson(R"({
+    "data": {"images": {"images": ["i"], "labels": ["l"]}},
+    "model": {"mlp": {"hidden": [6]}},
+    "loss": {"kind": "LOSS_SOFTMAX_CROSS_ENTROPY"},
+    "optimizer": {"lbfgs": {}},
+    "stopping": {"max_epochs": 60},
+    "seed": 2
+  })");
+  EXPECT_TRUE(spec.ok()) << spec.status();
+  auto config = ToTrainConfig(*spec);
+  EXPECT_TRUE(config.ok()) << config.status();
+  auto data =
+      LoadImageTrainData(*spec, *config, sparrow::testing::TinyImages(60));
+  EXPECT_TRUE(data.ok()) << data.status();
+  auto result = core::Train(*config, *data, nullptr);
+  EXPECT_TRUE(result.ok()) << result.status();
+  return ToProto(*spec, *result);
+}
+
+TEST(PredictImagesTest, ClassifiesImagesWithProbabilities) {
+  const v1::TrainedModel model = TrainImageClassifier();
+  core::data::ImageSet images = sparrow::testing::TinyImages(9);
+  const std::vector<uint8_t> truth = images.labels;
+  images.labels.clear();
+  auto p = PredictImages(model, images);
+  ASSERT_TRUE(p.ok()) << p.status();
+  ASSERT_EQ(p->probabilities.rows(), 3);
+  ASSERT_EQ(p->probabilities.cols(), 9);
+  for (int j = 0; j < 9; ++j) {
+    EXPECT_EQ(p->labels[j], truth[j]) << "image " << j;
+    EXPECT_NEAR(p->probabilities.col(j).sum(), 1.0, 1e-12);
+    EXPECT_GT(p->probabilities(p->labels[j], j), 0.5);
+  }
+}
+
+TEST(PredictImagesTest, RefusesWhatItCannotAnswer) {
+  const v1::TrainedModel model = TrainImageClassifier();
+  core::data::ImageSet wrong_shape = sparrow::testing::TinyImages(2);
+  wrong_shape.width = 2;
+  wrong_shape.height = 8;
+  wrong_shape.channels = 2;
+  wrong_shape.pixels.resize(2 * 32);
+  EXPECT_THAT(std::string(PredictImages(model, wrong_shape).status().message()),
+              HasSubstr("the model takes 16 inputs but the images have 2 x 8 "
+                        "x 2 = 32 values"));
+  core::data::ImageSet many = sparrow::testing::TinyImages(1);
+  many.pixels.resize((kMaxPredictImages + 1) * 16);
+  EXPECT_THAT(std::string(PredictImages(model, many).status().message()),
+              HasSubstr("kMaxPredictImages"));
+}
+
+TEST_F(PredictTest, ImagesNeedASoftmaxClassifier) {
+  core::data::ImageSet one = sparrow::testing::TinyImages(1);
+  EXPECT_THAT(std::string(PredictImages(mlp().proto, one).status().message()),
+              HasSubstr("not trained with softmax cross-entropy"));
 }
 
 }  // namespace
