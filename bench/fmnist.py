@@ -58,7 +58,7 @@ def log(msg):
 
 
 def find_sparrow(build_dir):
-    for rel in ("bin/sparrow", "client/cli/sparrow"):
+    for rel in ("bin/sparrow", "client/cli/sparrow", "sparrow"):
         p = os.path.join(build_dir, rel)
         if os.path.isfile(p) and os.access(p, os.X_OK):
             return p
@@ -260,6 +260,8 @@ def main():
     head = ["model", "ours s/epoch", "torch f32 s/epoch", "torch f64 s/epoch",
             "torch/ours f32", "torch/ours f64", "acc 1 ep ours", "acc 1 ep torch f32",
             f"acc {n} ep ours", f"acc {n} ep torch f32"]
+    if n == 1:
+        head = head[:-2]  # after 1 epoch = after the last
     print()
     print(f"Fashion-MNIST, Adam lr 1e-3, batch 128, {n} epoch(s), {a.threads} threads, "
           f"seeds {','.join(map(str, seeds))}{', QUICK: 300 train / 300 test images' if a.quick else ''}; "
@@ -273,14 +275,16 @@ def main():
                col(model, "ratio_float64", 2), col(model, "ours_acc_1", 2),
                col(model, "torch_float32_acc_1", 2), col(model, "ours_acc_last", 2),
                col(model, "torch_float32_acc_last", 2)]
-        print("| " + " | ".join(row) + " |")
+        print("| " + " | ".join(row[:len(head)]) + " |")
     if "float64" in dtypes and run_torch_side:
         print()
-        print(f"| model | acc 1 ep torch f64 | acc {n} ep torch f64 |")
-        print("|---|---:|---:|")
+        cols = [("acc 1 ep torch f64", "torch_float64_acc_1")]
+        if n > 1:
+            cols.append((f"acc {n} ep torch f64", "torch_float64_acc_last"))
+        print("| model | " + " | ".join(c[0] for c in cols) + " |")
+        print("|---|" + "---:|" * len(cols))
         for model in models:
-            print(f"| {model} | {col(model, 'torch_float64_acc_1', 2)} | "
-                  f"{col(model, 'torch_float64_acc_last', 2)} |")
+            print(f"| {model} | " + " | ".join(col(model, c[1], 2) for c in cols) + " |")
     if not a.no_ours and epochs > 1 and not a.ours_epoch1:
         print()
         print("ours' after-1-epoch accuracy: `sparrow run --json` reports the final model's only "
