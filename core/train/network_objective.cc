@@ -5,6 +5,8 @@
 #include <limits>
 #include <numeric>
 
+#include "core/train/objectives.h"
+
 namespace sparrow::core {
 namespace {
 
@@ -109,10 +111,7 @@ double NetworkObjective::EvaluateBatch(const Eigen::VectorXd& w, int batch,
   const int end = std::min(n, begin + batch_size_);
   grad->setZero(w.size());
   const double value = Accumulate(w, begin, end, grad);
-  const double m = end - begin;
-  *grad /= m;
-  *grad += (rho_theta_ / n) * w;
-  return FiniteOrInf(value / m + 0.5 * rho_theta_ / n * w.squaredNorm());
+  return MinibatchEstimate(value, end - begin, n, rho_theta_, w, grad);
 }
 
 }  // namespace sparrow::core

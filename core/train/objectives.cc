@@ -25,6 +25,13 @@ double ResidualFromLoss(double loss, const Eigen::VectorXd& w, double rho,
 
 }  // namespace
 
+double MinibatchEstimate(double loss_sum, int m, int n, double rho_theta,
+                         const Eigen::VectorXd& w, Eigen::VectorXd* grad) {
+  *grad /= m;
+  *grad += (rho_theta / n) * w;
+  return FiniteOrInf(loss_sum / m + 0.5 * rho_theta / n * w.squaredNorm());
+}
+
 TableObjective::TableObjective(const Mlp* mlp, const Eigen::MatrixXd* x,
                                const Eigen::MatrixXd* y, Loss loss,
                                double rho_theta, int batch_size, bool shuffle)
@@ -223,10 +230,7 @@ double TableObjective::EvaluateBatch(const Eigen::VectorXd& w, int batch,
   grad->setZero(w.size());
   const double value =
       Accumulate(w, x_shuffled_, y_shuffled_, begin, end, grad);
-  const double m = end - begin;
-  *grad /= m;
-  *grad += (rho_theta_ / n) * w;
-  return FiniteOrInf(value / m + 0.5 * rho_theta_ / n * w.squaredNorm());
+  return MinibatchEstimate(value, end - begin, n, rho_theta_, w, grad);
 }
 
 SequenceObjective::SequenceObjective(const StateSpaceRnn* rnn,

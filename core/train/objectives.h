@@ -23,6 +23,12 @@
 
 namespace sparrow::core {
 
+// A minibatch of m of the n training samples, whose loss sum is loss_sum and
+// whose gradient sum is in *grad: scales both to estimate V(w) and adds the
+// batch's share of rho_theta/2 |w|^2. +Inf for a non-finite value.
+double MinibatchEstimate(double loss_sum, int m, int n, double rho_theta,
+                         const Eigen::VectorXd& w, Eigen::VectorXd* grad);
+
 // An MLP on columns of x (inputs x N) with targets y (outputs x N); also the
 // one-step NARX objective on regressors. batch_size 0 = full batch. Provides
 // the diagonal curvature SBDL needs.

@@ -2,39 +2,13 @@
 
 #include <cmath>
 
+#include "core/models/layers/init.h"
+
 namespace sparrow::core {
 
 using Eigen::Map;
 using Eigen::MatrixXd;
 using Eigen::VectorXd;
-
-namespace {
-
-// n weights of fan_in inputs each, feeding `hidden` units.
-void InitWeights(InitLaw law, double sigma0, int fan_in, int hidden, int n,
-                 Rng* rng, double* w) {
-  if (law == InitLaw::kTorch) {
-    const double bound = sigma0 / std::sqrt(hidden);
-    for (int i = 0; i < n; ++i) w[i] = bound * (2.0 * rng->Uniform() - 1.0);
-    return;
-  }
-  const double var =
-      law == InitLaw::kGlorot ? 2.0 / (fan_in + hidden) : 2.0 / fan_in;
-  const double std = sigma0 * std::sqrt(var);
-  for (int i = 0; i < n; ++i) w[i] = std * rng->Normal();
-}
-
-// n biases: zero, except U(-1/sqrt(H), 1/sqrt(H)) under kTorch.
-void InitBiases(InitLaw law, double sigma0, int hidden, int n, Rng* rng,
-                double* b) {
-  if (law == InitLaw::kTorch) {
-    InitWeights(law, sigma0, hidden, hidden, n, rng, b);
-  } else {
-    for (int i = 0; i < n; ++i) b[i] = 0.0;
-  }
-}
-
-}  // namespace
 
 RecurrentLayer::RecurrentLayer(int steps, int features, int hidden, int rows,
                                bool sequence_output, InitLaw init)
@@ -47,7 +21,9 @@ RecurrentLayer::RecurrentLayer(int steps, int features, int hidden, int rows,
 
 void RecurrentLayer::Initialize(double sigma0, Rng* rng, double* params) const {
   const int r = rows_, h = hidden_;
-  InitWeights(init_, sigma0, features_, h, r * features_, rng, params);
+  // PyTorch bounds every recurrent parameter, W's too, by 1/sqrt(H).
+  const int w_fan_in = init_ == InitLaw::kTorch ? h : features_;
+  InitWeights(init_, sigma0, w_fan_in, h, r * features_, rng, params);
   InitBiases(init_, sigma0, h, r, rng, params + b_offset());
   InitWeights(init_, sigma0, h, h, r * h, rng, params + v_weight_offset());
   InitBiases(init_, sigma0, h, r, rng, params + v_bias_offset());
