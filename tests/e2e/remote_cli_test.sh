@@ -522,6 +522,40 @@ check "restart: every seq 1..$restart_last exactly once, in order ($(cat "$tmp/r
   [ "$(check_events "$tmp/restart_watch.json" 1 SUCCEEDED 2)" == "$restart_last" ]
 expect 0 "$restart" sp list --state succeeded
 
+# A CNN job on the image dataset survives a SIGKILL of sparrowd: it resumes from its checkpoint,
+# streams every progress event once, and its model classifies the uploaded images.
+cat > "$tmp/cnn.json" <<JSON
+{"data": {"dataset_id": "$img_dataset"},
+ "split": {"train": [{"first": 1, "last": 60}], "test": [{"first": 61, "last": 90}]},
+ "normalization": "NORMALIZATION_NONE",
+ "model": {"cnn": {"layers": [{"conv": {"filters": 4, "padding": 1}}, {"max_pool": {}},
+                              {"flatten": {"size": 16}}, {"dense": {"units": 8}}]},
+           "init": "torch"},
+ "loss": {"kind": "LOSS_SOFTMAX_CROSS_ENTROPY"},
+ "optimizer": {"adam": {"learning_rate": 0.01, "batch": {"batch_size": 16, "threads": 2}}},
+ "stopping": {"max_epochs": 100000000, "max_seconds": 6, "report_every": 10}, "seed": 3}
+JSON
+cnn=$(sp submit "$tmp/cnn.json")
+timeout 90 "$bin" watch "$cnn" --json > "$tmp/cnn_watch.json" 2> "$tmp/cnn_watch.err" &
+watch_pid=$!
+pids+=("$watch_pid")
+if wait_lines "$tmp/cnn_watch.json" 20 30; then ok; else bad "cnn: no progress before the SIGKILL"; fi
+sleep 1.5  # past --checkpoint-min-seconds, so a checkpoint exists
+{ kill -KILL "$a_pid"; wait "$a_pid"; } 2>/dev/null
+wait_exit "$a_pid" 5
+start_sparrowd "$tmp/a5.log" "127.0.0.1:$port" --data-dir "$tmp/a" --workers 1
+a_pid=$server_pid
+wait_exit "$watch_pid" 60
+check "cnn: the watch exits 0 when the resumed job succeeds ($exit_status)" [ "$exit_status" == 0 ]
+expect_json 0 state attempts last_seq -- sp status "$cnn" --json
+cnn_last=$(jget "$tmp/out" 'int(d["last_seq"])')
+check "cnn: the job ran 2 attempts" [ "$(jget "$tmp/out" 'd["attempts"]')" == 2 ]
+check "cnn: every seq 1..$cnn_last exactly once, in order ($(cat "$tmp/cnn_watch.err"))" \
+  [ "$(check_events "$tmp/cnn_watch.json" 1 SUCCEEDED 1)" == "$cnn_last" ]
+expect_json 0 images -- sp predict "$cnn" --images "$tmp/img.gz" --json
+check "cnn: predicts the 3 classes of the 90 images, 80 % or more right" \
+  [ "$(jget "$tmp/out" 'sum(p["class"] == (p["index"] - 1) % 3 for p in d["images"]) >= 72')" == True ]
+
 # --- server B: bearer tokens and tenants ---------------------------------------------------
 section "server B: tokens and tenants"
 printf '# tokens of the e2e test\ntok-alice alice\n\ntok-bob bob\n' > "$tmp/tokens.txt"
