@@ -22,7 +22,7 @@ ASAN_SKIP ?= WatchDeliversEveryEventOnceAcrossARestart|StopsWithinTheGraceDuring
 # reactors too. For the same reason the job manager tests that go through an in-process gRPC
 # server (memory limits, crashes) run in the other two builds only; its store-failure and
 # concurrency tests drive the job manager directly and run here.
-TSAN_TESTS ?= ^(server_(store|jobs)_|core_train_models_layered_)
+TSAN_TESTS ?= ^(server_(store|jobs)_|core_train_models_layered_|core_util_thread_pool_)
 TSAN_SKIP ?= StopsWithinTheGraceDuringALongEpoch|MemoryLimitTest|TotalMemoryTest|RuntimeMemoryTest|CrashTest
 SAN_CMAKE = cmake -G Ninja -DCMAKE_BUILD_TYPE=Release -DSPARROW_BUILD_TESTS=ON \
   -DSPARROW_BUILD_BENCH=OFF $(CMAKE_FLAGS)

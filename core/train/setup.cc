@@ -69,7 +69,8 @@ absl::Status SetupNetwork(const TrainConfig& config, int n_in, int n_out,
   setup->mlp = Mlp(spec);
   model->params.resize(setup->mlp.num_params());
   setup->mlp.Initialize(config.model.init_scale, rng, model->params.data());
-  if (config.threads > 1 && IsFirstOrder(config.optimizer)) {
+  if (config.threads > 1 && IsFirstOrder(config.optimizer) &&
+      config.model.is<MlpKind>()) {
     setup->objective = std::make_unique<NetworkObjective>(
         &setup->mlp.network(), &setup->train_table.x, &setup->train_table.y,
         config.loss, config.rho_theta, config.batch_size, config.shuffle,

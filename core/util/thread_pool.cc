@@ -30,10 +30,20 @@ void ThreadPool::Run(int n, const std::function<void(int)>& fn) {
     ++generation_;
   }
   work_.notify_all();
-  fn(0);
+  // Whatever part 0 throws, the workers still run fn: wait for them before
+  // leaving the frame that owns it.
+  std::exception_ptr error;
+  try {
+    fn(0);
+  } catch (...) {
+    error = std::current_exception();
+  }
   std::unique_lock<std::mutex> lock(mu_);
   done_.wait(lock, [this] { return pending_ == 0; });
   fn_ = nullptr;
+  if (error == nullptr) error = worker_error_;
+  worker_error_ = nullptr;
+  if (error != nullptr) std::rethrow_exception(error);
 }
 
 void ThreadPool::Work(int k) {
@@ -48,8 +58,14 @@ void ThreadPool::Work(int k) {
       if (k < parts_) fn = fn_;
     }
     if (fn == nullptr) continue;
-    (*fn)(k);
+    std::exception_ptr error;
+    try {
+      (*fn)(k);
+    } catch (...) {
+      error = std::current_exception();
+    }
     std::lock_guard<std::mutex> lock(mu_);
+    if (error != nullptr && worker_error_ == nullptr) worker_error_ = error;
     if (--pending_ == 0) done_.notify_one();
   }
 }

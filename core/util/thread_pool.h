@@ -10,6 +10,7 @@
 #define SPARROW_CORE_UTIL_THREAD_POOL_H_
 
 #include <condition_variable>
+#include <exception>
 #include <functional>
 #include <mutex>
 #include <thread>
@@ -27,7 +28,8 @@ class ThreadPool {
   ThreadPool& operator=(const ThreadPool&) = delete;
 
   int threads() const { return static_cast<int>(workers_.size()) + 1; }
-  // n <= threads().
+  // n <= threads(). An exception from any part is rethrown here once every
+  // part has finished (the first one, when several throw).
   void Run(int n, const std::function<void(int)>& fn);
 
  private:
@@ -40,6 +42,7 @@ class ThreadPool {
   long generation_ = 0;                           // guarded by mu_
   int pending_ = 0;                               // guarded by mu_
   bool stop_ = false;                             // guarded by mu_
+  std::exception_ptr worker_error_;               // guarded by mu_
   std::vector<std::thread> workers_;
 };
 

@@ -7,6 +7,7 @@
 #include "core/models/layers/conv2d.h"
 #include "core/models/layers/dense.h"
 #include "core/models/layers/max_pool2d.h"
+#include "core/models/mlp.h"
 #include "core/train/models/layered.h"
 #include "core/util/status_macros.h"
 
@@ -27,11 +28,14 @@ std::string ShapeText(Shape s) {
 absl::Status AddConv(const CnnLayerConfig& l, const std::string& field,
                      InitLaw init, Layers* layers, Shape* s) {
   const int stride = l.stride == 0 ? 1 : l.stride;
-  if (l.units < 1 || l.kernel < 1 || stride < 1 || l.padding < 0) {
-    return Refuse(field, absl::StrCat("filters (", l.units, "), kernel (",
-                                      l.kernel, ") and stride (", stride,
-                                      ") must be >= 1 and padding (", l.padding,
-                                      ") >= 0"));
+  if (l.units < 1 || l.units > kMaxLayerWidth || l.kernel < 1 ||
+      l.kernel > kMaxKernel || stride < 1 || stride > kMaxKernel ||
+      l.padding < 0 || l.padding >= l.kernel) {
+    return Refuse(field,
+                  absl::StrCat("filters (", l.units, ") must be in 1..",
+                               kMaxLayerWidth, ", kernel (", l.kernel,
+                               ") and stride (", stride, ") in 1..", kMaxKernel,
+                               ", padding (", l.padding, ") in 0..kernel - 1"));
   }
   if (l.kernel > s->height + 2 * l.padding ||
       l.kernel > s->width + 2 * l.padding) {
@@ -42,6 +46,14 @@ absl::Status AddConv(const CnnLayerConfig& l, const std::string& field,
                                ShapeText(*s), ", padding ", l.padding, ")"));
   }
   const ConvGeometry g{*s, l.units, l.kernel, stride, l.padding};
+  const int64_t positions = int64_t{g.out_height()} * g.out_width();
+  const int64_t field_size = int64_t{s->channels} * l.kernel * l.kernel;
+  SPARROW_RETURN_IF_ERROR(
+      CheckLayerValues(positions * l.units, field, "its output values"));
+  SPARROW_RETURN_IF_ERROR(CheckLayerValues(positions * field_size, field,
+                                           "its im2col matrix's values"));
+  SPARROW_RETURN_IF_ERROR(
+      CheckLayerValues((field_size + 1) * l.units, field, "its parameters"));
   layers->push_back(std::make_shared<Conv2dLayer>(g, l.activation, init));
   *s = g.out();
   return absl::OkStatus();
@@ -87,7 +99,12 @@ absl::Status AddLayer(const CnnLayerConfig& l, const std::string& field,
     case Type::kDense:
       if (!*flat)
         return Refuse(field, "a dense layer needs a flatten before it");
-      if (l.units < 1) return Refuse(field, "units must be >= 1");
+      if (l.units < 1 || l.units > kMaxLayerWidth) {
+        return Refuse(field,
+                      absl::StrCat("units must be in 1..", kMaxLayerWidth));
+      }
+      SPARROW_RETURN_IF_ERROR(CheckLayerValues(
+          (int64_t{s->size()} + 1) * l.units, field, "its parameters"));
       layers->push_back(std::make_shared<DenseLayer>(s->size(), l.units,
                                                      l.activation, true, init));
       *s = Shape::Flat(l.units);
@@ -117,7 +134,8 @@ class CnnFamily : public LayeredFamily {
                                 int n_out) const override {
     const CnnKind& k = config.as<CnnKind>();
     Shape s{k.channels, k.height, k.width};
-    if (k.channels < 1 || k.height < 1 || k.width < 1 || s.size() != n_in) {
+    const int64_t values = int64_t{k.channels} * k.height * k.width;
+    if (k.channels < 1 || k.height < 1 || k.width < 1 || values != n_in) {
       return Refuse("model.cnn",
                     absl::StrCat("the input shape (channels x height x "
                                  "width) ",
@@ -137,9 +155,12 @@ class CnnFamily : public LayeredFamily {
                     "end with a flatten (and dense layers) before the output "
                     "layer");
     }
+    SPARROW_RETURN_IF_ERROR(CheckLayerValues((int64_t{s.size()} + 1) * n_out,
+                                             "model.cnn",
+                                             "the output layer's parameters"));
     layers.push_back(std::make_shared<DenseLayer>(
         s.size(), n_out, Activation::kLinear, true, config.init));
-    return Network(std::move(layers));
+    return CheckedNetwork(std::move(layers), "model.cnn");
   }
 
   std::vector<std::string> LayerNames(

@@ -1,9 +1,12 @@
 #include "core/train/models/layered.h"
 
+#include <algorithm>
 #include <cmath>
 #include <variant>
 
 #include "absl/strings/str_cat.h"
+#include "core/models/layers/recurrent.h"
+#include "core/models/mlp.h"
 #include "core/train/network_objective.h"
 #include "core/train/setup.h"
 #include "core/util/status_macros.h"
@@ -11,8 +14,11 @@
 namespace sparrow::core {
 namespace {
 
-// Samples per forward pass when predicting: bounds the activations kept.
+// Samples per forward pass when predicting: at most 256, and at most
+// kPredictValues doubles of activations and workspaces (256 MB), since
+// Predict runs inside sparrowd.
 constexpr int kPredictChunk = 256;
+constexpr double kPredictValues = 32.0 * 1024 * 1024;
 
 // The targets the network fits: a softmax classifier on one label column gets
 // one-hot columns (and output names "label=c"); other targets are scaled.
@@ -41,6 +47,27 @@ bool IsIdentity(const data::Normalizer& n) {
 
 }  // namespace
 
+absl::Status CheckLayerValues(int64_t value, const std::string& field,
+                              const char* what) {
+  if (value <= kMaxLayerValues) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(
+      field, ": ", what, " would be ", value, "; a layer may have at most ",
+      kMaxLayerValues, " (make it smaller)"));
+}
+
+absl::StatusOr<Network> CheckedNetwork(
+    std::vector<std::shared_ptr<const Layer>> layers,
+    const std::string& field) {
+  int64_t params = 0;
+  for (const auto& l : layers) params += l->num_params();
+  if (params > kMaxNetworkParams) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        field, " would have ", params,
+        " parameters; the library allows at most ", kMaxNetworkParams));
+  }
+  return Network(std::move(layers));
+}
+
 int SquareSide(int n) {
   const int side = static_cast<int>(std::lround(std::sqrt(n)));
   return side * side == n ? side : 0;
@@ -60,7 +87,9 @@ absl::StatusOr<int64_t> LayeredFamily::CountParameters(
   Resolve(n_inputs, nullptr, &resolved);
   SPARROW_ASSIGN_OR_RETURN(const Network net,
                            Build(resolved, n_inputs, n_outputs));
-  return net.num_params();
+  int64_t params = 0;
+  for (int i = 0; i < net.num_layers(); ++i) params += net.block(i).size;
+  return params;
 }
 
 // Every layer's output and about two more buffers of its size (pre-
@@ -73,7 +102,12 @@ double LayeredFamily::ActivationWidth(const ModelConfig& config, int inputs,
   if (!net.ok()) return inputs + outputs;
   double width = inputs;
   for (int i = 0; i < net->num_layers(); ++i) {
-    width += 3.0 * net->layer(i).output_shape().size();
+    const Layer& l = net->layer(i);
+    width += 3.0 * l.output_shape().size() + l.input_shape().size();
+    // Gates, cell states and their gradients at every step.
+    if (const auto* r = dynamic_cast<const RecurrentLayer*>(&l)) {
+      width += 12.0 * r->steps() * r->hidden();
+    }
   }
   return width;
 }
@@ -115,9 +149,11 @@ absl::StatusOr<Eigen::MatrixXd> LayeredFamily::PredictRowsScaled(
                            Build(m.config, n_in, m.output_scaling.size()));
   Eigen::MatrixXd y(net.outputs(), x.cols());
   Network::Cache cache;
-  for (Eigen::Index begin = 0; begin < x.cols(); begin += kPredictChunk) {
-    const Eigen::Index cols =
-        std::min<Eigen::Index>(kPredictChunk, x.cols() - begin);
+  const double width = ActivationWidth(m.config, n_in, m.output_scaling.size());
+  const Eigen::Index chunk = static_cast<Eigen::Index>(
+      std::clamp(kPredictValues / width, 1.0, double{kPredictChunk}));
+  for (Eigen::Index begin = 0; begin < x.cols(); begin += chunk) {
+    const Eigen::Index cols = std::min(chunk, x.cols() - begin);
     net.Forward(m.params.data(), x.middleCols(begin, cols), &cache);
     y.middleCols(begin, cols) = cache.output();
   }

@@ -5,6 +5,8 @@
 #ifndef SPARROW_CORE_TRAIN_MODELS_LAYERED_H_
 #define SPARROW_CORE_TRAIN_MODELS_LAYERED_H_
 
+#include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -51,6 +53,23 @@ class LayeredFamily : public ModelFamily {
 
 // The side of a square with n values, or 0 when n is not a square.
 int SquareSide(int n);
+
+// Bounds of one layer, so that no size of a spec overflows the library's int
+// indices or asks for absurd buffers: values of one sample's output, of a
+// convolution's im2col matrix, and parameters of one layer, at most
+// kMaxLayerValues (2^26, 512 MB of doubles); kernels and strides at most
+// kMaxKernel. The whole network keeps kMaxNetworkParams.
+inline constexpr int64_t kMaxLayerValues = int64_t{1} << 26;
+inline constexpr int kMaxKernel = 64;
+
+// The network of these layers, or InvalidArgument naming `field` when it
+// would have more than kMaxNetworkParams parameters.
+absl::StatusOr<Network> CheckedNetwork(
+    std::vector<std::shared_ptr<const Layer>> layers, const std::string& field);
+
+// InvalidArgument naming `field` when value > kMaxLayerValues.
+absl::Status CheckLayerValues(int64_t value, const std::string& field,
+                              const char* what);
 
 }  // namespace sparrow::core
 

@@ -8,7 +8,9 @@
 #include "core/models/layers/lstm.h"
 #include "core/models/layers/rnn.h"
 #include "core/models/layers/step_dense.h"
+#include "core/models/mlp.h"
 #include "core/train/models/layered.h"
+#include "core/util/status_macros.h"
 
 namespace sparrow::core {
 namespace {
@@ -58,14 +60,22 @@ class RecurrentFamily : public LayeredFamily {
     int width = n_in / steps;
     for (size_t i = 0; i < k.hidden.size(); ++i) {
       const int h = k.hidden[i];
-      if (h < 1) {
+      const std::string layer = absl::StrCat(field, ".hidden[", i, "]");
+      if (h < 1 || h > kMaxLayerWidth) {
         return absl::InvalidArgumentError(absl::StrCat(
-            field, ".hidden[", i, "] is ", h, "; it must be >= 1"));
+            layer, " is ", h, "; it must be in 1..", kMaxLayerWidth));
       }
+      const int64_t rows = std::is_same_v<Kind, LstmKind> ? 4 * int64_t{h} : h;
+      SPARROW_RETURN_IF_ERROR(CheckLayerValues(rows * (int64_t{width} + h + 2),
+                                               layer, "its parameters"));
+      SPARROW_RETURN_IF_ERROR(
+          CheckLayerValues(rows * steps, layer, "its gate values per sample"));
       const bool all_steps = k.sequence_output || i + 1 < k.hidden.size();
       layers.push_back(Recurrent(k, steps, width, h, all_steps, config.init));
       width = h;
     }
+    SPARROW_RETURN_IF_ERROR(CheckLayerValues(
+        (int64_t{width} + 1) * n_out, field, "the output layer's parameters"));
     if (k.sequence_output) {
       layers.push_back(std::make_shared<StepDenseLayer>(
           steps, width, n_out / steps, config.init));
@@ -73,7 +83,7 @@ class RecurrentFamily : public LayeredFamily {
       layers.push_back(std::make_shared<DenseLayer>(
           width, n_out, Activation::kLinear, true, config.init));
     }
-    return Network(std::move(layers));
+    return CheckedNetwork(std::move(layers), field);
   }
 
   std::vector<std::string> LayerNames(

@@ -117,6 +117,34 @@ TEST(LayeredTest, ShapesThatDoNotFitAreRefusedByField) {
               ::testing::HasSubstr("model.lstm.steps is 7"));
 }
 
+// Sizes that would overflow the library's int indices, or ask for absurd
+// buffers, are refused by name before anything is allocated.
+TEST(LayeredTest, HugeLayersAreRefusedBeforeAnythingIsBuilt) {
+  ModelConfig c;
+  c.kind = LstmKind{{{32768}, 28, false}};
+  EXPECT_THAT(LstmKind::Family().CountParameters(c, 784, 10).status().message(),
+              ::testing::HasSubstr("model.lstm.hidden[0]: its parameters would "
+                                   "be"));
+  CnnKind k;
+  CnnLayerConfig pad = Conv(1);
+  pad.kernel = 1;
+  pad.padding = 32754;
+  k.layers = {pad, Of(Type::kFlatten)};
+  EXPECT_THAT(CnnStatus(k, 784).message(),
+              ::testing::HasSubstr("padding (32754) in 0..kernel - 1"));
+  k.layers = {Of(Type::kFlatten), Of(Type::kDense, 50000),
+              Of(Type::kDense, 99999)};
+  EXPECT_THAT(CnnStatus(k, 784).message(),
+              ::testing::HasSubstr("model.cnn.layers[2]: its parameters would "
+                                   "be"));
+  CnnLayerConfig wide = Conv(100000);
+  wide.kernel = 64;
+  wide.padding = 63;
+  k.layers = {wide, Of(Type::kFlatten)};
+  EXPECT_THAT(CnnStatus(k, 784).message(),
+              ::testing::HasSubstr("model.cnn.layers[0]: its output values"));
+}
+
 TEST(LayeredTest, ParameterCountsFollowTheLayouts) {
   ModelConfig c;
   c.kind = SmallCnn();  // 8x8: conv 4 (4 * 10), pool, 64 -> 8, 8 -> 3
