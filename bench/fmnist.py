@@ -11,13 +11,13 @@ Then it prints a markdown table: model | ours s/epoch | torch f32 s/epoch | torc
 ratio torch/ours (f32, f64) | test accuracy after 1 and after N epochs (ours, torch f32), then a
 table of torch float64's accuracies and one JSON line with every number.
 
-Ours: s/epoch = `ms_per_epoch` / 1000 of `sparrow run --json` (the optimizer loop's wall time /
-epochs; data loading and the final metrics excluded; no validation split, so no evaluation inside
-the loop). `sparrow run --json` reports the test accuracy of the final model only, so ours' "after
-1 epoch" cell is "-" unless --ours-epoch1 is given, which adds a 1-epoch run of the same spec and
-seed (the same first epoch: results depend on the spec and seed only). Torch: s/epoch = the mean
-over the epochs of the training-loop time of each epoch (evaluation excluded), accuracies from its
-per-epoch lines.
+Ours: s/epoch = `ms_per_epoch` / 1000 of `sparrow run --json`: the optimizer loop's time / epochs
+(data loading, the per-epoch test evaluation and the final metrics excluded). The accuracy after
+epoch k is `per_epoch.test_accuracy[k-1]` of the same run (each epoch's model on the test split,
+reported as progress only). --precisions float64,float32 runs the fnn and cnn specs in both
+`model.precision`s (rows "fnn" and "fnn f32"); lstm and rnn are float64 only. Torch: s/epoch =
+the mean over the epochs of the training-loop time of each epoch (evaluation excluded),
+accuracies from its per-epoch lines.
 
 With --seeds K (the acceptance protocol: 3) the seeds are 1..K; every cell is "mean (seed 1 /
 seed 2 / ...)". --quick trains on the first 300 training images and tests on the first 300 test
@@ -29,7 +29,7 @@ the errors are listed under it); 2 on bad arguments.
 
 Usage: /usr/bin/python3 bench/fmnist.py [--models fnn,cnn,lstm,rnn] [--epochs 5] [--seeds 1]
          [--threads 2] [--quick] [--build-dir build] [--data DIR] [--no-ours] [--no-torch]
-         [--dtypes float32,float64] [--blas-dir DIR] [--ours-epoch1] [--keep DIR]
+         [--dtypes float32,float64] [--blas-dir DIR] [--precisions float64,float32] [--keep DIR]
 Run it under `nice` on a shared machine. --blas-dir is passed to the peer (see fmnist_torch.py:
 without an optimized libblas.so.3 Debian's torch uses netlib's reference BLAS).
 """
@@ -46,6 +46,7 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MODELS = ("fnn", "cnn", "lstm", "rnn")
+FLOAT32_MODELS = ("fnn", "cnn")  # model.precision applies to mlp and cnn models
 DATA_FILES = ("train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz",
               "t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz")
 QUICK_IMAGES = 300
@@ -65,7 +66,7 @@ def find_sparrow(build_dir):
     return None
 
 
-def ours_spec(model, data_dir, epochs, seed, threads, quick, path):
+def ours_spec(model, data_dir, epochs, seed, threads, quick, path, precision="float64"):
     with open(os.path.join(ROOT, "examples", f"fmnist_{model}_adam.json")) as f:
         spec = json.load(f)
     images = spec["data"]["images"]
@@ -74,6 +75,8 @@ def ours_spec(model, data_dir, epochs, seed, threads, quick, path):
     spec["stopping"]["max_epochs"] = epochs
     spec["seed"] = seed
     spec["optimizer"]["adam"].setdefault("batch", {})["threads"] = threads
+    if model in FLOAT32_MODELS:
+        spec["model"]["precision"] = precision
     if quick:
         spec["split"] = {"train": [{"first": 1, "last": QUICK_IMAGES}],
                          "test": [{"first": 60001, "last": 60000 + QUICK_IMAGES}]}
@@ -81,17 +84,17 @@ def ours_spec(model, data_dir, epochs, seed, threads, quick, path):
         json.dump(spec, f, indent=2)
 
 
-def run_ours(sparrow, model, data_dir, epochs, seed, threads, quick, tmp):
+def run_ours(sparrow, model, data_dir, epochs, seed, threads, quick, tmp, precision):
     """One `sparrow run --local --json`; returns (result dict, None) or (None, error text)."""
     if sparrow is None:
         return None, "sparrow binary not found (build first: cmake --build build)"
-    spec = os.path.join(tmp, f"fmnist_{model}_s{seed}_e{epochs}.json")
-    ours_spec(model, data_dir, epochs, seed, threads, quick, spec)
+    spec = os.path.join(tmp, f"fmnist_{model}_s{seed}_e{epochs}_{precision}.json")
+    ours_spec(model, data_dir, epochs, seed, threads, quick, spec, precision)
     cmd = [sparrow, "run", "--local", spec, "--threads", "1", "--json"]
     t0 = time.perf_counter()
     p = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
     wall = time.perf_counter() - t0
-    with open(os.path.join(tmp, f"ours_{model}_s{seed}_e{epochs}.log"), "w") as f:
+    with open(os.path.join(tmp, f"ours_{model}_s{seed}_e{epochs}_{precision}.log"), "w") as f:
         f.write(" ".join(cmd) + f"\nexit {p.returncode}\n--- stdout\n{p.stdout}\n--- stderr\n{p.stderr}")
     if p.returncode != 0:
         last = (p.stderr.strip().splitlines() or ["(no stderr)"])[-1]
@@ -134,6 +137,12 @@ def run_torch(py, model, dtype, epochs, seed, threads, quick, data_dir, blas_dir
     return lines, None
 
 
+def commit():
+    p = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"], capture_output=True,
+                       text=True)
+    return p.stdout.strip() or "unknown"
+
+
 def cell(values, digits):
     """mean (v1 / v2 / ...) of the values; None entries are failed runs."""
     vals = [v for v in values if v is not None]
@@ -160,8 +169,9 @@ def main():
     ap.add_argument("--no-torch", action="store_true", help="run ours only")
     ap.add_argument("--blas-dir", default=os.environ.get("PEER_BLAS_DIR", ""),
                     help="passed to fmnist_torch.py (default $PEER_BLAS_DIR)")
-    ap.add_argument("--ours-epoch1", action="store_true",
-                    help="also run ours for 1 epoch to fill its after-1-epoch accuracy")
+    ap.add_argument("--precisions", default="float64",
+                    help="ours' model.precision for fnn and cnn: float64 and/or float32 "
+                         "(lstm and rnn always float64)")
     ap.add_argument("--keep", default="", help="keep specs and logs in this directory")
     a = ap.parse_args()
 
@@ -171,6 +181,9 @@ def main():
     dtypes = [d.strip() for d in a.dtypes.split(",") if d.strip()]
     if any(d not in ("float32", "float64") for d in dtypes):
         ap.error("--dtypes: float32 and/or float64")
+    precisions = [p.strip() for p in a.precisions.split(",") if p.strip()]
+    if not precisions or any(p not in ("float32", "float64") for p in precisions):
+        ap.error("--precisions: float64 and/or float32")
     if a.epochs < 1 or a.seeds < 1 or a.threads < 1:
         ap.error("--epochs, --seeds and --threads must be at least 1")
     epochs = 1 if a.quick else a.epochs
@@ -196,23 +209,22 @@ def main():
         f"ours {'off' if a.no_ours else (sparrow or 'NOT FOUND')}; torch {'off' if a.no_torch else ','.join(dtypes)}"
         f"{'; QUICK (300 images)' if a.quick else ''}; logs in {tmp}")
 
-    results = {}  # model -> {"ours": [per seed], "ours1": [...], "torch": {dtype: [per seed]}}
+    # model -> {"ours": {precision: [per seed]}, "torch": {dtype: [per seed]}}
+    results = {}
     errors = []
     for model in models:
-        res = results[model] = {"ours": [], "ours1": [], "torch": {d: [] for d in dtypes}}
+        ours_precisions = precisions if model in FLOAT32_MODELS else ["float64"]
+        res = results[model] = {"ours": {p: [] for p in ours_precisions},
+                                "torch": {d: [] for d in dtypes}}
         for seed in seeds:
-            if not a.no_ours:
-                log(f"{model} seed {seed}: sparrow, {epochs} epoch(s) ...")
-                r, err = run_ours(sparrow, model, data_dir, epochs, seed, a.threads, a.quick, tmp)
-                res["ours"].append(r)
+            for prec in ([] if a.no_ours else ours_precisions):
+                log(f"{model} seed {seed}: sparrow {prec}, {epochs} epoch(s) ...")
+                r, err = run_ours(sparrow, model, data_dir, epochs, seed, a.threads, a.quick, tmp,
+                                  prec)
+                res["ours"][prec].append(r)
                 if err:
-                    errors.append(f"{model} seed {seed} ours: {err}")
+                    errors.append(f"{model} seed {seed} ours {prec}: {err}")
                     log(f"  error: {err}")
-                if a.ours_epoch1 and epochs > 1:
-                    r1, err = run_ours(sparrow, model, data_dir, 1, seed, a.threads, a.quick, tmp)
-                    res["ours1"].append(r1)
-                    if err:
-                        errors.append(f"{model} seed {seed} ours (1 epoch): {err}")
             if run_torch_side:
                 for dt in dtypes:
                     log(f"{model} seed {seed}: torch {dt}, {epochs} epoch(s) ...")
@@ -227,34 +239,41 @@ def main():
     def ours_s(r):
         return None if r is None else r["ms_per_epoch"] / 1000.0
 
+    def ours_acc(r, epoch):
+        """Test accuracy after `epoch` epochs, from the run's per-epoch records."""
+        if r is None:
+            return None
+        accs = r.get("per_epoch", {}).get("test_accuracy", [])
+        return accs[epoch - 1] if len(accs) >= epoch else None
+
     def torch_s(lines):
         return None if lines is None else statistics.mean(l["seconds"] for l in lines)
 
     def torch_acc(lines, epoch):
         return None if lines is None else lines[epoch - 1]["test_accuracy"]
 
-    summary = {}
+    summary = {}  # row label ("fnn", "fnn f32", ...) -> numbers
     for model, res in results.items():
-        s = summary[model] = {}
-        s["ours_s_per_epoch"] = [ours_s(r) for r in res["ours"]]
-        s["ours_acc_last"] = [None if r is None else r["test_accuracy"] for r in res["ours"]]
-        if epochs == 1:
-            s["ours_acc_1"] = s["ours_acc_last"]
-        elif res["ours1"]:
-            s["ours_acc_1"] = [None if r is None else r["test_accuracy"] for r in res["ours1"]]
-        else:
-            s["ours_acc_1"] = []  # not reported by sparrow run --json
+        torch_runs = {dt: res["torch"][dt] for dt in dtypes}
+        torch_cols = {}
         for dt in dtypes:
-            runs = res["torch"][dt]
-            s[f"torch_{dt}_s_per_epoch"] = [torch_s(l) for l in runs]
-            s[f"torch_{dt}_acc_1"] = [torch_acc(l, 1) for l in runs]
-            s[f"torch_{dt}_acc_last"] = [torch_acc(l, epochs) for l in runs]
-            s[f"ratio_{dt}"] = [None if (o is None or t is None or o <= 0) else t / o
-                                for o, t in zip(s["ours_s_per_epoch"], s[f"torch_{dt}_s_per_epoch"])] \
-                if not a.no_ours else []
+            torch_cols[f"torch_{dt}_s_per_epoch"] = [torch_s(l) for l in torch_runs[dt]]
+            torch_cols[f"torch_{dt}_acc_1"] = [torch_acc(l, 1) for l in torch_runs[dt]]
+            torch_cols[f"torch_{dt}_acc_last"] = [torch_acc(l, epochs) for l in torch_runs[dt]]
+        for prec, runs in (res["ours"].items() if not a.no_ours else [("float64", [])]):
+            label = model if prec == "float64" else f"{model} f32"
+            s = summary[label] = dict(torch_cols)
+            s["precision"] = prec
+            s["ours_s_per_epoch"] = [ours_s(r) for r in runs]
+            s["ours_acc_1"] = [ours_acc(r, 1) for r in runs]
+            s["ours_acc_last"] = [None if r is None else r["test_accuracy"] for r in runs]
+            for dt in dtypes:
+                s[f"ratio_{dt}"] = [None if (o is None or t is None or o <= 0) else t / o
+                                    for o, t in zip(s["ours_s_per_epoch"],
+                                                    torch_cols[f"torch_{dt}_s_per_epoch"])]
 
     def col(model, key, digits):
-        return cell(summary[model].get(key, []), digits)
+        return cell(summary.get(model, {}).get(key, []), digits)
 
     n = epochs
     head = ["model", "ours s/epoch", "torch f32 s/epoch", "torch f64 s/epoch",
@@ -265,11 +284,11 @@ def main():
     print()
     print(f"Fashion-MNIST, Adam lr 1e-3, batch 128, {n} epoch(s), {a.threads} threads, "
           f"seeds {','.join(map(str, seeds))}{', QUICK: 300 train / 300 test images' if a.quick else ''}; "
-          f"test accuracy in %; ours is float64")
+          f"test accuracy in %; ours float64 unless the row says f32 (model.precision)")
     print()
     print("| " + " | ".join(head) + " |")
     print("|" + "|".join(["---"] + ["---:"] * (len(head) - 1)) + "|")
-    for model in models:
+    for model in summary:
         row = [model, col(model, "ours_s_per_epoch", 2), col(model, "torch_float32_s_per_epoch", 2),
                col(model, "torch_float64_s_per_epoch", 2), col(model, "ratio_float32", 2),
                col(model, "ratio_float64", 2), col(model, "ours_acc_1", 2),
@@ -284,11 +303,8 @@ def main():
         print("| model | " + " | ".join(c[0] for c in cols) + " |")
         print("|---|" + "---:|" * len(cols))
         for model in models:
-            print(f"| {model} | " + " | ".join(col(model, c[1], 2) for c in cols) + " |")
-    if not a.no_ours and epochs > 1 and not a.ours_epoch1:
-        print()
-        print("ours' after-1-epoch accuracy: `sparrow run --json` reports the final model's only "
-              "(--ours-epoch1 adds a 1-epoch run).")
+            label = next(l for l in summary if l.split()[0] == model)
+            print(f"| {model} | " + " | ".join(col(label, c[1], 2) for c in cols) + " |")
     if errors:
         print()
         print("Errors:")
@@ -299,6 +315,7 @@ def main():
     print()
     print(json.dumps({"bench": "fmnist", "date": datetime.date.today().isoformat(), "epochs": n,
                       "seeds": seeds, "threads": a.threads, "quick": a.quick, "torch_blas": blas,
+                      "commit": commit(),
                       "models": summary, "errors": errors}))
     if not a.keep:
         shutil.rmtree(tmp, ignore_errors=True)

@@ -183,6 +183,16 @@ absl::StatusOr<core::TrainConfig::Scaling> ToScaling(v1::Normalization n) {
   }
 }
 
+absl::StatusOr<core::Precision> ToPrecision(const std::string& precision) {
+  if (precision.empty() || precision == "float64") {
+    return core::Precision::kFloat64;
+  }
+  if (precision == "float32") return core::Precision::kFloat32;
+  return absl::InvalidArgumentError(
+      absl::StrCat("model.precision is \"", precision,
+                   "\"; use \"float64\" (default) or \"float32\""));
+}
+
 }  // namespace
 
 absl::StatusOr<core::Loss> ToLoss(const v1::LossSpec& l) {
@@ -218,6 +228,7 @@ absl::StatusOr<core::ModelConfig> ToModelConfig(const v1::ModelSpec& m,
                              "positive (0 means 1)");
   }
   c.init_scale = m.init_scale() == 0 ? 1.0 : m.init_scale();
+  SPARROW_ASSIGN_OR_RETURN(c.precision, ToPrecision(m.precision()));
   if (!m.init().empty() && (m.has_narx_mlp() || m.has_state_space_rnn())) {
     return absl::InvalidArgumentError(
         "model.init applies to mlp, cnn, rnn and lstm models; narx_mlp and "

@@ -5,6 +5,7 @@
 #include <optional>
 #include <string_view>
 #include <utility>
+#include <variant>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -171,6 +172,17 @@ absl::Status CheckImageModel(const core::Model& m,
         "data's shape",
         m.input_scaling.size(), images.channels, images.height, images.width,
         images.image_size()));
+  }
+  if (const auto* cnn = std::get_if<core::CnnKind>(&m.config.kind);
+      cnn != nullptr &&
+      (cnn->channels != images.channels || cnn->height != images.height ||
+       cnn->width != images.width)) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "the model takes %d x %d x %d images but these are %d x %d x %d "
+        "(channels x rows x columns); use images of the training data's "
+        "shape",
+        cnn->channels, cnn->height, cnn->width, images.channels, images.height,
+        images.width));
   }
   return absl::OkStatus();
 }

@@ -65,7 +65,7 @@ class ProgressPrinter : public core::IterationCallback {
         absl::StrAppendFormat(&line, "  zeros %5.1f%%", r->sparsity_pct);
       }
       for (const auto& [name, value] : r->extras) {
-        absl::StrAppendFormat(&line, "  %s %.3g", name, value);
+        absl::StrAppendFormat(&line, "  %s %.6g", name, value);
       }
       std::cerr << line << absl::StrFormat("  %7.2f s\n", r->elapsed_seconds);
     }

@@ -43,7 +43,35 @@ nlohmann::json RunJson(const RunReport& r) {
     for (const auto& [name, value] : r.extras) extras[name] = value;
     j["optimizer"] = extras;
   }
+  if (!r.per_epoch.empty()) {
+    nlohmann::json per_epoch = nlohmann::json::object();
+    for (const auto& [name, values] : r.per_epoch) per_epoch[name] = values;
+    j["per_epoch"] = per_epoch;
+  }
   return j;
+}
+
+// The per-epoch metrics of the history's records (RunReport::per_epoch).
+std::vector<std::pair<std::string, std::vector<double>>> PerEpoch(
+    const std::vector<core::IterationRecord>& history) {
+  std::vector<std::pair<std::string, std::vector<double>>> cols = {
+      {"epoch", {}}, {"samples_per_s", {}}, {"test_accuracy", {}}};
+  for (const core::IterationRecord& rec : history) {
+    std::vector<double> row = {static_cast<double>(rec.iteration), NAN, NAN};
+    for (const auto& [name, value] : rec.extras) {
+      for (size_t c = 1; c < cols.size(); ++c) {
+        if (name == cols[c].first) row[c] = value;
+      }
+    }
+    if (std::isnan(row[1])) continue;  // not a minibatch epoch's record
+    for (size_t c = 0; c < cols.size(); ++c) cols[c].second.push_back(row[c]);
+  }
+  if (cols[0].second.empty()) return {};
+  if (std::all_of(cols[2].second.begin(), cols[2].second.end(),
+                  [](double v) { return std::isnan(v); })) {
+    cols.pop_back();
+  }
+  return cols;
 }
 
 // Every numeric field of the runs, in first-seen order.
@@ -104,6 +132,7 @@ RunReport MakeReport(uint64_t seed, const core::TrainResult& result) {
   if (!result.summary.history.empty()) {
     r.extras = result.summary.history.back().extras;
   }
+  r.per_epoch = PerEpoch(result.summary.history);
   r.validation = std::numeric_limits<double>::quiet_NaN();
   for (const core::IterationRecord& rec : result.summary.history) {
     if (std::isfinite(rec.validation_metric) &&

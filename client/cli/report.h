@@ -32,6 +32,10 @@ struct RunReport {
   // The optimizer's own quantities at its last report (e.g. B2LD's gradient
   // norm and block updates per layer, ADMM's residuals).
   std::vector<std::pair<std::string, double>> extras;
+  // Minibatch runs (sgd, adam) on table data: per reported epoch, "epoch",
+  // "samples_per_s" and, for classifiers with a test split,
+  // "test_accuracy"; empty otherwise.
+  std::vector<std::pair<std::string, std::vector<double>>> per_epoch;
 };
 
 RunReport MakeReport(uint64_t seed, const core::TrainResult& result);

@@ -51,12 +51,25 @@ struct Shape {
 //           1/sqrt(fan_in)); recurrent parameters U(-1/sqrt(H), 1/sqrt(H)).
 enum class InitLaw { kGlorot, kHe, kTorch };
 
+// The arithmetic of a dense or conv layer's matrix products
+// (ModelSpec.precision). Parameters, activations, gradients and the optimizer
+// stay float64 either way.
+//  kFloat64: every product in double (the default).
+//  kFloat32: the products' operands are rounded to float, the products are
+//            summed in float (Eigen's single-precision GEMM, twice the SIMD
+//            width of double's) and widened back to double; activations,
+//            bias adds and the parameter update stay in double.
+enum class Precision { kFloat64, kFloat32 };
+
 // Per-evaluation state of one layer for a batch: buffers whose number, order
 // and sizes the layer decides in ResizeWorkspace (Dense: pre-activations,
 // activation derivatives, deltas). Integer state such as a max-pool's argmax
 // fits a double exactly. Copyable, so caches holding workspaces are values.
 struct LayerWorkspace {
   std::vector<Eigen::MatrixXd> buffers;
+  // Float copies of the products' operands and results of a layer computing
+  // in Precision::kFloat32 (empty otherwise); the layer names their order.
+  std::vector<Eigen::MatrixXf> single;
 };
 
 class Layer {

@@ -87,7 +87,7 @@ Mlp::Mlp(const MlpSpec& spec) : spec_(spec) {
     const int out = last ? spec.outputs : spec.hidden[i];
     layers.push_back(std::make_shared<DenseLayer>(
         in, out, last ? spec.output_activation : spec.hidden_activation,
-        spec.bias, spec.init));
+        spec.bias, spec.init, spec.precision));
     in = out;
   }
   network_ = Network(std::move(layers));

@@ -51,6 +51,8 @@ struct MlpSpec {
   bool bias = true;
   // How the layers draw their initial weights (layer.h).
   InitLaw init = InitLaw::kGlorot;
+  // The arithmetic of the layers' products (layer.h).
+  Precision precision = Precision::kFloat64;
 };
 
 // Checks sizes; `name` prefixes the message (e.g. "model.mlp").

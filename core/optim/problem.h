@@ -29,7 +29,10 @@ class Objective {
   // Number of minibatches per epoch (1 = full batch).
   virtual int num_batches() const { return 1; }
   // Called before every epoch: reshuffle minibatches, refresh truncated-BPTT
-  // start states.
+  // start states. The epoch's batch order must depend on rng's draws only
+  // (shuffle the canonical order, not the last epoch's), so that a run
+  // resumed at an epoch boundary with the epoch's rng reproduces the
+  // uninterrupted one.
   virtual void StartEpoch(const Eigen::VectorXd& /*w*/, Rng* /*rng*/) {}
   // Value and gradient of minibatch b, scaled so that it estimates the full
   // objective.
@@ -53,6 +56,8 @@ const char* TerminationName(Termination t);
 // One progress record, emitted every `report_every` iterations and at the end.
 struct IterationRecord {
   int iteration = 0;  // epochs for first-order and Gauss-Newton methods
+  // The optimizer's time since the start: wall time less the time spent in
+  // the callback (validation, test metrics, checkpoints, events).
   double elapsed_seconds = 0.0;
   double loss = std::numeric_limits<double>::quiet_NaN();  // training objective
   double step_size = std::numeric_limits<double>::quiet_NaN();
@@ -87,7 +92,7 @@ struct Summary {
   int iterations = 0;
   double initial_loss = std::numeric_limits<double>::quiet_NaN();
   double final_loss = std::numeric_limits<double>::quiet_NaN();
-  double seconds = 0.0;
+  double seconds = 0.0;  // the optimizer's time, as elapsed_seconds
   std::vector<IterationRecord> history;  // params pointers cleared
   // One line: method-independent outcome, e.g. "converged after 120 epochs:
   // loss 0.31 -> 0.012".

@@ -64,9 +64,10 @@ absl::StatusOr<MemoryEstimate> EstimateMemory(const TrainConfig& config,
       4 * kDouble * samples * (inputs + outputs) +
       (family.BuildsRegressors() ? 2 * kDouble * samples * width : 0.0));
   // Iterate, gradient, best and checkpoint copies, moments, ADMM variables,
-  // and L-BFGS's correction pairs.
+  // L-BFGS's correction pairs, and one gradient per minibatch thread.
   const int memory = CorrectionPairs(config.optimizer);
-  e.parameters = Saturate(kDouble * n * (12 + 2 * memory));
+  const int threads = config.threads > 1 ? config.threads : 0;
+  e.parameters = Saturate(kDouble * n * (12 + 2 * memory + threads));
   // A minibatch keeps one batch of activations; Gauss-Newton's tapes and the
   // block methods' cached layer outputs keep every sample.
   const double batch =

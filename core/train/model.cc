@@ -89,6 +89,7 @@ MlpSpec NetworkSpec(const ModelConfig& c, int n_in, int n_out) {
   MlpSpec spec{n_in, c.hidden, n_out, c.activation, c.output_activation};
   spec.bias = c.bias;
   spec.init = c.init;
+  spec.precision = c.precision;
   return spec;
 }
 

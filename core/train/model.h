@@ -40,6 +40,8 @@ struct ModelConfig {
   double init_scale = 1.0;
   // The initialization law of the layered kinds (cnn, rnn, lstm).
   InitLaw init = InitLaw::kGlorot;
+  // The arithmetic of the dense and conv layers' products (mlp, cnn; layer.h).
+  Precision precision = Precision::kFloat64;
 
   template <typename Kind>
   bool is() const {

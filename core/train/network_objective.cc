@@ -100,7 +100,9 @@ double NetworkObjective::Evaluate(const Eigen::VectorXd& w,
 }
 
 void NetworkObjective::StartEpoch(const Eigen::VectorXd&, Rng* rng) {
-  if (num_batches_ > 1 && shuffle_) rng->Shuffle(&order_);
+  if (num_batches_ == 1 || !shuffle_) return;
+  std::iota(order_.begin(), order_.end(), 0);
+  rng->Shuffle(&order_);
 }
 
 double NetworkObjective::EvaluateBatch(const Eigen::VectorXd& w, int batch,

@@ -1,5 +1,6 @@
 #include "core/train/objectives.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <numeric>
@@ -214,6 +215,7 @@ double NarxSimulationObjective::MeanSquaredResidualFromLoss(
 
 void TableObjective::StartEpoch(const Eigen::VectorXd&, Rng* rng) {
   if (num_batches_ == 1 || !shuffle_) return;
+  std::iota(order_.begin(), order_.end(), 0);
   rng->Shuffle(&order_);
   for (size_t j = 0; j < order_.size(); ++j) {
     x_shuffled_.col(j) = x_->col(order_[j]);
@@ -313,7 +315,13 @@ void SequenceObjective::StartEpoch(const Eigen::VectorXd& w, Rng* rng) {
     const data::Trace& tr = (*traces_)[t];
     rnn_->Simulate(w.data(), tr.u, tr.y, static_cast<int>(t), &tapes_[t]);
   }
-  if (shuffle_) rng->Shuffle(&windows_);
+  if (!shuffle_) return;
+  // Back to the canonical order (trace, then offset) before the shuffle.
+  std::sort(
+      windows_.begin(), windows_.end(), [](const Window& a, const Window& b) {
+        return a.trace != b.trace ? a.trace < b.trace : a.offset < b.offset;
+      });
+  rng->Shuffle(&windows_);
 }
 
 double SequenceObjective::EvaluateBatch(const Eigen::VectorXd& w, int batch,

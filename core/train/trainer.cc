@@ -8,6 +8,7 @@
 #include "core/metrics/metrics.h"
 #include "core/train/methods.h"
 #include "core/train/model_registry.h"
+#include "core/train/optimizer.h"
 #include "core/train/setup.h"
 #include "core/util/option_error.h"
 #include "core/util/status_macros.h"
@@ -26,17 +27,29 @@ absl::Status NonNegative(absl::string_view field, double v) {
 
 // Wraps the user's callback: adds the validation metric, keeps the best iterate
 // on validation data, and stops after `patience` reports without improvement.
+// Minibatch epochs (sgd, adam) on table data also report, as extras, the
+// throughput "samples_per_s" (training samples per second of optimizer time)
+// and, for classifiers with a test split, "test_accuracy" (%): progress only;
+// the test split never steers the run.
 class ValidationMonitor : public IterationCallback {
  public:
   ValidationMonitor(Model* model, const TrainConfig& config,
                     const TrainData& data, int skip, IterationCallback* user)
       : model_(model), config_(config), data_(data), user_(user), skip_(skip) {
-    active_ = FamilyOf(model->config.kind).sequence()
-                  ? !data.validation_seq.traces.empty()
-                  : data.validation_table.num_samples() > 0;
+    const bool sequence = FamilyOf(model->config.kind).sequence();
+    active_ = sequence ? !data.validation_seq.traces.empty()
+                       : data.validation_table.num_samples() > 0;
+    epochs_ =
+        !sequence && (std::holds_alternative<SgdOptions>(config.optimizer) ||
+                      std::holds_alternative<AdamOptions>(config.optimizer));
+    test_accuracy_ = epochs_ && IsClassification(config.loss) &&
+                     data.test_table.num_samples() > 0;
   }
   CallbackResult OnIteration(IterationRecord* r) override {
     if (active_ && r->params != nullptr && !Validate(r)) {
+      return CallbackResult::kAbort;
+    }
+    if (epochs_ && r->params != nullptr && !AddEpochMetrics(r)) {
       return CallbackResult::kAbort;
     }
     if (r->params != nullptr) {
@@ -77,17 +90,57 @@ class ValidationMonitor : public IterationCallback {
     return true;
   }
 
+  // Appends samples_per_s and test_accuracy to r->extras; false when the
+  // test evaluation failed.
+  bool AddEpochMetrics(IterationRecord* r) {
+    const double seconds = r->elapsed_seconds - last_seconds_;
+    const double samples =
+        static_cast<double>(data_.train_table.num_samples()) *
+        (r->iteration - last_iteration_);
+    if (seconds > 0) r->extras.emplace_back("samples_per_s", samples / seconds);
+    last_seconds_ = r->elapsed_seconds;
+    last_iteration_ = r->iteration;
+    if (!test_accuracy_) return true;
+    model_->params = *r->params;
+    Metrics m;
+    error_ = EvaluateTable(*model_, data_.test_table, 2, &m);
+    if (!error_.ok()) return false;
+    r->extras.emplace_back("test_accuracy", m.test_accuracy);
+    return true;
+  }
+
   Model* model_;
   const TrainConfig& config_;
   const TrainData& data_;
   IterationCallback* user_;
   const int skip_;  // leading parameters left out of the sparsity count
   bool active_ = false;
+  bool epochs_ = false;
+  bool test_accuracy_ = false;
+  int last_iteration_ = 0;
+  double last_seconds_ = 0.0;
   double best_ = std::numeric_limits<double>::infinity();
   int since_best_ = 0;
   Eigen::VectorXd best_params_;
   absl::Status error_;
 };
+
+// Float32 products exist in the dense and conv layers' first-order path; the
+// second-order methods' Jacobians and the recurrent layers are double only.
+absl::Status CheckPrecision(const TrainConfig& c) {
+  if (c.model.precision == Precision::kFloat64) return absl::OkStatus();
+  if (!c.model.is<MlpKind>() && !c.model.is<CnnKind>()) {
+    return absl::InvalidArgumentError(
+        "model.precision \"float32\" applies to mlp and cnn models; remove "
+        "it (the other kinds compute in float64)");
+  }
+  if (!IsFirstOrder(c.optimizer)) {
+    return absl::InvalidArgumentError(
+        "model.precision \"float32\" needs optimizer sgd, adam or lbfgs; "
+        "the other optimizers compute in float64, so remove it");
+  }
+  return absl::OkStatus();
+}
 
 absl::Status ValidateModelAndData(const TrainConfig& c) {
   SPARROW_RETURN_IF_ERROR(c.loss.Validate());
@@ -103,6 +156,7 @@ absl::Status ValidateModelAndData(const TrainConfig& c) {
         absl::StrCat("batch_size (", c.batch_size, ") and bptt_window (",
                      c.bptt_window, ") must be >= 0"));
   }
+  SPARROW_RETURN_IF_ERROR(CheckPrecision(c));
   return FamilyOf(c.model.kind).Check(c);
 }
 

@@ -8,6 +8,7 @@
 #include "absl/strings/str_format.h"
 #include "core/data/csv.h"
 #include "core/data/dataset.h"
+#include "core/train/models/layered.h"
 #include "core/train/trainer.h"
 #include "core/util/status_macros.h"
 #include "server/jobs/job_manager.h"
@@ -108,7 +109,12 @@ absl::StatusOr<Channels> ImageChannels(const v1::JobSpec& spec,
   SPARROW_RETURN_IF_ERROR(
       translate::ValidateImageDataSpec(spec, dataset.rows()));
   const v1::ImageShape& shape = dataset.image_shape();
-  return Channels{shape.channels() * shape.height() * shape.width(), 1};
+  // A softmax classifier outputs one value per class: the dataset's classes,
+  // or every value a label byte can take when the dataset does not say.
+  const bool softmax = spec.loss().kind() == v1::LOSS_SOFTMAX_CROSS_ENTROPY;
+  const int classes = dataset.classes() > 0 ? dataset.classes() : 256;
+  return Channels{shape.channels() * shape.height() * shape.width(),
+                  softmax ? classes : 1};
 }
 
 }  // namespace
@@ -132,6 +138,12 @@ absl::StatusOr<int64_t> JobManager::ValidateSubmission(
                                ? ImageChannels(spec, dataset)
                                : CsvChannels(spec, dataset));
   const int n_in = channels.inputs, n_out = channels.outputs;
+  if (dataset.format() == v1::DATASET_FORMAT_IMAGES) {
+    // The shape fields the spec left at 0 come from the images, as in
+    // training (a 3 x 32 x 32 cnn input is not a square of 3072).
+    const v1::ImageShape& s = dataset.image_shape();
+    core::ResolveImageShape(s.channels(), s.height(), s.width(), &config.model);
+  }
   // A categorical column counts as one input or output here: its levels are
   // in the content, not the dataset's metadata. RunJob checks the limit again
   // with the one-hot widths.

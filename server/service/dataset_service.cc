@@ -1,5 +1,6 @@
 #include "server/service/dataset_service.h"
 
+#include <algorithm>
 #include <memory>
 
 #include "absl/strings/ascii.h"
@@ -51,6 +52,10 @@ absl::StatusOr<v1::Dataset> Describe(absl::string_view content) {
     meta.mutable_image_shape()->set_channels(images->channels);
     meta.mutable_image_shape()->set_height(images->height);
     meta.mutable_image_shape()->set_width(images->width);
+    if (!images->labels.empty()) {
+      meta.set_classes(
+          1 + *std::max_element(images->labels.begin(), images->labels.end()));
+    }
     return meta;
   }
   auto table =

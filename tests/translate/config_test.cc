@@ -35,6 +35,19 @@ TEST(ConfigTest, NormalizationChoosesTheScaling) {
   ExpectError(ToTrainConfig(*spec).status(), "normalization has an unknown");
 }
 
+TEST(ConfigTest, PrecisionIsFloat64OrFloat32) {
+  auto spec = ParseJobSpecJson(kRnnSpec);
+  ASSERT_TRUE(spec.ok());
+  spec->mutable_model()->set_precision("float16");
+  ExpectError(ToTrainConfig(*spec).status(),
+              "model.precision is \"float16\"; use \"float64\"");
+  spec->mutable_model()->set_precision("float64");
+  EXPECT_EQ(ToTrainConfig(*spec)->model.precision, core::Precision::kFloat64);
+  // A state_space_rnn computes in float64 only.
+  spec->mutable_model()->set_precision("float32");
+  ExpectError(ToTrainConfig(*spec).status(), "applies to mlp and cnn models");
+}
+
 TEST(ConfigTest, NegativeLayerSizeIsNamed) {
   ExpectError(
       Load(Replace(kRnnSpec, "\"fx_hidden\": [3]", "\"fx_hidden\": [-3]"),

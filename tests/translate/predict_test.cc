@@ -467,11 +467,13 @@ TEST(CategoricalPredictTest, RefusesALevelTheModelWasNotTrainedOn) {
 
 // --- Images: classes and probabilities of a softmax classifier. ---
 
-// An mlp softmax classifier trained on 60 tiny images of 3 classes.
-v1::TrainedModel TrainImageClassifier() {
+// A softmax classifier (an mlp by default) trained on 60 tiny images of 3
+// classes.
+v1::TrainedModel TrainImageClassifier(
+    const std::string& model = R"({"mlp": {"hidden": [6]}})") {
   auto spec = ParseJobSpecJson(R"({
     "data": {"images": {"images": ["i"], "labels": ["l"]}},
-    "model": {"mlp": {"hidden": [6]}},
+    "model": )" + model + R"(,
     "loss": {"kind": "LOSS_SOFTMAX_CROSS_ENTROPY"},
     "optimizer": {"lbfgs": {}},
     "stopping": {"max_epochs": 60},
@@ -518,6 +520,17 @@ TEST(PredictImagesTest, RefusesWhatItCannotAnswer) {
   many.pixels.resize((kMaxPredictImages + 1) * 16);
   EXPECT_THAT(std::string(PredictImages(model, many).status().message()),
               HasSubstr("kMaxPredictImages"));
+  // A cnn also needs the training images' shape, not just their size.
+  const v1::TrainedModel cnn = TrainImageClassifier(
+      R"({"cnn": {"layers": [{"conv": {"filters": 2, "kernel": 3,
+          "padding": 1}}, {"flatten": {}}]}})");
+  core::data::ImageSet tall = sparrow::testing::TinyImages(2);
+  ASSERT_TRUE(PredictImages(cnn, tall).ok());
+  tall.height = 8;  // the same 16 values, in another shape
+  tall.width = 2;
+  EXPECT_THAT(std::string(PredictImages(cnn, tall).status().message()),
+              HasSubstr("the model takes 1 x 4 x 4 images but these are "
+                        "1 x 8 x 2"));
 }
 
 TEST_F(PredictTest, ImagesNeedASoftmaxClassifier) {

@@ -54,11 +54,27 @@ class Conv2dLayer : public Layer {
     kDColumns = 3,
     kGradient = 4
   };
+  // With Precision::kFloat32, the float buffers (LayerWorkspace::single): K~
+  // rounded by Forward; one sample's im2col matrix, pre-activations, deltas
+  // and receptive-field gradients; the batch's kernel gradient dK~, summed
+  // in float.
+  enum Single {
+    kKernel32 = 0,
+    kColumns32 = 1,
+    kZ32 = 2,
+    kDZ32 = 3,
+    kDColumns32 = 4,
+    kGradient32 = 5
+  };
 
   // The geometry must give a positive output size (CheckConv in the model's
   // translation refuses others with the field's name).
-  Conv2dLayer(const ConvGeometry& geometry, Activation activation, InitLaw init)
-      : g_(geometry), activation_(activation), init_(init) {}
+  Conv2dLayer(const ConvGeometry& geometry, Activation activation, InitLaw init,
+              Precision precision = Precision::kFloat64)
+      : g_(geometry),
+        activation_(activation),
+        init_(init),
+        precision_(precision) {}
 
   const ConvGeometry& geometry() const { return g_; }
   Shape input_shape() const override { return g_.in; }
@@ -76,14 +92,23 @@ class Conv2dLayer : public Layer {
                 double* grad) const override;
 
  private:
-  // cols (positions x field) = the receptive fields of one sample x.
-  void Im2Col(const double* x, Eigen::MatrixXd* cols) const;
+  // cols (positions x field) = the receptive fields of one sample x, in
+  // double or float.
+  template <typename Matrix>
+  void Im2Col(const double* x, Matrix* cols) const;
   // d_x += the receptive-field gradients d_cols scattered back to the input.
-  void Col2Im(const Eigen::MatrixXd& d_cols, double* d_x) const;
+  template <typename Matrix>
+  void Col2Im(const Matrix& d_cols, double* d_x) const;
+  // Forward's and Backward's per-sample loops in float (Precision::kFloat32).
+  void Forward32(const double* params, const Eigen::MatrixXd& in,
+                 LayerWorkspace* ws) const;
+  void Backward32(const double* params, const Eigen::MatrixXd& in,
+                  LayerWorkspace* ws, Eigen::MatrixXd* d_in) const;
 
   ConvGeometry g_;
   Activation activation_;
   InitLaw init_;
+  Precision precision_;
 };
 
 }  // namespace sparrow::core

@@ -10,6 +10,7 @@ namespace sparrow::core {
 
 using Eigen::Map;
 using Eigen::MatrixXd;
+using Eigen::MatrixXf;
 using Eigen::VectorXd;
 
 DenseBlock DenseLayer::Block(int offset) const {
@@ -30,6 +31,14 @@ void DenseLayer::Initialize(double sigma0, Rng* rng, double* params) const {
 void DenseLayer::ResizeWorkspace(int cols, LayerWorkspace* ws) const {
   ws->buffers.resize(2);
   for (MatrixXd& b : ws->buffers) b.resize(out_, cols);
+  if (precision_ != Precision::kFloat32) return;
+  ws->single.resize(6);
+  ws->single[kWeights32].resize(out_, in_);
+  ws->single[kInput32].resize(in_, cols);
+  ws->single[kDelta32].resize(out_, cols);
+  ws->single[kOutput32].resize(out_, cols);
+  ws->single[kDInput32].resize(in_, cols);
+  ws->single[kGradient32].resize(out_, in_);
 }
 
 // The products and the bias add are the original Mlp's expressions on the same
@@ -37,7 +46,15 @@ void DenseLayer::ResizeWorkspace(int cols, LayerWorkspace* ws) const {
 void DenseLayer::Forward(const double* params, const MatrixXd& in,
                          LayerWorkspace* ws, MatrixXd* out) const {
   MatrixXd& v = ws->buffers[kPreActivation];
-  v.noalias() = Map<const MatrixXd>(params, out_, in_) * in;
+  if (precision_ == Precision::kFloat32) {
+    std::vector<MatrixXf>& f = ws->single;
+    f[kWeights32] = Map<const MatrixXd>(params, out_, in_).cast<float>();
+    f[kInput32] = in.cast<float>();
+    f[kOutput32].noalias() = f[kWeights32] * f[kInput32];
+    v = f[kOutput32].cast<double>();
+  } else {
+    v.noalias() = Map<const MatrixXd>(params, out_, in_) * in;
+  }
   if (bias_) v.colwise() += Map<const VectorXd>(params + in_ * out_, out_);
   ApplyActivation(activation_, v, *out);
 }
@@ -58,7 +75,17 @@ void DenseLayer::Backward(const double* params, const MatrixXd& /*in*/,
   } else {
     delta.array() *= d_out.array();
   }
-  if (d_in != nullptr) {
+  if (precision_ == Precision::kFloat32) {
+    // A and the input were rounded by the Forward this Backward follows
+    // (same params and input). The weight gradient's float product is formed
+    // here, where the workspace is writable, as Conv2d does.
+    std::vector<MatrixXf>& f = ws->single;
+    f[kDelta32] = delta.cast<float>();
+    f[kGradient32].noalias() = f[kDelta32] * f[kInput32].transpose();
+    if (d_in == nullptr) return;
+    f[kDInput32].noalias() = f[kWeights32].transpose() * f[kDelta32];
+    *d_in = f[kDInput32].cast<double>();
+  } else if (d_in != nullptr) {
     d_in->noalias() =
         Map<const MatrixXd>(params, out_, in_).transpose() * delta;
   }
@@ -67,7 +94,11 @@ void DenseLayer::Backward(const double* params, const MatrixXd& /*in*/,
 void DenseLayer::Gradient(const MatrixXd& in, const LayerWorkspace& ws,
                           double* grad) const {
   const MatrixXd& delta = ws.buffers[kDelta];
-  Map<MatrixXd>(grad, out_, in_).noalias() += delta * in.transpose();
+  if (precision_ == Precision::kFloat32) {
+    Map<MatrixXd>(grad, out_, in_) += ws.single[kGradient32].cast<double>();
+  } else {
+    Map<MatrixXd>(grad, out_, in_).noalias() += delta * in.transpose();
+  }
   if (bias_) Map<VectorXd>(grad + in_ * out_, out_) += delta.rowwise().sum();
 }
 

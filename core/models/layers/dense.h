@@ -36,15 +36,33 @@ class DenseLayer : public Layer {
   // Workspace buffers, each out x B: pre-activations v = A x + b and deltas
   // dL/dv (after Backward).
   enum Buffer { kPreActivation = 0, kDelta = 1 };
+  // With Precision::kFloat32, the float buffers (LayerWorkspace::single): A
+  // and the input rounded by Forward, the deltas rounded by Backward, and the
+  // products' float results (A x; A^T delta; delta x^T, formed in Backward).
+  enum Single {
+    kWeights32 = 0,
+    kInput32 = 1,
+    kDelta32 = 2,
+    kOutput32 = 3,
+    kDInput32 = 4,
+    kGradient32 = 5
+  };
 
   DenseLayer(int in, int out, Activation activation, bool bias,
-             InitLaw init = InitLaw::kGlorot)
-      : in_(in), out_(out), activation_(activation), bias_(bias), init_(init) {}
+             InitLaw init = InitLaw::kGlorot,
+             Precision precision = Precision::kFloat64)
+      : in_(in),
+        out_(out),
+        activation_(activation),
+        bias_(bias),
+        init_(init),
+        precision_(precision) {}
 
   int in() const { return in_; }
   int out() const { return out_; }
   Activation activation() const { return activation_; }
   bool bias() const { return bias_; }
+  Precision precision() const { return precision_; }
   // This layer's DenseBlock when its parameter block starts at `offset`.
   DenseBlock Block(int offset) const;
 
@@ -69,6 +87,7 @@ class DenseLayer : public Layer {
   Activation activation_;
   bool bias_;
   InitLaw init_;
+  Precision precision_;
 };
 
 // The DenseBlock of layer `layer` of `net`, which must be a DenseLayer.

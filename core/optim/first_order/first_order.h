@@ -97,7 +97,6 @@ class FirstOrderOptimizer {
   Eigen::VectorXd grad_;
   Eigen::VectorXd step_;  // per-coordinate step sizes for the proximal term
   const ProximalTerm* proximal_ = nullptr;
-  Rng rng_;
 };
 
 // Runs until a stopping rule holds. On divergence w is the last finite iterate.

@@ -27,11 +27,16 @@ class RunMonitor {
         summary_(summary),
         start_(std::chrono::steady_clock::now()) {}
 
+  // Wall time since the start (what max_seconds bounds).
   double Elapsed() const {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() -
                                          start_)
         .count();
   }
+  // The optimizer's own time: Elapsed() less the time spent in the callback
+  // (validation and test metrics, checkpoints, events), what records and the
+  // summary report.
+  double OptimizerSeconds() const { return Elapsed() - callback_seconds_; }
 
   // Records iteration `it` that moved the objective from `previous` to `loss`.
   // Returns the termination reason when the run must stop, std::nullopt to
@@ -63,14 +68,18 @@ class RunMonitor {
     if (it % every == 0 || stop) {
       IterationRecord r;
       r.iteration = it;
-      r.elapsed_seconds = Elapsed();
+      r.elapsed_seconds = OptimizerSeconds();
       r.loss = loss;
       r.step_size = step;
       r.params = &params;
       r.optimizer_state = state_;
       r.extras = std::move(extras);
       CallbackResult answer = CallbackResult::kContinue;
-      if (callback_ != nullptr) answer = callback_->OnIteration(&r);
+      if (callback_ != nullptr) {
+        const double before = Elapsed();
+        answer = callback_->OnIteration(&r);
+        callback_seconds_ += Elapsed() - before;
+      }
       r.params = nullptr;
       r.optimizer_state = nullptr;
       summary_->history.push_back(r);
@@ -87,7 +96,7 @@ class RunMonitor {
 
   void Finish(Termination t) {
     summary_->termination = t;
-    summary_->seconds = Elapsed();
+    summary_->seconds = OptimizerSeconds();
   }
 
  private:
@@ -96,6 +105,7 @@ class RunMonitor {
   IterationCallback* callback_;
   Summary* summary_;
   std::chrono::steady_clock::time_point start_;
+  double callback_seconds_ = 0.0;
   const Eigen::VectorXd* state_ = nullptr;
 };
 

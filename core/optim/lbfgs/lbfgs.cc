@@ -133,7 +133,7 @@ Summary MinimizeLbfgs(const LbfgsOptions& options, Objective& objective,
       summary.history.back().loss != summary.final_loss) {
     IterationRecord r;
     r.iteration = summary.iterations;
-    r.elapsed_seconds = monitor.Elapsed();
+    r.elapsed_seconds = monitor.OptimizerSeconds();
     r.loss = summary.final_loss;
     summary.history.push_back(r);
   }

@@ -26,7 +26,7 @@ std::string ShapeText(Shape s) {
 }
 
 absl::Status AddConv(const CnnLayerConfig& l, const std::string& field,
-                     InitLaw init, Layers* layers, Shape* s) {
+                     const ModelConfig& config, Layers* layers, Shape* s) {
   const int stride = l.stride == 0 ? 1 : l.stride;
   if (l.units < 1 || l.units > kMaxLayerWidth || l.kernel < 1 ||
       l.kernel > kMaxKernel || stride < 1 || stride > kMaxKernel ||
@@ -54,7 +54,8 @@ absl::Status AddConv(const CnnLayerConfig& l, const std::string& field,
                                            "its im2col matrix's values"));
   SPARROW_RETURN_IF_ERROR(
       CheckLayerValues((field_size + 1) * l.units, field, "its parameters"));
-  layers->push_back(std::make_shared<Conv2dLayer>(g, l.activation, init));
+  layers->push_back(std::make_shared<Conv2dLayer>(g, l.activation, config.init,
+                                                  config.precision));
   *s = g.out();
   return absl::OkStatus();
 }
@@ -75,7 +76,8 @@ absl::Status AddPool(const CnnLayerConfig& l, const std::string& field,
 }
 
 absl::Status AddLayer(const CnnLayerConfig& l, const std::string& field,
-                      InitLaw init, Layers* layers, Shape* s, bool* flat) {
+                      const ModelConfig& config, Layers* layers, Shape* s,
+                      bool* flat) {
   if (l.type != Type::kDense && *flat) {
     return Refuse(field,
                   "comes after a flatten; convolutions, pools and "
@@ -83,7 +85,7 @@ absl::Status AddLayer(const CnnLayerConfig& l, const std::string& field,
   }
   switch (l.type) {
     case Type::kConv:
-      return AddConv(l, field, init, layers, s);
+      return AddConv(l, field, config, layers, s);
     case Type::kMaxPool:
       return AddPool(l, field, layers, s);
     case Type::kFlatten:
@@ -105,8 +107,9 @@ absl::Status AddLayer(const CnnLayerConfig& l, const std::string& field,
       }
       SPARROW_RETURN_IF_ERROR(CheckLayerValues(
           (int64_t{s->size()} + 1) * l.units, field, "its parameters"));
-      layers->push_back(std::make_shared<DenseLayer>(s->size(), l.units,
-                                                     l.activation, true, init));
+      layers->push_back(
+          std::make_shared<DenseLayer>(s->size(), l.units, l.activation, true,
+                                       config.init, config.precision));
       *s = Shape::Flat(l.units);
       return absl::OkStatus();
   }
@@ -148,7 +151,7 @@ class CnnFamily : public LayeredFamily {
     for (size_t i = 0; i < k.layers.size(); ++i) {
       SPARROW_RETURN_IF_ERROR(
           AddLayer(k.layers[i], absl::StrCat("model.cnn.layers[", i, "]"),
-                   config.init, &layers, &s, &flat));
+                   config, &layers, &s, &flat));
     }
     if (!flat) {
       return Refuse("model.cnn.layers",
@@ -158,8 +161,9 @@ class CnnFamily : public LayeredFamily {
     SPARROW_RETURN_IF_ERROR(CheckLayerValues((int64_t{s.size()} + 1) * n_out,
                                              "model.cnn",
                                              "the output layer's parameters"));
-    layers.push_back(std::make_shared<DenseLayer>(
-        s.size(), n_out, Activation::kLinear, true, config.init));
+    layers.push_back(
+        std::make_shared<DenseLayer>(s.size(), n_out, Activation::kLinear, true,
+                                     config.init, config.precision));
     return CheckedNetwork(std::move(layers), "model.cnn");
   }
 

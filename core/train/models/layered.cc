@@ -73,6 +73,18 @@ int SquareSide(int n) {
   return side * side == n ? side : 0;
 }
 
+void ResolveImageShape(int channels, int height, int width,
+                       ModelConfig* config) {
+  const auto* family =
+      dynamic_cast<const LayeredFamily*>(&FamilyOf(config->kind));
+  if (family == nullptr) return;
+  data::TableData shape;
+  shape.image_channels = channels;
+  shape.image_height = height;
+  shape.image_width = width;
+  family->Resolve(channels * height * width, &shape, config);
+}
+
 absl::Status LayeredFamily::Check(const TrainConfig& config) const {
   if (IsFirstOrder(config.optimizer)) return absl::OkStatus();
   return absl::InvalidArgumentError(
@@ -104,6 +116,10 @@ double LayeredFamily::ActivationWidth(const ModelConfig& config, int inputs,
   for (int i = 0; i < net->num_layers(); ++i) {
     const Layer& l = net->layer(i);
     width += 3.0 * l.output_shape().size() + l.input_shape().size();
+    // Float32 products: float copies of a dense layer's input and deltas.
+    if (config.precision == Precision::kFloat32) {
+      width += l.input_shape().size() + l.output_shape().size();
+    }
     // Gates, cell states and their gradients at every step.
     if (const auto* r = dynamic_cast<const RecurrentLayer*>(&l)) {
       width += 12.0 * r->steps() * r->hidden();

@@ -51,6 +51,12 @@ class LayeredFamily : public ModelFamily {
       const ModelConfig& config) const = 0;
 };
 
+// Fills the input shape a cnn, rnn or lstm spec left at 0 from images of
+// channels x height x width, as training on them does (LayeredFamily::
+// Resolve); other kinds are left alone.
+void ResolveImageShape(int channels, int height, int width,
+                       ModelConfig* config);
+
 // The side of a square with n values, or 0 when n is not a square.
 int SquareSide(int n);
 

@@ -27,6 +27,7 @@ class LeastSquares : public Objective {
   int num_params() const override { return static_cast<int>(x_.rows()); }
   int num_batches() const override { return batches_; }
   void StartEpoch(const Eigen::VectorXd&, Rng* rng) override {
+    std::iota(order_.begin(), order_.end(), 0);
     rng->Shuffle(&order_);
   }
   double Evaluate(const Eigen::VectorXd& w, Eigen::VectorXd* grad) override {

@@ -54,6 +54,7 @@ TEST_F(ImagesTest, UploadDescribesTheImages) {
   EXPECT_EQ(d.image_shape().channels(), 1);
   EXPECT_EQ(d.image_shape().height(), 4);
   EXPECT_EQ(d.image_shape().width(), 4);
+  EXPECT_EQ(d.classes(), 3);  // labels 0..2
   EXPECT_EQ(d.size_bytes(), static_cast<int64_t>(blob.size()));
   v1::Dataset got;
   ASSERT_TRUE(GetDataset(d.id(), &got).ok());
@@ -93,6 +94,26 @@ TEST_F(ImagesTest, SubmissionChecksTheSplitAgainstTheImages) {
                                    "images"),
             std::string::npos)
       << s.error_message();
+}
+
+// A cnn spec without a shape takes the images': 1 x 4 x 8 pixels (32, not
+// a square) are accepted at submission and trained on.
+TEST_F(ImagesTest, CnnTakesTheShapeOfNonSquareImages) {
+  core::data::ImageSet wide = TinyImages(30);
+  wide.width = 8;
+  wide.pixels.resize(30 * 32);
+  const std::string id = UploadOrDie(translate::PackImageDataset(wide));
+  v1::JobSpec spec = ImageSpec(id, 30);
+  auto* cnn = spec.mutable_model()->mutable_cnn();
+  auto* conv = cnn->add_layers()->mutable_conv();
+  conv->set_filters(2);
+  conv->set_kernel(3);
+  conv->set_padding(1);
+  cnn->add_layers()->mutable_flatten();
+  spec.mutable_optimizer()->mutable_adam();
+  spec.mutable_stopping()->set_max_epochs(2);
+  v1::Job job = SubmitOrDie(spec);
+  WaitForState(job.id(), v1::Job::SUCCEEDED);
 }
 
 TEST_F(ImagesTest, TrainsAndPredictsClassesWithProbabilities) {

@@ -1,7 +1,9 @@
 // The layered model kinds (cnn, rnn, lstm) end to end in core: shapes refused
 // by name, the threaded objective against finite differences and its
 // determinism, and small networks that learn a synthetic image task.
+#include <map>
 #include <memory>
+#include <string>
 
 #include "core/train/model_registry.h"
 #include "core/train/network_objective.h"
@@ -207,6 +209,60 @@ TEST(LayeredTest, SmallNetworksLearnBarsOnHeldOutImages) {
     EXPECT_GT(r->metrics.test_accuracy, 90.0) << FamilyOf(kind).name();
     EXPECT_EQ(r->model.output_names.size(), 3u);
   }
+}
+
+// Float32 products: deterministic, close to float64's run, and as accurate
+// on held-out images.
+TEST(LayeredTest, Float32CnnLearnsAndIsDeterministic) {
+  TrainData data;
+  data.train_table = Bars(300, 8, 3);
+  data.test_table = Bars(150, 8, 4);
+  TrainConfig c = AdamConfig(SmallCnn(), 15, 2);
+  auto f64 = Train(c, data, nullptr);
+  c.model.precision = Precision::kFloat32;
+  auto a = Train(c, data, nullptr);
+  auto b = Train(c, data, nullptr);
+  ASSERT_TRUE(f64.ok() && a.ok() && b.ok()) << a.status();
+  EXPECT_EQ(a->model.params, b->model.params);
+  EXPECT_NE(a->model.params, f64->model.params);
+  EXPECT_LT(testing::RelativeError(a->model.params, f64->model.params), 1e-2);
+  EXPECT_GT(a->metrics.test_accuracy, 90.0);
+}
+
+// Each epoch's record carries the throughput and the test accuracy; the last
+// one is the final model's.
+TEST(LayeredTest, EpochRecordsCarryThroughputAndTestAccuracy) {
+  TrainData data;
+  data.train_table = Bars(120, 6, 5);
+  data.test_table = Bars(60, 6, 6);
+  auto r = Train(AdamConfig(SmallCnn(), 3, 2), data, nullptr);
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_EQ(r->summary.history.size(), 3u);
+  for (const IterationRecord& rec : r->summary.history) {
+    std::map<std::string, double> extras(rec.extras.begin(), rec.extras.end());
+    ASSERT_EQ(extras.count("samples_per_s"), 1u);
+    ASSERT_EQ(extras.count("test_accuracy"), 1u);
+    EXPECT_GT(extras["samples_per_s"], 0.0);
+    EXPECT_GE(extras["test_accuracy"], 0.0);
+    EXPECT_LE(extras["test_accuracy"], 100.0);
+  }
+  const auto& last = r->summary.history.back().extras;
+  const std::map<std::string, double> final_extras(last.begin(), last.end());
+  EXPECT_EQ(final_extras.at("test_accuracy"), r->metrics.test_accuracy);
+}
+
+TEST(LayeredTest, Float32IsRefusedWhereItDoesNotApply) {
+  TrainConfig c = AdamConfig(LstmKind{{{4}, 0, false}}, 1, 1);
+  c.model.precision = Precision::kFloat32;
+  EXPECT_THAT(c.Validate().message(),
+              ::testing::HasSubstr("applies to mlp and cnn models"));
+  c = AdamConfig(MlpKind{}, 1, 1);
+  c.model.hidden = {4};
+  c.model.precision = Precision::kFloat32;
+  EXPECT_TRUE(c.Validate().ok()) << c.Validate();
+  c.optimizer = NailmOptions();
+  EXPECT_THAT(c.Validate().message(),
+              ::testing::HasSubstr("needs optimizer sgd, adam or lbfgs"));
 }
 
 TEST(LayeredTest, OnlyFirstOrderMethodsTrainLayeredModels) {
