@@ -14,8 +14,9 @@ table of torch float64's accuracies and one JSON line with every number.
 Ours: s/epoch = `ms_per_epoch` / 1000 of `sparrow run --json`: the optimizer loop's time / epochs
 (data loading, the per-epoch test evaluation and the final metrics excluded). The accuracy after
 epoch k is `per_epoch.test_accuracy[k-1]` of the same run (each epoch's model on the test split,
-reported as progress only). --precisions float64,float32 runs the fnn and cnn specs in both
-`model.precision`s (rows "fnn" and "fnn f32"); lstm and rnn are float64 only. Torch: s/epoch =
+reported as progress only). By default each spec runs in its own `model.precision` (the cnn
+example's is float32, the others' float64); --precisions float64,float32 runs the fnn and cnn
+specs in both (rows "fnn" and "fnn f32"); lstm and rnn are float64 only. Torch: s/epoch =
 the mean over the epochs of the training-loop time of each epoch (evaluation excluded),
 accuracies from its per-epoch lines.
 
@@ -66,9 +67,13 @@ def find_sparrow(build_dir):
     return None
 
 
-def ours_spec(model, data_dir, epochs, seed, threads, quick, path, precision="float64"):
+def example(model):
     with open(os.path.join(ROOT, "examples", f"fmnist_{model}_adam.json")) as f:
-        spec = json.load(f)
+        return json.load(f)
+
+
+def ours_spec(model, data_dir, epochs, seed, threads, quick, path, precision):
+    spec = example(model)
     images = spec["data"]["images"]
     images["images"] = [os.path.join(data_dir, os.path.basename(p)) for p in images["images"]]
     images["labels"] = [os.path.join(data_dir, os.path.basename(p)) for p in images["labels"]]
@@ -169,8 +174,9 @@ def main():
     ap.add_argument("--no-torch", action="store_true", help="run ours only")
     ap.add_argument("--blas-dir", default=os.environ.get("PEER_BLAS_DIR", ""),
                     help="passed to fmnist_torch.py (default $PEER_BLAS_DIR)")
-    ap.add_argument("--precisions", default="float64",
-                    help="ours' model.precision for fnn and cnn: float64 and/or float32 "
+    ap.add_argument("--precisions", default="",
+                    help="ours' model.precision for fnn and cnn: float64 and/or float32; "
+                         "default: each example's own "
                          "(lstm and rnn always float64)")
     ap.add_argument("--keep", default="", help="keep specs and logs in this directory")
     a = ap.parse_args()
@@ -182,7 +188,7 @@ def main():
     if any(d not in ("float32", "float64") for d in dtypes):
         ap.error("--dtypes: float32 and/or float64")
     precisions = [p.strip() for p in a.precisions.split(",") if p.strip()]
-    if not precisions or any(p not in ("float32", "float64") for p in precisions):
+    if any(p not in ("float32", "float64") for p in precisions):
         ap.error("--precisions: float64 and/or float32")
     if a.epochs < 1 or a.seeds < 1 or a.threads < 1:
         ap.error("--epochs, --seeds and --threads must be at least 1")
@@ -213,7 +219,8 @@ def main():
     results = {}
     errors = []
     for model in models:
-        ours_precisions = precisions if model in FLOAT32_MODELS else ["float64"]
+        own = example(model)["model"].get("precision", "float64")
+        ours_precisions = (precisions or [own]) if model in FLOAT32_MODELS else ["float64"]
         res = results[model] = {"ours": {p: [] for p in ours_precisions},
                                 "torch": {d: [] for d in dtypes}}
         for seed in seeds:
