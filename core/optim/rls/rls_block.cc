@@ -1,0 +1,124 @@
+#include "core/optim/rls/rls_block.h"
+
+#include <cmath>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+
+namespace sparrow::core {
+
+absl::Status RlsBlockOptions::Validate() const {
+  if (!(forgetting > 0.0 && forgetting <= 1.0)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("rls forgetting factor must be in (0, 1], got ",
+                     forgetting, "; the paper uses 1"));
+  }
+  if (!(eta > 0.0) || !std::isfinite(eta)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("rls eta (gradient scaling factor) must be finite and > "
+                     "0, got ",
+                     eta, "; the paper uses 1"));
+  }
+  if (!(momentum >= 0.0 && momentum < 1.0)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "rls momentum must be in [0, 1), got ", momentum, "; the paper's +M "
+                                                          "uses 0.5"));
+  }
+  if (!(l1 >= 0.0) || !std::isfinite(l1)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("rls l1 must be finite and >= 0, got ", l1,
+                     "; the paper's +R uses 1e-5 (FNN, CNN) or 1e-6 (LSTM)"));
+  }
+  return absl::OkStatus();
+}
+
+RlsBlock::RlsBlock(int rows, int inputs, const RlsBlockOptions& options)
+    : options_(options),
+      p_(inputs + 1, inputs + 1),
+      omega_(Eigen::MatrixXd::Zero(rows, inputs + 1)),
+      step_(rows, inputs + 1),
+      sign_(rows, inputs + 1),
+      u_(inputs + 1) {
+  ResetP();
+}
+
+void RlsBlock::ResetP() { p_.setIdentity(); }
+
+void RlsBlock::Step(const Eigen::Ref<const Eigen::VectorXd>& xbar, double k,
+                    const double* grad, double* block) {
+  const Eigen::Index r = omega_.rows(), c = omega_.cols();
+  Eigen::Map<const Eigen::MatrixXd> g(grad, r, c);
+  Eigen::Map<Eigen::MatrixXd> b(block, r, c);
+
+  u_.noalias() = p_.selfadjointView<Eigen::Lower>() * xbar;
+  double q = xbar.dot(u_);
+  if (!(q >= 0.0) || !std::isfinite(q)) {  // P lost definiteness
+    ResetP();
+    ++resets_;
+    u_.noalias() = p_.selfadjointView<Eigen::Lower>() * xbar;
+    q = xbar.dot(u_);
+  }
+  const double h = options_.forgetting + k * q;
+
+  // Omega_s = alpha Omega_{s-1} - (eta / h) G P_{s-1}   (63), (99)
+  step_.noalias() = g * p_.selfadjointView<Eigen::Lower>();
+  omega_ = options_.momentum * omega_ - (options_.eta / h) * step_;
+  if (options_.l1 > 0.0) {  // the old signs, sgn(B_{s-1})
+    sign_ = b.array().sign();
+    sign_.col(c - 1).setZero();
+  }
+  // P_s = (P_{s-1} - (k / h) u u^T) / lambda   (53)
+  p_.selfadjointView<Eigen::Lower>().rankUpdate(u_, -k / h);
+  if (options_.forgetting != 1.0) {
+    p_.triangularView<Eigen::Lower>() *= 1.0 / options_.forgetting;
+  }
+  // B_s = B_{s-1} + Omega_s - gamma sgn(B_{s-1}) P_s   (100)
+  b += omega_;
+  if (options_.l1 > 0.0) {
+    step_.noalias() = sign_ * p_.selfadjointView<Eigen::Lower>();
+    b -= options_.l1 * step_;
+  }
+}
+
+Eigen::MatrixXd RlsBlock::P() const {
+  return p_.selfadjointView<Eigen::Lower>();
+}
+
+int64_t RlsBlock::state_size() const {
+  const int64_t c = omega_.cols();
+  return c * (c + 1) / 2 + omega_.size() + 1;
+}
+
+void RlsBlock::PackState(double* out) const {
+  const Eigen::Index c = p_.cols();
+  for (Eigen::Index j = 0; j < c; ++j) {
+    for (Eigen::Index i = j; i < c; ++i) *out++ = p_(i, j);
+  }
+  for (Eigen::Index i = 0; i < omega_.size(); ++i) *out++ = omega_.data()[i];
+  *out = static_cast<double>(resets_);
+}
+
+absl::Status RlsBlock::UnpackState(const double* in, int64_t size) {
+  if (size != state_size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("rls block state has ", size, " values, expected ",
+                     state_size(), " for a ", omega_.rows(), " x ",
+                     omega_.cols(), " block; the checkpoint is not from "
+                                    "this model"));
+  }
+  for (int64_t i = 0; i < size; ++i) {
+    if (!std::isfinite(in[i])) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("rls block state value ", i, " is not finite"));
+    }
+  }
+  const Eigen::Index c = p_.cols();
+  for (Eigen::Index j = 0; j < c; ++j) {
+    for (Eigen::Index i = j; i < c; ++i) p_(i, j) = *in++;
+  }
+  for (Eigen::Index i = 0; i < omega_.size(); ++i) omega_.data()[i] = *in++;
+  resets_ = static_cast<int64_t>(*in);
+  return absl::OkStatus();
+}
+
+}  // namespace sparrow::core

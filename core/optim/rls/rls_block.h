@@ -1,0 +1,88 @@
+// One parameter block trained by the recursive-least-squares step of Zhang et
+// al. (ALGORITHMS.md §3.3): a preconditioned SGD step whose preconditioner P
+// is the inverse autocorrelation of the block's input, updated by a rank-1
+// Sherman–Morrison step from the minibatch's mean input (the "average
+// approximation"), with the paper's momentum (+M) and l1 (+R) variants.
+//
+// Layout. A block is Sparrow's [A b]: a rows x (n + 1) column-major matrix
+// whose last column is the bias (a Dense layer's [A b], a Conv2d's [K~ b], a
+// recurrent layer's [W b] or [V v]), the transpose of the paper's
+// Theta = [W; b^T]. The paper's update Theta <- Theta - (eta / h) P G is then
+// B <- B - (eta / h) G_B P with G_B the gradient in the same layout (P is
+// symmetric). x̄ has n + 1 entries, the last one 1 (the bias input).
+//
+// P stays symmetric by construction: only its lower triangle is stored and
+// updated. With lambda = 1 it is positive definite in exact arithmetic; when
+// round-off makes x̄ᵀ P x̄ negative or h not finite, P is reset to I (counted
+// in resets()), as ALGORITHMS.md §3.6 advises. P is kept in double whatever
+// the network's precision.
+#ifndef SPARROW_CORE_OPTIM_RLS_RLS_BLOCK_H_
+#define SPARROW_CORE_OPTIM_RLS_RLS_BLOCK_H_
+
+#include <cstdint>
+
+#include "Eigen/Core"
+#include "absl/status/status.h"
+
+namespace sparrow::core {
+
+struct RlsBlockOptions {
+  // Forgetting factor lambda in (0, 1] (the paper: 1).
+  double forgetting = 1.0;
+  // Gradient scaling factor eta > 0 (the paper: 1 for every layer).
+  double eta = 1.0;
+  // Momentum alpha in [0, 1) (+M; the paper: 0.5).
+  double momentum = 0.0;
+  // l1 weight gamma >= 0 (+R; the paper: 1e-5 for FNN and CNN, 1e-6 for
+  // LSTM); the bias column is not penalized.
+  double l1 = 0.0;
+
+  absl::Status Validate() const;
+};
+
+class RlsBlock {
+ public:
+  // A block of `rows` outputs over `inputs` inputs (plus the bias column):
+  // P = I of size (inputs + 1), momentum 0.
+  RlsBlock(int rows, int inputs, const RlsBlockOptions& options);
+
+  int rows() const { return static_cast<int>(omega_.rows()); }
+  int cols() const { return static_cast<int>(omega_.cols()); }
+
+  // One step on `block` (rows x cols column-major, updated in place) given
+  // the minibatch gradient `grad` (same layout, evaluated before any block
+  // of the network moved) and x̄, the mean of the block's input rows with a
+  // trailing 1. `k` is the ratio factor times the number of steps the mean
+  // ran over (k for a dense or conv block, k T for a recurrent one), > 0.
+  // Allocates nothing.
+  void Step(const Eigen::Ref<const Eigen::VectorXd>& xbar, double k,
+            const double* grad, double* block);
+
+  // P with its upper triangle filled in (for tests and inspection).
+  Eigen::MatrixXd P() const;
+  const Eigen::MatrixXd& momentum() const { return omega_; }
+  // How many times P was reset to I because it had lost definiteness.
+  int64_t resets() const { return resets_; }
+
+  // The state a resumed run needs: P's lower triangle by columns, then the
+  // momentum buffer, then the reset count. Unpack refuses a state of the
+  // wrong size or with a non-finite entry.
+  int64_t state_size() const;
+  void PackState(double* out) const;
+  absl::Status UnpackState(const double* in, int64_t size);
+
+ private:
+  void ResetP();
+
+  RlsBlockOptions options_;
+  Eigen::MatrixXd p_;      // cols x cols, lower triangle
+  Eigen::MatrixXd omega_;  // rows x cols
+  Eigen::MatrixXd step_;   // rows x cols scratch: G P, then sgn(B) P
+  Eigen::MatrixXd sign_;   // rows x cols scratch: sgn(B_{s-1}), bias column 0
+  Eigen::VectorXd u_;      // P x̄
+  int64_t resets_ = 0;
+};
+
+}  // namespace sparrow::core
+
+#endif  // SPARROW_CORE_OPTIM_RLS_RLS_BLOCK_H_
