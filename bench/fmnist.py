@@ -5,8 +5,8 @@ For each model and seed, in the same invocation and one after the other (never i
   ours   build/bin/sparrow run --local SPEC --threads 1 --json, where SPEC is a temporary copy of
          examples/fmnist_<model>_adam.json with absolute data paths, stopping.max_epochs = --epochs,
          seed = the seed and optimizer.adam.batch.threads = --threads;
-  torch  bench/fmnist_torch.py --models <model> --epochs N --seed S --threads T --dtype float32,
-         then the same with --dtype float64.
+  torch  bench/fmnist_torch.py --models <model> --epochs N --seed S --threads T --dtype float32
+         --normalization (zscore or none, the spec's), then the same with --dtype float64.
 Then it prints a markdown table: model | ours s/epoch | torch f32 s/epoch | torch f64 s/epoch |
 ratio torch/ours (f32, f64) | test accuracy after 1 and after N epochs (ours, torch f32), then a
 table of torch float64's accuracies and one JSON line with every number.
@@ -72,6 +72,16 @@ def example(model):
         return json.load(f)
 
 
+def peer_normalization(model):
+    """The peer's --normalization for the example's `normalization` (unset means ZSCORE)."""
+    norm = example(model).get("normalization", "NORMALIZATION_ZSCORE")
+    if norm in ("NORMALIZATION_ZSCORE", "NORMALIZATION_UNSPECIFIED"):
+        return "zscore"
+    if norm == "NORMALIZATION_NONE":
+        return "none"
+    raise ValueError(f"examples/fmnist_{model}_adam.json: the peer has no {norm}")
+
+
 def ours_spec(model, data_dir, epochs, seed, threads, quick, path, precision):
     spec = example(model)
     images = spec["data"]["images"]
@@ -123,7 +133,8 @@ def run_ours(sparrow, model, data_dir, epochs, seed, threads, quick, tmp, precis
 def run_torch(py, model, dtype, epochs, seed, threads, quick, data_dir, blas_dir, tmp):
     """The peer for one model and dtype; returns (list of per-epoch dicts, None) or (None, error)."""
     cmd = [py, PEER, "--models", model, "--epochs", str(epochs), "--seed", str(seed),
-           "--threads", str(threads), "--dtype", dtype, "--data", data_dir]
+           "--threads", str(threads), "--dtype", dtype, "--data", data_dir,
+           "--normalization", peer_normalization(model)]
     if quick:
         cmd += ["--limit", str(QUICK_IMAGES)]
     if blas_dir:

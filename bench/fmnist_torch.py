@@ -10,7 +10,10 @@ The same four networks as the specs, trained the way a PyTorch user would:
   rnn   the same with nn.RNN(..., nonlinearity='tanh')
 PyTorch's default initialization (the specs' `"init": "torch"`), CrossEntropyLoss (mean over the
 minibatch), Adam lr 1e-3, batch 128, the training rows reshuffled every epoch by a seeded
-torch.Generator, pixels / 255 and nothing else (the specs' NORMALIZATION_NONE).
+torch.Generator, pixels / 255, then with `--normalization zscore` (the fnn, lstm and rnn specs'
+NORMALIZATION_ZSCORE) each pixel standardized by the mean and population standard deviation of that
+pixel over the training images (1 where it is constant), as sparrow does; `none` (the cnn spec's
+NORMALIZATION_NONE) keeps pixels / 255.
 
 Data: the four IDX .gz files of ../shared/data/fashion_mnist (`--data DIR`), read here with gzip +
 numpy; train = the 60000 training images, test = the 10000 t10k images. When they are absent it
@@ -24,7 +27,7 @@ the epoch, `test_accuracy` a percentage on the test images.
 
 Usage: /usr/bin/python3 bench/fmnist_torch.py [--models fnn,cnn,lstm,rnn] [--epochs 5]
          [--dtype float32|float64] [--threads 2] [--seed 1] [--data DIR] [--limit N]
-         [--blas-dir DIR]
+         [--blas-dir DIR] [--normalization none|zscore]
 `--limit N` keeps the first N training and the first N test images (smoke runs).
 
 BLAS and threads. Debian's python3-torch 1.13 is built with BLAS_INFO=generic: its matrix
@@ -83,6 +86,15 @@ def load(data_dir):
     return arrays
 
 
+def zscore(train, test):
+    """Each pixel (column) minus its training mean, over its training population standard
+    deviation (1 for a constant pixel): sparrow's NORMALIZATION_ZSCORE."""
+    mean = train.mean(axis=0)
+    std = train.std(axis=0)
+    std[std == 0] = 1.0
+    return (train - mean) / std, (test - mean) / std
+
+
 def build(name, torch):
     nn = torch.nn
     if name == "fnn":
@@ -130,6 +142,8 @@ def main():
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--batch", type=int, default=128)
     ap.add_argument("--lr", type=float, default=1e-3)
+    ap.add_argument("--normalization", choices=("none", "zscore"), default="none",
+                    help="zscore: standardize each pixel by its training mean and std")
     ap.add_argument("--limit", type=int, default=0,
                     help="use only the first N training and N test images (0 = all)")
     ap.add_argument("--blas-dir", default="",
@@ -175,10 +189,14 @@ def main():
     arr = load(a.data)
     n_train = arr["train_images"].shape[0] if a.limit <= 0 else min(a.limit, arr["train_images"].shape[0])
     n_test = arr["test_images"].shape[0] if a.limit <= 0 else min(a.limit, arr["test_images"].shape[0])
-    x_train = torch.from_numpy(arr["train_images"][:n_train].astype(np.float64) / 255.0).to(dtype)
+    train = arr["train_images"][:n_train].reshape(n_train, -1).astype(np.float64) / 255.0
+    test = arr["test_images"][:n_test].reshape(n_test, -1).astype(np.float64) / 255.0
+    if a.normalization == "zscore":
+        train, test = zscore(train, test)
+    x_train = torch.from_numpy(train).to(dtype)
     x_train = x_train.reshape(n_train, 1, 28, 28)
     y_train = torch.from_numpy(arr["train_labels"][:n_train].astype(np.int64))
-    x_test = torch.from_numpy(arr["test_images"][:n_test].astype(np.float64) / 255.0).to(dtype)
+    x_test = torch.from_numpy(test).to(dtype)
     x_test = x_test.reshape(n_test, 1, 28, 28)
     y_test = torch.from_numpy(arr["test_labels"][:n_test].astype(np.int64))
 
