@@ -65,6 +65,39 @@ core::SgdOptions ToSgd(const v1::SgdOptions& o, const core::StopRules& stop,
   return f;
 }
 
+// Unset / 0 fields keep core::RlsOptions' defaults (the paper's); ranges are
+// checked by RlsOptions::Validate.
+absl::StatusOr<core::RlsOptions> ToRls(const v1::RlsOptions& o,
+                                       const core::StopRules& stop,
+                                       core::TrainConfig* c) {
+  core::RlsOptions f;
+  if (o.has_forgetting_factor()) f.forgetting = o.forgetting_factor();
+  if (o.learning_rate() != 0) f.learning_rate = o.learning_rate();
+  if (o.ratio_factor() != 0) f.ratio = o.ratio_factor();
+  if (o.eta_size() > 0) f.eta.assign(o.eta().begin(), o.eta().end());
+  f.momentum = o.momentum();
+  f.l1 = o.l1();
+  f.clip_norm = o.clip_norm();
+  if (o.output_layer() == "adam" || o.output_layer() == "rls") {
+    f.adam_output_layer = o.output_layer() == "adam";
+  } else if (!o.output_layer().empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("optimizer.rls.output_layer is \"", o.output_layer(),
+                     "\"; use \"adam\" (hybrid mode) or \"rls\""));
+  }
+  if (o.max_p_megabytes() < 0 || !std::isfinite(o.max_p_megabytes()) ||
+      o.max_p_megabytes() > 1e9) {
+    return core::OptionError("optimizer.rls.max_p_megabytes",
+                             o.max_p_megabytes(), "in [0, 1e9] (0 = 1024)");
+  }
+  if (o.max_p_megabytes() != 0) {
+    f.max_p_bytes = static_cast<int64_t>(o.max_p_megabytes() * (1 << 20));
+  }
+  f.stop = stop;
+  ToBatch(o.batch(), c);
+  return f;
+}
+
 core::AdamOptions ToAdam(const v1::AdamOptions& o, const core::StopRules& stop,
                          core::TrainConfig* c) {
   core::AdamOptions f;
@@ -264,16 +297,14 @@ absl::StatusOr<core::OptimizerOptions> ToMethod(const v1::OptimizerSpec& o,
     case v1::OptimizerSpec::kBling:
       return ToBling(o.bling(), stop);
     case v1::OptimizerSpec::kRls:
-      return absl::UnimplementedError(
-          "optimizer.rls is specified in the API but not available in this "
-          "build yet; use sgd, adam, lbfgs, nails, nailm, sbdl, b2ld or "
-          "bling");
+      return ToRls(o.rls(), stop, c);
     case v1::OptimizerSpec::METHOD_NOT_SET:
       break;
   }
   return absl::InvalidArgumentError(
       "optimizer: set one of sgd, adam, lbfgs, nails, nailm, sbdl, b2ld, "
-      "bling (e.g. \"optimizer\": {\"adam\": {\"learning_rate\": 0.01}})");
+      "bling or rls (e.g. \"optimizer\": {\"adam\": {\"learning_rate\": "
+      "0.01}})");
 }
 
 }  // namespace

@@ -51,23 +51,29 @@ nlohmann::json RunJson(const RunReport& r) {
   return j;
 }
 
-// The per-epoch metrics of the history's records (RunReport::per_epoch).
+// The per-epoch metrics of the history's records (RunReport::per_epoch): the
+// epoch, its mean minibatch loss, the optimizer's seconds so far, and the
+// samples_per_s and test_accuracy extras.
 std::vector<std::pair<std::string, std::vector<double>>> PerEpoch(
     const std::vector<core::IterationRecord>& history) {
   std::vector<std::pair<std::string, std::vector<double>>> cols = {
-      {"epoch", {}}, {"samples_per_s", {}}, {"test_accuracy", {}}};
+      {"epoch", {}},         {"loss", {}},          {"seconds", {}},
+      {"samples_per_s", {}}, {"test_accuracy", {}},
+  };
+  constexpr size_t kFirstExtra = 3, kAccuracy = 4;
   for (const core::IterationRecord& rec : history) {
-    std::vector<double> row = {static_cast<double>(rec.iteration), NAN, NAN};
+    std::vector<double> row = {static_cast<double>(rec.iteration), rec.loss,
+                               rec.elapsed_seconds, NAN, NAN};
     for (const auto& [name, value] : rec.extras) {
-      for (size_t c = 1; c < cols.size(); ++c) {
+      for (size_t c = kFirstExtra; c < cols.size(); ++c) {
         if (name == cols[c].first) row[c] = value;
       }
     }
-    if (std::isnan(row[1])) continue;  // not a minibatch epoch's record
+    if (std::isnan(row[kFirstExtra])) continue;  // not a minibatch epoch's
     for (size_t c = 0; c < cols.size(); ++c) cols[c].second.push_back(row[c]);
   }
   if (cols[0].second.empty()) return {};
-  if (std::all_of(cols[2].second.begin(), cols[2].second.end(),
+  if (std::all_of(cols[kAccuracy].second.begin(), cols[kAccuracy].second.end(),
                   [](double v) { return std::isnan(v); })) {
     cols.pop_back();
   }

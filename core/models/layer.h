@@ -72,6 +72,25 @@ struct LayerWorkspace {
   std::vector<Eigen::MatrixXf> single;
 };
 
+// A block of a layer's parameters that a block-preconditioned method (RLS,
+// core/optim/rls) treats as one matrix: `rows` x (inputs + bias) column-major
+// at `offset` within the layer's parameter block, the bias (if any) its last
+// column. Its input rows are the vectors the block multiplies: one per sample
+// for a dense layer, one per output position (an im2col row) for a conv
+// layer, one per step for a recurrent layer's input (W) and recurrent (V)
+// weights and for a per-step dense layer.
+struct MatrixBlock {
+  int offset = 0;
+  int rows = 0;
+  int inputs = 0;
+  bool bias = true;
+  // Input rows each sample contributes (1, the output positions, or T).
+  int rows_per_sample = 1;
+  // T_l of ALGORITHMS.md §3.3, by which RLS scales its ratio factor k: the
+  // steps of a recurrent or per-step layer, 1 otherwise.
+  int steps = 1;
+};
+
 class Layer {
  public:
   virtual ~Layer() = default;
@@ -106,6 +125,15 @@ class Layer {
   // Backward on ws.
   virtual void Gradient(const Eigen::MatrixXd& in, const LayerWorkspace& ws,
                         double* grad) const = 0;
+
+  // The layer's parameter blocks for RLS; empty for a layer without
+  // parameters or one RLS cannot precondition.
+  virtual std::vector<MatrixBlock> MatrixBlocks() const { return {}; }
+  // After Forward on ws with `in`: sums[i] (MatrixBlocks()[i].inputs values)
+  // += the sum of block i's input rows over the batch.
+  virtual void AddBlockInputSums(const Eigen::MatrixXd& /*in*/,
+                                 const LayerWorkspace& /*ws*/,
+                                 Eigen::VectorXd* /*sums*/) const {}
 };
 
 }  // namespace sparrow::core

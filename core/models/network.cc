@@ -11,7 +11,24 @@ Network::Network(std::vector<std::shared_ptr<const Layer>> layers)
     assert(i == 0 ||
            layers_[i]->input_shape() == layers_[i - 1]->output_shape());
     blocks_.push_back({num_params_, layers_[i]->num_params()});
+    first_matrix_block_.push_back(static_cast<int>(matrix_blocks_.size()));
+    for (MatrixBlock b : layers_[i]->MatrixBlocks()) {
+      b.offset += num_params_;
+      matrix_blocks_.push_back({b, static_cast<int>(i)});
+    }
     num_params_ += layers_[i]->num_params();
+  }
+}
+
+void Network::AddBlockInputSums(const Cache& cache,
+                                std::vector<Eigen::VectorXd>* sums) const {
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    const size_t first = first_matrix_block_[i];
+    const size_t end = i + 1 < layers_.size() ? first_matrix_block_[i + 1]
+                                              : matrix_blocks_.size();
+    if (first == end) continue;
+    layers_[i]->AddBlockInputSums(cache.activation[i], cache.work[i],
+                                  sums->data() + first);
   }
 }
 

@@ -28,6 +28,13 @@ struct LayerBlock {
   int size = 0;
 };
 
+// A layer's MatrixBlock (layer.h) with `block.offset` in the whole parameter
+// vector, and the layer it belongs to.
+struct NetworkMatrixBlock {
+  MatrixBlock block;
+  int layer = 0;
+};
+
 class Network {
  public:
   // Activations and workspaces for a batch: activation[0] is the input,
@@ -91,6 +98,15 @@ class Network {
   // grad, after Backward or BackwardToLayer(layer).
   void LayerGradient(int layer, const Cache& cache, double* grad) const;
 
+  // Every layer's MatrixBlocks, in layer order.
+  const std::vector<NetworkMatrixBlock>& matrix_blocks() const {
+    return matrix_blocks_;
+  }
+  // After Forward on cache: (*sums)[i] (matrix_blocks()[i].block.inputs
+  // values) += the sum of block i's input rows over the batch.
+  void AddBlockInputSums(const Cache& cache,
+                         std::vector<Eigen::VectorXd>* sums) const;
+
  private:
   // Backward through layers L-1..layer; layer `layer` writes dL/d(its input)
   // to d_in when d_in is not null.
@@ -101,6 +117,8 @@ class Network {
   std::vector<std::shared_ptr<const Layer>> layers_;
   std::vector<LayerBlock> blocks_;
   int num_params_ = 0;
+  std::vector<NetworkMatrixBlock> matrix_blocks_;
+  std::vector<int> first_matrix_block_;  // per layer, into matrix_blocks_
 };
 
 }  // namespace sparrow::core

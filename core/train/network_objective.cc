@@ -14,6 +14,13 @@ double FiniteOrInf(double v) {
   return std::isfinite(v) ? v : std::numeric_limits<double>::infinity();
 }
 
+// *to = vectors of from's sizes, zeroed (allocating only when a size changes).
+void ZeroLike(const std::vector<Eigen::VectorXd>& from,
+              std::vector<Eigen::VectorXd>* to) {
+  to->resize(from.size());
+  for (size_t i = 0; i < from.size(); ++i) (*to)[i].setZero(from[i].size());
+}
+
 }  // namespace
 
 NetworkObjective::NetworkObjective(const Network* net, const Eigen::MatrixXd* x,
@@ -38,7 +45,7 @@ NetworkObjective::NetworkObjective(const Network* net, const Eigen::MatrixXd* x,
 }
 
 void NetworkObjective::RunPart(const Eigen::VectorXd& w, int begin, int end,
-                               bool gradient, Part* part) {
+                               bool gradient, bool sums, Part* part) {
   part->loss = 0.0;
   const int cols = end - begin;
   if (cols <= 0) return;
@@ -51,6 +58,7 @@ void NetworkObjective::RunPart(const Eigen::VectorXd& w, int begin, int end,
   }
   net_->Forward(w.data(), s.x, &s.cache);
   part->loss = loss_.Value(s.y, s.cache.output());
+  if (sums) net_->AddBlockInputSums(s.cache, &part->sums);
   if (!gradient) return;
   s.d_out.resize(y_->rows(), cols);
   loss_.Gradient(s.y, s.cache.output(), s.d_out);
@@ -59,20 +67,25 @@ void NetworkObjective::RunPart(const Eigen::VectorXd& w, int begin, int end,
 }
 
 double NetworkObjective::Accumulate(const Eigen::VectorXd& w, int begin,
-                                    int end, Eigen::VectorXd* grad) {
+                                    int end, Eigen::VectorXd* grad,
+                                    std::vector<Eigen::VectorXd>* sums) {
   const int threads = static_cast<int>(parts_.size());
   const int n = end - begin;
   const int used = std::max(1, std::min(threads, n));
   pool_.Run(used, [&](int k) {
     Part& part = parts_[k];
     if (grad != nullptr) part.grad.setZero(w.size());
+    if (sums != nullptr) ZeroLike(*sums, &part.sums);
     RunPart(w, begin + n * k / used, begin + n * (k + 1) / used,
-            grad != nullptr, &part);
+            grad != nullptr, sums != nullptr, &part);
   });
   double value = 0.0;
   for (int k = 0; k < used; ++k) {
     value += parts_[k].loss;
     if (grad != nullptr) *grad += parts_[k].grad;
+    for (size_t i = 0; sums != nullptr && i < sums->size(); ++i) {
+      (*sums)[i] += parts_[k].sums[i];
+    }
   }
   return value;
 }
@@ -113,6 +126,35 @@ double NetworkObjective::EvaluateBatch(const Eigen::VectorXd& w, int batch,
   const int end = std::min(n, begin + batch_size_);
   grad->setZero(w.size());
   const double value = Accumulate(w, begin, end, grad);
+  return MinibatchEstimate(value, end - begin, n, rho_theta_, w, grad);
+}
+
+double NetworkObjective::EvaluateBatchWithMeans(
+    const Eigen::VectorXd& w, int batch, Eigen::VectorXd* grad,
+    std::vector<Eigen::VectorXd>* means) {
+  const std::vector<NetworkMatrixBlock>& blocks = net_->matrix_blocks();
+  block_sums_.resize(blocks.size());
+  for (size_t i = 0; i < blocks.size(); ++i) {
+    block_sums_[i].setZero(blocks[i].block.inputs);
+  }
+  const int n = static_cast<int>(x_->cols());
+  const int begin = num_batches_ == 1 ? 0 : batch * batch_size_;
+  const int end = num_batches_ == 1 ? n : std::min(n, begin + batch_size_);
+  grad->setZero(w.size());
+  double value = 0.0;
+  for (int from = begin; from < end; from += kChunk) {
+    value +=
+        Accumulate(w, from, std::min(end, from + kChunk), grad, &block_sums_);
+  }
+  means->resize(blocks.size());
+  for (size_t i = 0; i < blocks.size(); ++i) {
+    const MatrixBlock& b = blocks[i].block;
+    Eigen::VectorXd& m = (*means)[i];
+    m.resize(b.inputs + (b.bias ? 1 : 0));
+    m.head(b.inputs) =
+        block_sums_[i] / (static_cast<double>(end - begin) * b.rows_per_sample);
+    if (b.bias) m(b.inputs) = 1.0;
+  }
   return MinibatchEstimate(value, end - begin, n, rho_theta_, w, grad);
 }
 

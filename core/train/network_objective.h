@@ -20,11 +20,12 @@
 #include "core/losses/loss.h"
 #include "core/models/network.h"
 #include "core/optim/problem.h"
+#include "core/optim/rls/rls.h"
 #include "core/util/thread_pool.h"
 
 namespace sparrow::core {
 
-class NetworkObjective : public Objective {
+class NetworkObjective : public BlockObjective {
  public:
   // batch_size 0 = full batch (evaluated in chunks of kChunk samples).
   NetworkObjective(const Network* net, const Eigen::MatrixXd* x,
@@ -39,6 +40,14 @@ class NetworkObjective : public Objective {
   void StartEpoch(const Eigen::VectorXd& w, Rng* rng) override;
   double EvaluateBatch(const Eigen::VectorXd& w, int batch,
                        Eigen::VectorXd* grad) override;
+  // RLS: the network's parameter blocks and their mean input rows (summed
+  // per thread part, in part order like the gradient).
+  const std::vector<NetworkMatrixBlock>& matrix_blocks() const override {
+    return net_->matrix_blocks();
+  }
+  double EvaluateBatchWithMeans(const Eigen::VectorXd& w, int batch,
+                                Eigen::VectorXd* grad,
+                                std::vector<Eigen::VectorXd>* means) override;
 
  private:
   // One thread's buffers for one part width.
@@ -49,15 +58,18 @@ class NetworkObjective : public Objective {
   struct Part {
     std::map<int, Slot> slots;
     Eigen::VectorXd grad;
+    std::vector<Eigen::VectorXd> sums;  // block input sums (RLS)
     double loss = 0.0;
   };
 
   // Loss sum over the samples order_[begin, end), adding the gradient sum to
-  // *grad when it is not null.
+  // *grad when it is not null and the blocks' input sums to *sums when that
+  // is not null.
   double Accumulate(const Eigen::VectorXd& w, int begin, int end,
-                    Eigen::VectorXd* grad);
+                    Eigen::VectorXd* grad,
+                    std::vector<Eigen::VectorXd>* sums = nullptr);
   void RunPart(const Eigen::VectorXd& w, int begin, int end, bool gradient,
-               Part* part);
+               bool sums, Part* part);
 
   const Network* net_;
   const Eigen::MatrixXd* x_;
@@ -69,6 +81,7 @@ class NetworkObjective : public Objective {
   int num_batches_;
   std::vector<int> order_;
   std::vector<Part> parts_;
+  std::vector<Eigen::VectorXd> block_sums_;  // EvaluateBatchWithMeans'
   ThreadPool pool_;
 };
 

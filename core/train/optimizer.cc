@@ -53,6 +53,10 @@ bool IsFirstOrder(const OptimizerOptions& o) {
          std::holds_alternative<LbfgsOptions>(o);
 }
 
+bool IsRls(const OptimizerOptions& o) {
+  return std::holds_alternative<RlsOptions>(o);
+}
+
 bool UsesGaussNewton(const OptimizerOptions& options) {
   return std::holds_alternative<NailsOptions>(options) ||
          std::holds_alternative<NailmOptions>(options);

@@ -17,6 +17,7 @@
 #include "core/optim/gauss_newton/gauss_newton.h"
 #include "core/optim/lbfgs/lbfgs.h"
 #include "core/optim/problem.h"
+#include "core/optim/rls/rls.h"
 #include "core/optim/sbdl/sbdl.h"
 #include "core/optim/stop_rules.h"
 
@@ -26,9 +27,9 @@ struct Model;
 struct TrainConfig;
 struct TrainSetup;
 
-using OptimizerOptions =
-    std::variant<SgdOptions, AdamOptions, LbfgsOptions, NailsOptions,
-                 NailmOptions, SbdlOptions, B2ldOptions, BlingOptions>;
+using OptimizerOptions = std::variant<SgdOptions, AdamOptions, LbfgsOptions,
+                                      NailsOptions, NailmOptions, SbdlOptions,
+                                      B2ldOptions, BlingOptions, RlsOptions>;
 
 // The method's name in specs and messages: "sgd", "adam", ..., "bling".
 const char* OptimizerName(const OptimizerOptions& options);
@@ -42,6 +43,10 @@ const StopRules& Stop(const OptimizerOptions& options);
 // SGD, Adam or L-BFGS: methods that need only an Objective's values and
 // gradients (any model kind, any objective).
 bool IsFirstOrder(const OptimizerOptions& options);
+
+// RLS: trains layered networks (mlp, cnn, rnn, lstm) on minibatches through
+// the threaded NetworkObjective, like the first-order methods.
+bool IsRls(const OptimizerOptions& options);
 
 // NAILS or NAILM: the Gauss-Newton methods (ADMM runs around them; their
 // normal equations dominate a job's memory).
@@ -87,6 +92,7 @@ SPARROW_DECLARE_METHOD(NailmOptions)
 SPARROW_DECLARE_METHOD(SbdlOptions)
 SPARROW_DECLARE_METHOD(B2ldOptions)
 SPARROW_DECLARE_METHOD(BlingOptions)
+SPARROW_DECLARE_METHOD(RlsOptions)
 
 #undef SPARROW_DECLARE_METHOD
 

@@ -60,7 +60,7 @@ data::SequenceData Scaled(const data::SequenceData& seq,
 
 // An MLP on the rows of setup->train_table (static MLP, or NARX on its
 // regressors), with the table objective; first-order methods on several
-// threads get the threaded NetworkObjective over the same network.
+// threads, and RLS, get the threaded NetworkObjective over the same network.
 absl::Status SetupNetwork(const TrainConfig& config, int n_in, int n_out,
                           absl::string_view name, Rng* rng, Model* model,
                           TrainSetup* setup) {
@@ -69,8 +69,8 @@ absl::Status SetupNetwork(const TrainConfig& config, int n_in, int n_out,
   setup->mlp = Mlp(spec);
   model->params.resize(setup->mlp.num_params());
   setup->mlp.Initialize(config.model.init_scale, rng, model->params.data());
-  if (config.threads > 1 && IsFirstOrder(config.optimizer) &&
-      config.model.is<MlpKind>()) {
+  const bool threaded = config.threads > 1 && IsFirstOrder(config.optimizer);
+  if ((threaded || IsRls(config.optimizer)) && config.model.is<MlpKind>()) {
     setup->objective = std::make_unique<NetworkObjective>(
         &setup->mlp.network(), &setup->train_table.x, &setup->train_table.y,
         config.loss, config.rho_theta, config.batch_size, config.shuffle,

@@ -41,7 +41,8 @@ class ValidationMonitor : public IterationCallback {
                        : data.validation_table.num_samples() > 0;
     epochs_ =
         !sequence && (std::holds_alternative<SgdOptions>(config.optimizer) ||
-                      std::holds_alternative<AdamOptions>(config.optimizer));
+                      std::holds_alternative<AdamOptions>(config.optimizer) ||
+                      IsRls(config.optimizer));
     test_accuracy_ = epochs_ && IsClassification(config.loss) &&
                      data.test_table.num_samples() > 0;
   }
@@ -134,10 +135,10 @@ absl::Status CheckPrecision(const TrainConfig& c) {
         "model.precision \"float32\" applies to mlp and cnn models; remove "
         "it (the other kinds compute in float64)");
   }
-  if (!IsFirstOrder(c.optimizer)) {
+  if (!IsFirstOrder(c.optimizer) && !IsRls(c.optimizer)) {
     return absl::InvalidArgumentError(
-        "model.precision \"float32\" needs optimizer sgd, adam or lbfgs; "
-        "the other optimizers compute in float64, so remove it");
+        "model.precision \"float32\" needs optimizer sgd, adam, lbfgs or "
+        "rls; the other optimizers compute in float64, so remove it");
   }
   return absl::OkStatus();
 }

@@ -478,11 +478,13 @@ std::vector<BadInput> BadInputTest::Catalogue() {
                  });
                },
                "ADMM"});
-  c.push_back(
-      {"optimizer not available in this build", StatusCode::UNIMPLEMENTED, [=] {
-         return SubmitSpec(
-             [](v1::JobSpec* s) { s->mutable_optimizer()->mutable_rls(); });
-       }});
+  c.push_back({"rls without a minibatch size", StatusCode::INVALID_ARGUMENT,
+               [=] {
+                 return SubmitSpec([](v1::JobSpec* s) {
+                   s->mutable_optimizer()->mutable_rls();
+                 });
+               },
+               "optimizer.rls"});
   c.push_back({"request_id reused with another spec",
                StatusCode::ALREADY_EXISTS,
                [=] {

@@ -196,4 +196,38 @@ void Conv2dLayer::Gradient(const MatrixXd& /*in*/, const LayerWorkspace& ws,
   Map<VectorXd>(grad, g.size()) += Map<const VectorXd>(g.data(), g.size());
 }
 
+std::vector<MatrixBlock> Conv2dLayer::MatrixBlocks() const {
+  MatrixBlock b;
+  b.rows = g_.filters;
+  b.inputs = g_.field();
+  b.rows_per_sample = g_.positions();
+  return {b};
+}
+
+// The im2col rows' sum is linear in the input, so it is the sum image's:
+// field entry (c, i, j) adds the summed input at every output position's
+// (u stride + i - padding, v stride + j - padding) inside the image.
+void Conv2dLayer::AddBlockInputSums(const Eigen::MatrixXd& in,
+                                    const LayerWorkspace&,
+                                    Eigen::VectorXd* sums) const {
+  const Eigen::VectorXd total = in.rowwise().sum();
+  const int h = g_.in.height, w = g_.in.width, k = g_.kernel;
+  for (int c = 0; c < g_.in.channels; ++c) {
+    for (int i = 0; i < k; ++i) {
+      for (int j = 0; j < k; ++j) {
+        double s = 0.0;
+        for (int u = 0; u < g_.out_height(); ++u) {
+          const int r = u * g_.stride + i - g_.padding;
+          if (r < 0 || r >= h) continue;
+          for (int v = 0; v < g_.out_width(); ++v) {
+            const int q = v * g_.stride + j - g_.padding;
+            if (q >= 0 && q < w) s += total((c * h + r) * w + q);
+          }
+        }
+        sums[0]((c * k + i) * k + j) += s;
+      }
+    }
+  }
+}
+
 }  // namespace sparrow::core

@@ -90,6 +90,9 @@ class Conv2dLayer : public Layer {
                 LayerWorkspace* ws, Eigen::MatrixXd* d_in) const override;
   void Gradient(const Eigen::MatrixXd& in, const LayerWorkspace& ws,
                 double* grad) const override;
+  std::vector<MatrixBlock> MatrixBlocks() const override;
+  void AddBlockInputSums(const Eigen::MatrixXd& in, const LayerWorkspace& ws,
+                         Eigen::VectorXd* sums) const override;
 
  private:
   // cols (positions x field) = the receptive fields of one sample x, in

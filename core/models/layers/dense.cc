@@ -122,4 +122,18 @@ bool IsDense(const Network& net) {
   return static_cast<int>(DenseBlocks(net).size()) == net.num_layers();
 }
 
+std::vector<MatrixBlock> DenseLayer::MatrixBlocks() const {
+  MatrixBlock b;
+  b.rows = out_;
+  b.inputs = in_;
+  b.bias = bias_;
+  return {b};
+}
+
+void DenseLayer::AddBlockInputSums(const Eigen::MatrixXd& in,
+                                   const LayerWorkspace&,
+                                   Eigen::VectorXd* sums) const {
+  sums[0].noalias() += in.rowwise().sum();
+}
+
 }  // namespace sparrow::core

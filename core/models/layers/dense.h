@@ -81,6 +81,9 @@ class DenseLayer : public Layer {
                 LayerWorkspace* ws, Eigen::MatrixXd* d_in) const override;
   void Gradient(const Eigen::MatrixXd& in, const LayerWorkspace& ws,
                 double* grad) const override;
+  std::vector<MatrixBlock> MatrixBlocks() const override;
+  void AddBlockInputSums(const Eigen::MatrixXd& in, const LayerWorkspace& ws,
+                         Eigen::VectorXd* sums) const override;
 
  private:
   int in_, out_;

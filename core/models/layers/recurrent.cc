@@ -129,4 +129,27 @@ void RecurrentLayer::Gradient(const MatrixXd& in, const LayerWorkspace& ws,
   }
 }
 
+std::vector<MatrixBlock> RecurrentLayer::MatrixBlocks() const {
+  MatrixBlock w;
+  w.offset = w_offset();
+  w.rows = rows_;
+  w.inputs = features_;
+  w.rows_per_sample = steps_;
+  w.steps = steps_;
+  MatrixBlock v = w;
+  v.offset = v_weight_offset();
+  v.inputs = hidden_;
+  return {w, v};
+}
+
+void RecurrentLayer::AddBlockInputSums(const Eigen::MatrixXd& in,
+                                       const LayerWorkspace& ws,
+                                       Eigen::VectorXd* sums) const {
+  const Eigen::VectorXd total = in.rowwise().sum();
+  for (int t = 0; t < steps_; ++t) {
+    sums[0] += total.segment(t * features_, features_);
+  }
+  sums[1].noalias() += ws.buffers[kPrevHidden].rowwise().sum();
+}
+
 }  // namespace sparrow::core

@@ -101,6 +101,11 @@ class RecurrentLayer : public Layer {
   // dv the row sums of dS.
   void Gradient(const Eigen::MatrixXd& in, const LayerWorkspace& ws,
                 double* grad) const override;
+  // Two blocks, [W b] over the step inputs and [V v] over h_{t-1} (zero at
+  // t = 0), each with T rows per sample (an LSTM's four gates share them).
+  std::vector<MatrixBlock> MatrixBlocks() const override;
+  void AddBlockInputSums(const Eigen::MatrixXd& in, const LayerWorkspace& ws,
+                         Eigen::VectorXd* sums) const override;
 
  protected:
   RecurrentLayer(int steps, int features, int hidden, int rows,

@@ -53,4 +53,21 @@ void StepDenseLayer::Gradient(const MatrixXd& in, const LayerWorkspace& ws,
   Map<VectorXd>(grad + in_ * out_, out_) += d.rowwise().sum();
 }
 
+std::vector<MatrixBlock> StepDenseLayer::MatrixBlocks() const {
+  MatrixBlock b;
+  b.rows = out_;
+  b.inputs = in_;
+  b.rows_per_sample = steps_;
+  b.steps = steps_;
+  return {b};
+}
+
+// Every step's input is a row: the batch's sum folded over the steps.
+void StepDenseLayer::AddBlockInputSums(const Eigen::MatrixXd& in,
+                                       const LayerWorkspace&,
+                                       Eigen::VectorXd* sums) const {
+  const Eigen::VectorXd total = in.rowwise().sum();
+  for (int t = 0; t < steps_; ++t) sums[0] += total.segment(t * in_, in_);
+}
+
 }  // namespace sparrow::core

@@ -29,6 +29,9 @@ class StepDenseLayer : public Layer {
                 LayerWorkspace* ws, Eigen::MatrixXd* d_in) const override;
   void Gradient(const Eigen::MatrixXd& in, const LayerWorkspace& ws,
                 double* grad) const override;
+  std::vector<MatrixBlock> MatrixBlocks() const override;
+  void AddBlockInputSums(const Eigen::MatrixXd& in, const LayerWorkspace& ws,
+                         Eigen::VectorXd* sums) const override;
 
  private:
   int steps_, in_, out_;

@@ -3,24 +3,10 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
+#include "core/optim/internal/epoch_seed.h"
 #include "core/util/option_error.h"
 
 namespace sparrow::core {
-namespace {
-
-// The seed of the epoch that starts after `updates` updates: SplitMix64's
-// finalizer of the run's seed and the update count, so that the epoch's
-// shuffle depends on (seed, updates) only and a run resumed from a reported
-// state (which holds the update count) draws the uninterrupted run's order.
-uint64_t EpochSeed(uint64_t seed, long long updates) {
-  uint64_t z =
-      seed + 0x9E3779B97F4A7C15ULL * (static_cast<uint64_t>(updates) + 1);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-  return z ^ (z >> 31);
-}
-
-}  // namespace
 
 absl::Status FirstOrderOptions::Validate() const {
   if (!(learning_rate > 0.0) || !std::isfinite(learning_rate)) {
@@ -119,7 +105,7 @@ void FirstOrderOptimizer::Update(Eigen::VectorXd* w) {
 }
 
 double FirstOrderOptimizer::Step(Objective& objective, Eigen::VectorXd* w) {
-  Rng rng(EpochSeed(options_.seed, state_.t));
+  Rng rng(internal::EpochSeed(options_.seed, state_.t));
   objective.StartEpoch(*w, &rng);
   const int batches = objective.num_batches();
   double sum = 0.0;

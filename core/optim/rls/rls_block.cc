@@ -1,6 +1,7 @@
 #include "core/optim/rls/rls_block.h"
 
 #include <cmath>
+#include <limits>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -20,9 +21,10 @@ absl::Status RlsBlockOptions::Validate() const {
                      eta, "; the paper uses 1"));
   }
   if (!(momentum >= 0.0 && momentum < 1.0)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "rls momentum must be in [0, 1), got ", momentum, "; the paper's +M "
-                                                          "uses 0.5"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("rls momentum must be in [0, 1), got ", momentum,
+                     "; the paper's +M "
+                     "uses 0.5"));
   }
   if (!(l1 >= 0.0) || !std::isfinite(l1)) {
     return absl::InvalidArgumentError(
@@ -32,13 +34,16 @@ absl::Status RlsBlockOptions::Validate() const {
   return absl::OkStatus();
 }
 
-RlsBlock::RlsBlock(int rows, int inputs, const RlsBlockOptions& options)
+RlsBlock::RlsBlock(int rows, int inputs, const RlsBlockOptions& options,
+                   bool bias)
     : options_(options),
-      p_(inputs + 1, inputs + 1),
-      omega_(Eigen::MatrixXd::Zero(rows, inputs + 1)),
-      step_(rows, inputs + 1),
-      sign_(rows, inputs + 1),
-      u_(inputs + 1) {
+      p_(inputs + bias, inputs + bias),
+      omega_(Eigen::MatrixXd::Zero(rows, inputs + bias)),
+      step_(rows, inputs + bias),
+      sign_(rows, inputs + bias),
+      u_(inputs + bias),
+      bias_(bias),
+      last_h_(std::numeric_limits<double>::quiet_NaN()) {
   ResetP();
 }
 
@@ -59,13 +64,14 @@ void RlsBlock::Step(const Eigen::Ref<const Eigen::VectorXd>& xbar, double k,
     q = xbar.dot(u_);
   }
   const double h = options_.forgetting + k * q;
+  last_h_ = h;
 
   // Omega_s = alpha Omega_{s-1} - (eta / h) G P_{s-1}   (63), (99)
   step_.noalias() = g * p_.selfadjointView<Eigen::Lower>();
   omega_ = options_.momentum * omega_ - (options_.eta / h) * step_;
   if (options_.l1 > 0.0) {  // the old signs, sgn(B_{s-1})
     sign_ = b.array().sign();
-    sign_.col(c - 1).setZero();
+    if (bias_) sign_.col(c - 1).setZero();
   }
   // P_s = (P_{s-1} - (k / h) u u^T) / lambda   (53)
   p_.selfadjointView<Eigen::Lower>().rankUpdate(u_, -k / h);
@@ -100,11 +106,11 @@ void RlsBlock::PackState(double* out) const {
 
 absl::Status RlsBlock::UnpackState(const double* in, int64_t size) {
   if (size != state_size()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("rls block state has ", size, " values, expected ",
-                     state_size(), " for a ", omega_.rows(), " x ",
-                     omega_.cols(), " block; the checkpoint is not from "
-                                    "this model"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "rls block state has ", size, " values, expected ", state_size(),
+        " for a ", omega_.rows(), " x ", omega_.cols(),
+        " block; the checkpoint is not from "
+        "this model"));
   }
   for (int64_t i = 0; i < size; ++i) {
     if (!std::isfinite(in[i])) {

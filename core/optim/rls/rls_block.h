@@ -42,19 +42,20 @@ struct RlsBlockOptions {
 
 class RlsBlock {
  public:
-  // A block of `rows` outputs over `inputs` inputs (plus the bias column):
-  // P = I of size (inputs + 1), momentum 0.
-  RlsBlock(int rows, int inputs, const RlsBlockOptions& options);
+  // A block of `rows` outputs over `inputs` inputs plus, with `bias`, the
+  // bias column: P = I of size cols() = inputs + bias, momentum 0.
+  RlsBlock(int rows, int inputs, const RlsBlockOptions& options,
+           bool bias = true);
 
   int rows() const { return static_cast<int>(omega_.rows()); }
   int cols() const { return static_cast<int>(omega_.cols()); }
 
   // One step on `block` (rows x cols column-major, updated in place) given
   // the minibatch gradient `grad` (same layout, evaluated before any block
-  // of the network moved) and x̄, the mean of the block's input rows with a
-  // trailing 1. `k` is the ratio factor times the number of steps the mean
-  // ran over (k for a dense or conv block, k T for a recurrent one), > 0.
-  // Allocates nothing.
+  // of the network moved) and x̄, the mean of the block's input rows (with a
+  // trailing 1 for the bias). `k` is the ratio factor times the number of steps
+  // the mean ran over (k for a dense or conv block, k T for a recurrent one), >
+  // 0. Allocates nothing.
   void Step(const Eigen::Ref<const Eigen::VectorXd>& xbar, double k,
             const double* grad, double* block);
 
@@ -63,6 +64,9 @@ class RlsBlock {
   const Eigen::MatrixXd& momentum() const { return omega_; }
   // How many times P was reset to I because it had lost definiteness.
   int64_t resets() const { return resets_; }
+  // h of the last step (NaN before the first), and trace(P).
+  double last_h() const { return last_h_; }
+  double trace() const { return p_.diagonal().sum(); }
 
   // The state a resumed run needs: P's lower triangle by columns, then the
   // momentum buffer, then the reset count. Unpack refuses a state of the
@@ -81,6 +85,8 @@ class RlsBlock {
   Eigen::MatrixXd sign_;   // rows x cols scratch: sgn(B_{s-1}), bias column 0
   Eigen::VectorXd u_;      // P x̄
   int64_t resets_ = 0;
+  bool bias_;
+  double last_h_;
 };
 
 }  // namespace sparrow::core

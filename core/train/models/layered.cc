@@ -86,10 +86,12 @@ void ResolveImageShape(int channels, int height, int width,
 }
 
 absl::Status LayeredFamily::Check(const TrainConfig& config) const {
-  if (IsFirstOrder(config.optimizer)) return absl::OkStatus();
+  if (IsFirstOrder(config.optimizer) || IsRls(config.optimizer)) {
+    return absl::OkStatus();
+  }
   return absl::InvalidArgumentError(
       absl::StrCat("a ", name(),
-                   " model trains with optimizer sgd, adam or lbfgs; the "
+                   " model trains with optimizer sgd, adam, lbfgs or rls; the "
                    "chosen optimizer supports other model kinds only"));
 }
 

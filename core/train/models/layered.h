@@ -19,7 +19,7 @@ namespace sparrow::core {
 class LayeredFamily : public ModelFamily {
  public:
   bool sequence() const override { return false; }
-  // First-order methods only (SGD, Adam, L-BFGS) until RLS lands.
+  // First-order methods (SGD, Adam, L-BFGS) and RLS.
   absl::Status Check(const TrainConfig& config) const override;
   absl::StatusOr<int64_t> CountParameters(const ModelConfig& config,
                                           int n_inputs,

@@ -262,7 +262,7 @@ TEST(LayeredTest, Float32IsRefusedWhereItDoesNotApply) {
   EXPECT_TRUE(c.Validate().ok()) << c.Validate();
   c.optimizer = NailmOptions();
   EXPECT_THAT(c.Validate().message(),
-              ::testing::HasSubstr("needs optimizer sgd, adam or lbfgs"));
+              ::testing::HasSubstr("needs optimizer sgd, adam, lbfgs or rls"));
 }
 
 TEST(LayeredTest, OnlyFirstOrderMethodsTrainLayeredModels) {

@@ -1,0 +1,185 @@
+// The RLS optimizer on layered networks through the threaded
+// NetworkObjective: textbook RLS on one linear layer, bit-identical resume,
+// the hybrid mode, the memory and eta checks, and that it trains.
+#include "core/optim/rls/rls.h"
+
+#include <memory>
+#include <vector>
+
+#include "Eigen/Dense"
+#include "core/models/layers/dense.h"
+#include "core/train/network_objective.h"
+#include "gtest/gtest.h"
+#include "tests/testing/finite_difference.h"
+
+namespace sparrow::core {
+namespace {
+
+using Eigen::MatrixXd;
+using Eigen::VectorXd;
+using testing::RandomMatrix;
+
+// Keeps every record's iterate and optimizer state.
+class Recorder : public IterationCallback {
+ public:
+  CallbackResult OnIteration(IterationRecord* r) override {
+    params.push_back(*r->params);
+    states.push_back(*r->optimizer_state);
+    extras.push_back(r->extras);
+    return CallbackResult::kContinue;
+  }
+  std::vector<VectorXd> params, states;
+  std::vector<std::vector<std::pair<std::string, double>>> extras;
+};
+
+// One linear layer, MSE, batch size 1, no shuffle, lambda = 1, k = 1: an
+// epoch is N steps of textbook RLS, so B = (B_0 + sum y x^T) (I + sum x
+// x^T)^-1 with x = [input; 1]. (The trainer's 1/2 turns Sparrow's MSE into
+// the paper's 1/2 ||.||^2.)
+TEST(RlsTest, OneLinearLayerWithBatchOneIsTextbookRls) {
+  const int in = 3, out = 2, n = 30;
+  const Network net(
+      {std::make_shared<DenseLayer>(in, out, Activation::kLinear, true)});
+  const MatrixXd x = RandomMatrix(in, n, 1);
+  const MatrixXd y = RandomMatrix(out, n, 2);
+  NetworkObjective f(&net, &x, &y, Loss{LossKind::kMse}, 0.0, 1, false, 2);
+  RlsOptions o;
+  o.ratio = 1.0;
+  o.gradient_scale = 0.5;
+  o.stop.max_iterations = 1;
+  VectorXd w = RandomMatrix(net.num_params(), 1, 3);
+  const MatrixXd b0 = Eigen::Map<const MatrixXd>(w.data(), out, in + 1);
+  MinimizeRls(o, f, &w, nullptr);
+
+  MatrixXd a = MatrixXd::Identity(in + 1, in + 1), rhs = b0;
+  for (int s = 0; s < n; ++s) {
+    VectorXd xs(in + 1);
+    xs << x.col(s), 1.0;
+    a += xs * xs.transpose();
+    rhs += y.col(s) * xs.transpose();
+  }
+  const MatrixXd expected = rhs * a.inverse();
+  EXPECT_LT(testing::RelativeError(
+                Eigen::Map<const MatrixXd>(w.data(), out, in + 1), expected),
+            1e-10);
+}
+
+struct Problem {
+  Problem() {
+    auto d1 = std::make_shared<DenseLayer>(6, 5, Activation::kTanh, true);
+    auto d2 = std::make_shared<DenseLayer>(5, 3, Activation::kLinear, true);
+    net = Network({d1, d2});
+    x = RandomMatrix(6, 90, 4);
+    y = MatrixXd::Zero(3, 90);
+    for (int j = 0; j < 90; ++j) {  // the class of the largest of 3 features
+      int c = 0;
+      x.col(j).head(3).maxCoeff(&c);
+      y(c, j) = 1.0;
+    }
+  }
+  Network net;
+  MatrixXd x, y;
+};
+
+RlsOptions Variant() {
+  RlsOptions o;
+  o.momentum = 0.5;
+  o.l1 = 1e-4;
+  o.clip_norm = 5.0;
+  o.adam_output_layer = true;
+  o.seed = 11;
+  return o;
+}
+
+// A run resumed from the state reported after epoch 2 ends where the
+// uninterrupted run does, to the last bit (P, momentum, Adam's moments and
+// the minibatch order all continue).
+TEST(RlsTest, ResumedRunIsBitIdentical) {
+  Problem p;
+  NetworkObjective f(&p.net, &p.x, &p.y, Loss{LossKind::kSoftmaxCrossEntropy},
+                     0.0, 16, true, 2);
+  RlsOptions o = Variant();
+  o.stop.max_iterations = 4;
+  VectorXd w0(p.net.num_params());
+  Rng rng(5);
+  p.net.Initialize(1.0, &rng, w0.data());
+  VectorXd w = w0;
+  Recorder full;
+  MinimizeRls(o, f, &w, &full);
+
+  NetworkObjective g(&p.net, &p.x, &p.y, Loss{LossKind::kSoftmaxCrossEntropy},
+                     0.0, 16, true, 2);
+  RlsOptions resumed = o;
+  resumed.stop.max_iterations = 2;
+  resumed.initial_state = full.states[1];
+  VectorXd v = full.params[1];
+  MinimizeRls(resumed, g, &v, nullptr);
+  EXPECT_EQ(v, w);
+  EXPECT_NE(w, w0);
+}
+
+// The hybrid mode preconditions the hidden layer only; the output layer is
+// Adam's. Extras report each preconditioned block's h and trace(P).
+TEST(RlsTest, HybridModeLeavesTheOutputLayerToAdam) {
+  Problem p;
+  NetworkObjective f(&p.net, &p.x, &p.y, Loss{LossKind::kSoftmaxCrossEntropy},
+                     0.0, 16, true, 1);
+  RlsOptions o = Variant();
+  o.stop.max_iterations = 1;
+  VectorXd w(p.net.num_params());
+  Rng rng(5);
+  p.net.Initialize(1.0, &rng, w.data());
+  Recorder r;
+  MinimizeRls(o, f, &w, &r);
+  std::vector<std::string> keys;
+  for (const auto& [key, value] : r.extras[0]) {
+    keys.push_back(key);
+    EXPECT_TRUE(std::isfinite(value)) << key;
+  }
+  EXPECT_EQ(keys, (std::vector<std::string>{
+                      "rls.layer0.h", "rls.layer0.trace_p", "rls.p_resets"}));
+  // P shrinks from I along the batch means: its trace drops below 7.
+  EXPECT_LT(r.extras[0][1].second, 7.0);
+  // (6 + 1)^2 doubles for layer 0; Adam's two moments for layer 1's 18.
+  EXPECT_EQ(r.states[0].size(), 1 + 2 * 18 + (7 * 8 / 2 + 5 * 7 + 1));
+}
+
+TEST(RlsTest, TrainsASmallClassifier) {
+  Problem p;
+  NetworkObjective f(&p.net, &p.x, &p.y, Loss{LossKind::kSoftmaxCrossEntropy},
+                     0.0, 16, true, 2);
+  for (bool hybrid : {true, false}) {
+    RlsOptions o = Variant();
+    o.adam_output_layer = hybrid;
+    o.learning_rate = 0.01;
+    o.stop.max_iterations = 40;
+    VectorXd w(p.net.num_params());
+    Rng rng(5);
+    p.net.Initialize(1.0, &rng, w.data());
+    const double before = f.Evaluate(w, nullptr);
+    const Summary s = MinimizeRls(o, f, &w, nullptr);
+    EXPECT_EQ(s.termination, Termination::kMaxIterations);
+    EXPECT_LT(s.final_loss, 0.5 * before) << hybrid;
+  }
+}
+
+TEST(RlsTest, BlocksOverTheMemoryLimitOrAMiscountedEtaAreRefused) {
+  const Network net(
+      {std::make_shared<DenseLayer>(784, 16, Activation::kRelu, true),
+       std::make_shared<DenseLayer>(16, 10, Activation::kLinear, true)});
+  RlsOptions o;
+  o.max_p_bytes = 1 << 20;
+  absl::Status s = CheckRlsBlocks(net.matrix_blocks(), o);
+  EXPECT_NE(s.message().find("layer 0"), std::string::npos) << s;
+  EXPECT_NE(s.message().find("785^2 = 616225"), std::string::npos) << s;
+  o.max_p_bytes = int64_t{1} << 30;
+  EXPECT_TRUE(CheckRlsBlocks(net.matrix_blocks(), o).ok());
+  o.eta = {1.0, 1.0, 1.0};
+  EXPECT_FALSE(CheckRlsBlocks(net.matrix_blocks(), o).ok());
+  o.adam_output_layer = true;
+  o.eta = {1.0};
+  EXPECT_TRUE(CheckRlsBlocks(net.matrix_blocks(), o).ok());
+}
+
+}  // namespace
+}  // namespace sparrow::core
