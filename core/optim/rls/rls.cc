@@ -79,6 +79,7 @@ absl::Status RlsOptions::Validate() const {
   if (!(gradient_scale > 0.0) || !std::isfinite(gradient_scale)) {
     return OptionError("gradient_scale", gradient_scale, "positive");
   }
+  if (threads < 1) return OptionError("batch.threads", threads, ">= 1");
   if (max_p_bytes <= 0) {
     return OptionError("max_p_megabytes", static_cast<double>(max_p_bytes),
                        "positive");
@@ -122,7 +123,10 @@ absl::Status CheckRlsBlocks(const std::vector<NetworkMatrixBlock>& blocks,
 RlsOptimizer::RlsOptimizer(const RlsOptions& options,
                            const std::vector<NetworkMatrixBlock>& blocks,
                            int num_params)
-    : options_(options), grad_(num_params), means_(blocks.size()) {
+    : options_(options),
+      grad_(num_params),
+      means_(blocks.size()),
+      pool_(std::make_unique<ThreadPool>(options.threads)) {
   std::vector<std::pair<int, int>> covered;
   for (size_t i = 0; i < blocks.size(); ++i) {
     const MatrixBlock& b = blocks[i].block;
@@ -194,7 +198,7 @@ double RlsOptimizer::Step(BlockObjective& objective, Eigen::VectorXd* w) {
     ++t_;
     for (Preconditioned& p : blocks_) {
       p.block.Step(means_[p.index], p.k, grad_.data() + p.offset,
-                   w->data() + p.offset);
+                   w->data() + p.offset, pool_.get());
     }
     AdamUpdate(w);
   }

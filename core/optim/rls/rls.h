@@ -12,6 +12,7 @@
 #define SPARROW_CORE_OPTIM_RLS_RLS_H_
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <utility>
 #include <vector>
@@ -62,6 +63,9 @@ struct RlsOptions {
   double gradient_scale = 1.0;
   // A preconditioned block's P may take at most this many bytes.
   int64_t max_p_bytes = int64_t{1} << 30;
+  // Threads that split each block's products by rows (the minibatch's
+  // threads, idle while the blocks step).
+  int threads = 1;
   StopRules stop;
   uint64_t seed = 0;  // minibatch order
   // Resume: a state reported in IterationRecord::optimizer_state.
@@ -116,6 +120,7 @@ class RlsOptimizer {
   int64_t t_ = 0;          // minibatch updates
   Eigen::VectorXd grad_;
   std::vector<Eigen::VectorXd> means_;
+  std::unique_ptr<ThreadPool> pool_;
 };
 
 // Runs until a stopping rule holds. On divergence w is the last finite

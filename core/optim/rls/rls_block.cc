@@ -1,5 +1,6 @@
 #include "core/optim/rls/rls_block.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <string>
@@ -7,6 +8,12 @@
 #include "absl/strings/str_cat.h"
 
 namespace sparrow::core {
+namespace {
+
+// Rows below which splitting a block's products over threads does not pay.
+constexpr Eigen::Index kMinRowsPerPart = 16;
+
+}  // namespace
 
 absl::Status RlsBlockOptions::Validate() const {
   if (!(forgetting > 0.0 && forgetting <= 1.0)) {
@@ -49,8 +56,27 @@ RlsBlock::RlsBlock(int rows, int inputs, const RlsBlockOptions& options,
 
 void RlsBlock::ResetP() { p_.setIdentity(); }
 
+void RlsBlock::ForRows(
+    ThreadPool* pool,
+    const std::function<void(Eigen::Index, Eigen::Index)>& fn) {
+  const Eigen::Index rows = omega_.rows();
+  const int parts =
+      pool == nullptr ? 1
+                      : static_cast<int>(std::min<Eigen::Index>(
+                            pool->threads(),
+                            std::max<Eigen::Index>(rows / kMinRowsPerPart, 1)));
+  if (parts == 1) {
+    fn(0, rows);
+    return;
+  }
+  pool->Run(parts, [&](int k) {
+    const Eigen::Index first = rows * k / parts;
+    fn(first, rows * (k + 1) / parts - first);
+  });
+}
+
 void RlsBlock::Step(const Eigen::Ref<const Eigen::VectorXd>& xbar, double k,
-                    const double* grad, double* block) {
+                    const double* grad, double* block, ThreadPool* pool) {
   const Eigen::Index r = omega_.rows(), c = omega_.cols();
   Eigen::Map<const Eigen::MatrixXd> g(grad, r, c);
   Eigen::Map<Eigen::MatrixXd> b(block, r, c);
@@ -67,8 +93,13 @@ void RlsBlock::Step(const Eigen::Ref<const Eigen::VectorXd>& xbar, double k,
   last_h_ = h;
 
   // Omega_s = alpha Omega_{s-1} - (eta / h) G P_{s-1}   (63), (99)
-  step_.noalias() = g * p_.selfadjointView<Eigen::Lower>();
-  omega_ = options_.momentum * omega_ - (options_.eta / h) * step_;
+  ForRows(pool, [&](Eigen::Index first, Eigen::Index n) {
+    auto step = step_.middleRows(first, n);
+    step.noalias() =
+        g.middleRows(first, n) * p_.selfadjointView<Eigen::Lower>();
+    auto omega = omega_.middleRows(first, n);
+    omega = options_.momentum * omega - (options_.eta / h) * step;
+  });
   if (options_.l1 > 0.0) {  // the old signs, sgn(B_{s-1})
     sign_ = b.array().sign();
     if (bias_) sign_.col(c - 1).setZero();
@@ -79,11 +110,16 @@ void RlsBlock::Step(const Eigen::Ref<const Eigen::VectorXd>& xbar, double k,
     p_.triangularView<Eigen::Lower>() *= 1.0 / options_.forgetting;
   }
   // B_s = B_{s-1} + Omega_s - gamma sgn(B_{s-1}) P_s   (100)
-  b += omega_;
-  if (options_.l1 > 0.0) {
-    step_.noalias() = sign_ * p_.selfadjointView<Eigen::Lower>();
-    b -= options_.l1 * step_;
-  }
+  ForRows(pool, [&](Eigen::Index first, Eigen::Index n) {
+    auto rows = b.middleRows(first, n);
+    rows += omega_.middleRows(first, n);
+    if (options_.l1 > 0.0) {
+      auto step = step_.middleRows(first, n);
+      step.noalias() =
+          sign_.middleRows(first, n) * p_.selfadjointView<Eigen::Lower>();
+      rows -= options_.l1 * step;
+    }
+  });
 }
 
 Eigen::MatrixXd RlsBlock::P() const {

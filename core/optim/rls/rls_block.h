@@ -20,9 +20,11 @@
 #define SPARROW_CORE_OPTIM_RLS_RLS_BLOCK_H_
 
 #include <cstdint>
+#include <functional>
 
 #include "Eigen/Core"
 #include "absl/status/status.h"
+#include "core/util/thread_pool.h"
 
 namespace sparrow::core {
 
@@ -55,9 +57,11 @@ class RlsBlock {
   // of the network moved) and x̄, the mean of the block's input rows (with a
   // trailing 1 for the bias). `k` is the ratio factor times the number of steps
   // the mean ran over (k for a dense or conv block, k T for a recurrent one), >
-  // 0. Allocates nothing.
+  // 0. With a pool, the products G P and sgn(B) P are split by rows over its
+  // threads (results then depend on the thread count, not on scheduling).
+  // Allocates no matrices.
   void Step(const Eigen::Ref<const Eigen::VectorXd>& xbar, double k,
-            const double* grad, double* block);
+            const double* grad, double* block, ThreadPool* pool = nullptr);
 
   // P with its upper triangle filled in (for tests and inspection).
   Eigen::MatrixXd P() const;
@@ -77,6 +81,10 @@ class RlsBlock {
 
  private:
   void ResetP();
+  // fn(first row, row count) over all rows: in one call, or split over the
+  // pool's threads.
+  void ForRows(ThreadPool* pool,
+               const std::function<void(Eigen::Index, Eigen::Index)>& fn);
 
   RlsBlockOptions options_;
   Eigen::MatrixXd p_;      // cols x cols, lower triangle

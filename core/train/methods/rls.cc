@@ -43,6 +43,7 @@ absl::StatusOr<MethodResult> RunMethod(const RlsOptions& options,
   }
   RlsOptions o = options;
   o.seed = config.seed;
+  o.threads = config.threads;
   if (config.loss.kind == LossKind::kMse) o.gradient_scale = 0.5;
   if (!o.adam_output_layer) {
     o.adam_output_layer = config.loss.kind != LossKind::kMse;

@@ -188,6 +188,27 @@ TEST(RlsBlockTest, PackedStateResumesBitIdentically) {
   EXPECT_FALSE(b.UnpackState(state.data(), state.size()).ok());
 }
 
+// Split over a pool's threads by rows, a step equals the serial one up to
+// rounding, and repeats bit for bit.
+TEST(RlsBlockTest, ThreadedStepMatchesTheSerialOne) {
+  const int rows = 64, n = 30;
+  RlsBlockOptions opt;
+  opt.momentum = 0.5;
+  opt.l1 = 1e-3;
+  ThreadPool pool(2);
+  RlsBlock serial(rows, n, opt), threaded(rows, n, opt), again(rows, n, opt);
+  MatrixXd b1 = testing::RandomMatrix(rows, n + 1, 13), b2 = b1, b3 = b1;
+  for (int s = 0; s < 10; ++s) {
+    const MatrixXd g = testing::RandomMatrix(rows, n + 1, 600 + s);
+    const VectorXd x = WithOne(testing::RandomMatrix(n, 1, 700 + s).col(0));
+    serial.Step(x, 0.1, g.data(), b1.data());
+    threaded.Step(x, 0.1, g.data(), b2.data(), &pool);
+    again.Step(x, 0.1, g.data(), b3.data(), &pool);
+  }
+  EXPECT_LT(testing::RelativeError(b2, b1), 1e-12);
+  EXPECT_EQ(b2, b3);
+}
+
 TEST(RlsBlockTest, OptionsOutOfRangeAreRefusedWithTheirName) {
   RlsBlockOptions ok;
   EXPECT_TRUE(ok.Validate().ok());
