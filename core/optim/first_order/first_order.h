@@ -3,6 +3,10 @@
 #ifndef SPARROW_CORE_OPTIM_FIRST_ORDER_FIRST_ORDER_H_
 #define SPARROW_CORE_OPTIM_FIRST_ORDER_FIRST_ORDER_H_
 
+#include <string>
+#include <utility>
+#include <vector>
+
 #include "Eigen/Core"
 #include "absl/status/status.h"
 #include "core/optim/internal/run_monitor.h"
@@ -87,6 +91,8 @@ class FirstOrderOptimizer {
   // Adds a proximal step after every update (nullptr: none).
   void set_proximal(const ProximalTerm* term) { proximal_ = term; }
   const State& state() const { return state_; }
+  // Progress extras: none.
+  std::vector<std::pair<std::string, double>> Extras() const { return {}; }
   State* mutable_state() { return &state_; }
 
  private:

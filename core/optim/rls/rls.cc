@@ -6,8 +6,8 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "core/optim/internal/epoch_loop.h"
 #include "core/optim/internal/epoch_seed.h"
-#include "core/optim/internal/run_monitor.h"
 #include "core/util/option_error.h"
 
 namespace sparrow::core {
@@ -255,34 +255,14 @@ std::vector<std::pair<std::string, double>> RlsOptimizer::Extras() const {
 
 Summary MinimizeRls(const RlsOptions& options, BlockObjective& objective,
                     Eigen::VectorXd* w, IterationCallback* callback) {
-  Summary summary;
-  internal::RunMonitor monitor(options.stop, callback, &summary);
   RlsOptimizer optimizer(options, objective.matrix_blocks(),
                          objective.num_params());
   if (options.initial_state.size() > 0) {
     optimizer.UnpackState(options.initial_state);
   }
-  Eigen::VectorXd state;  // reported with each record, for checkpoints
-  if (callback != nullptr) monitor.set_state(&state);
-  Eigen::VectorXd last_good = *w;
-  double previous = std::numeric_limits<double>::infinity();
-  for (int epoch = 1;; ++epoch) {
-    const double loss = optimizer.Step(objective, w);
-    if (epoch == 1) summary.initial_loss = loss;
-    if (callback != nullptr) optimizer.PackState(&state);
-    const auto stop = monitor.EndIteration(
-        epoch, previous, loss, std::numeric_limits<double>::quiet_NaN(), *w,
-        optimizer.Extras());
-    if (stop == Termination::kDiverged) *w = last_good;
-    if (stop) {
-      monitor.Finish(*stop);
-      break;
-    }
-    last_good = *w;
-    previous = loss;
-  }
-  summary.final_loss = objective.Evaluate(*w, nullptr);
-  return summary;
+  return internal::RunEpochs(options.stop,
+                             std::numeric_limits<double>::quiet_NaN(),
+                             optimizer, objective, w, callback);
 }
 
 }  // namespace sparrow::core

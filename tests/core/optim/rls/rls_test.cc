@@ -64,8 +64,10 @@ TEST(RlsTest, OneLinearLayerWithBatchOneIsTextbookRls) {
             1e-10);
 }
 
+// A small classification problem: a tanh hidden layer of 5 and 3 classes,
+// its objective (CE, minibatches of 16, shuffled) and its initial weights.
 struct Problem {
-  Problem() {
+  explicit Problem(int threads = 2) {
     auto d1 = std::make_shared<DenseLayer>(6, 5, Activation::kTanh, true);
     auto d2 = std::make_shared<DenseLayer>(5, 3, Activation::kLinear, true);
     net = Network({d1, d2});
@@ -76,9 +78,17 @@ struct Problem {
       x.col(j).head(3).maxCoeff(&c);
       y(c, j) = 1.0;
     }
+    objective = std::make_unique<NetworkObjective>(
+        &net, &x, &y, Loss{LossKind::kSoftmaxCrossEntropy}, 0.0, 16, true,
+        threads);
+    w0.resize(net.num_params());
+    Rng rng(5);
+    net.Initialize(1.0, &rng, w0.data());
   }
   Network net;
   MatrixXd x, y;
+  std::unique_ptr<NetworkObjective> objective;
+  VectorXd w0;
 };
 
 RlsOptions Variant() {
@@ -95,42 +105,31 @@ RlsOptions Variant() {
 // uninterrupted run does, to the last bit (P, momentum, Adam's moments and
 // the minibatch order all continue).
 TEST(RlsTest, ResumedRunIsBitIdentical) {
-  Problem p;
-  NetworkObjective f(&p.net, &p.x, &p.y, Loss{LossKind::kSoftmaxCrossEntropy},
-                     0.0, 16, true, 2);
+  Problem p, q;
   RlsOptions o = Variant();
   o.stop.max_iterations = 4;
-  VectorXd w0(p.net.num_params());
-  Rng rng(5);
-  p.net.Initialize(1.0, &rng, w0.data());
-  VectorXd w = w0;
+  VectorXd w = p.w0;
   Recorder full;
-  MinimizeRls(o, f, &w, &full);
+  MinimizeRls(o, *p.objective, &w, &full);
 
-  NetworkObjective g(&p.net, &p.x, &p.y, Loss{LossKind::kSoftmaxCrossEntropy},
-                     0.0, 16, true, 2);
   RlsOptions resumed = o;
   resumed.stop.max_iterations = 2;
   resumed.initial_state = full.states[1];
   VectorXd v = full.params[1];
-  MinimizeRls(resumed, g, &v, nullptr);
+  MinimizeRls(resumed, *q.objective, &v, nullptr);
   EXPECT_EQ(v, w);
-  EXPECT_NE(w, w0);
+  EXPECT_NE(w, p.w0);
 }
 
 // The hybrid mode preconditions the hidden layer only; the output layer is
 // Adam's. Extras report each preconditioned block's h and trace(P).
 TEST(RlsTest, HybridModeLeavesTheOutputLayerToAdam) {
-  Problem p;
-  NetworkObjective f(&p.net, &p.x, &p.y, Loss{LossKind::kSoftmaxCrossEntropy},
-                     0.0, 16, true, 1);
+  Problem p(1);
   RlsOptions o = Variant();
   o.stop.max_iterations = 1;
-  VectorXd w(p.net.num_params());
-  Rng rng(5);
-  p.net.Initialize(1.0, &rng, w.data());
+  VectorXd w = p.w0;
   Recorder r;
-  MinimizeRls(o, f, &w, &r);
+  MinimizeRls(o, *p.objective, &w, &r);
   std::vector<std::string> keys;
   for (const auto& [key, value] : r.extras[0]) {
     keys.push_back(key);
@@ -146,18 +145,14 @@ TEST(RlsTest, HybridModeLeavesTheOutputLayerToAdam) {
 
 TEST(RlsTest, TrainsASmallClassifier) {
   Problem p;
-  NetworkObjective f(&p.net, &p.x, &p.y, Loss{LossKind::kSoftmaxCrossEntropy},
-                     0.0, 16, true, 2);
   for (bool hybrid : {true, false}) {
     RlsOptions o = Variant();
     o.adam_output_layer = hybrid;
     o.learning_rate = 0.01;
     o.stop.max_iterations = 40;
-    VectorXd w(p.net.num_params());
-    Rng rng(5);
-    p.net.Initialize(1.0, &rng, w.data());
-    const double before = f.Evaluate(w, nullptr);
-    const Summary s = MinimizeRls(o, f, &w, nullptr);
+    VectorXd w = p.w0;
+    const double before = p.objective->Evaluate(w, nullptr);
+    const Summary s = MinimizeRls(o, *p.objective, &w, nullptr);
     EXPECT_EQ(s.termination, Termination::kMaxIterations);
     EXPECT_LT(s.final_loss, 0.5 * before) << hybrid;
   }
