@@ -2,7 +2,8 @@
 // over gRPC and HTTP. Upload, submit, watch, fetch, predict and /metrics; a
 // SIGKILL in the middle of training and a restart on the same data directory
 // (the job resumes from its checkpoint, a reconnecting watcher misses nothing
-// and sees nothing twice, nothing stored is lost); a graceful SIGTERM; and
+// and sees nothing twice, nothing stored is lost; an RLS job ends with the
+// uninterrupted run's model to the last bit); a graceful SIGTERM; and
 // malformed requests that must leave the server serving.
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -808,6 +809,69 @@ TEST_F(SparrowdE2E, SigkillMidTrainingResumesFromCheckpointAndLosesNothing) {
   EXPECT_GE(queued_done.start_time().seconds(), done.end_time().seconds());
   std::cerr << "[ info ] queued job done after "
             << absl::ToDoubleSeconds(absl::Now() - t0) << " s\n";
+}
+
+// An RLS job (docs/optimizers/rls.md) on LongSpec's data: an mlp whose hidden
+// layer RLS preconditions with momentum and l1 while Adam trains the output
+// layer, so the checkpoint carries P, the momentum and Adam's moments.
+v1::JobSpec RlsSpec(const std::string& dataset_id, int epochs) {
+  v1::JobSpec spec = LongSpec(dataset_id, epochs);
+  spec.set_name("rls");
+  spec.mutable_model()->mutable_mlp()->add_hidden(16);
+  spec.mutable_model()->mutable_mlp()->set_activation(v1::ACTIVATION_TANH);
+  v1::RlsOptions* rls = spec.mutable_optimizer()->mutable_rls();
+  rls->set_momentum(0.5);
+  rls->set_l1(1e-5);
+  rls->set_clip_norm(5.0);
+  rls->set_output_layer("adam");
+  rls->mutable_batch()->set_batch_size(64);
+  rls->mutable_batch()->set_threads(2);
+  return spec;
+}
+
+// SIGKILL during an RLS job, restart: the job resumes from its checkpoint and
+// ends with the model an uninterrupted run of the same spec gives, to the
+// last bit.
+TEST_F(SparrowdE2E, SigkilledRlsJobEndsWithTheUninterruptedModelBitForBit) {
+  ASSERT_NO_FATAL_FAILURE(StartServer());
+  const std::string ds = UploadOrDie(TanksCsv(kLongRows, 1));
+  const int epochs = 400;
+  const v1::Job reference = SubmitOrDie(RlsSpec(ds, epochs));
+  std::vector<v1::ProgressEvent> events;
+  ASSERT_TRUE(Watch(reference.id(), 0, &events, absl::Seconds(60)).ok());
+  ASSERT_EQ(GetJobOrDie(reference.id()).state(), v1::Job::SUCCEEDED)
+      << GetJobOrDie(reference.id()).reason();
+  v1::TrainedModel expected;
+  ASSERT_TRUE(GetModel(reference.id(), &expected).ok());
+
+  const v1::Job job = SubmitOrDie(RlsSpec(ds, epochs));
+  Watcher watcher(job.id(), address_, absl::Seconds(60));
+  ASSERT_TRUE(watcher.WaitForIteration(epochs / 4, absl::Seconds(30)))
+      << "max iteration seen " << watcher.max_iteration();
+  process()->Kill();
+  ASSERT_LT(watcher.max_iteration(), epochs) << "the job finished before the "
+                                                "kill; make it longer";
+  ASSERT_NO_FATAL_FAILURE(StartServer());
+  watcher.SetAddress(address_);
+  ASSERT_TRUE(watcher.WaitForEnd(absl::Seconds(60)))
+      << "max iteration: " << watcher.max_iteration();
+
+  const v1::Job done = GetJobOrDie(job.id());
+  ASSERT_EQ(done.state(), v1::Job::SUCCEEDED) << done.reason();
+  EXPECT_EQ(done.attempts(), 2);
+  v1::TrainedModel model;
+  ASSERT_TRUE(GetModel(job.id(), &model).ok());
+  ASSERT_EQ(model.parameters_size(), expected.parameters_size());
+  int different = 0;
+  for (int i = 0; i < model.parameters_size(); ++i) {
+    // Bitwise: -0.0 != 0.0 and the same NaN payload count as they should.
+    const double a = model.parameters(i), b = expected.parameters(i);
+    different += std::memcmp(&a, &b, sizeof(double)) != 0;
+  }
+  EXPECT_EQ(different, 0) << "of " << model.parameters_size()
+                          << " parameters differ from the uninterrupted run";
+  EXPECT_EQ(model.epochs(), epochs);
+  EXPECT_TRUE(SameMessage(model.metrics(), expected.metrics()));
 }
 
 // ---------------------------------------------------------------------------
