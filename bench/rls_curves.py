@@ -17,13 +17,16 @@ N epochs, each cell "mean (min-max)" over the seeds, then one JSON line with eve
 --validation trains on training images 1-50000 and reports the accuracy on 50001-60000 instead of
 the test images (what k and eta may be chosen on). --sweep k=0.01,0.1,1,10 or eta=... runs the
 --sweep-variant (default rls) once per value (the paper's sensitivity study is on the FNN).
---train N keeps the first N training images (a smoke run). --plot DIR writes one PNG per model
+--train N keeps the first N training images (a smoke run). --torch hrls,... also runs
+bench/rls_torch.py (the same RLS step written in PyTorch) for those variants, same seeds and
+epochs, in this invocation: rows "torch <variant>" (--torch-dtype, default float32). --plot DIR writes one PNG per model
 (train loss and test accuracy against epochs and against seconds) when matplotlib is installed
 (Debian: python3-matplotlib).
 
 Usage: /usr/bin/python3 bench/rls_curves.py [--models fnn] [--variants adam,rls,rls_m,rls_mr,hrls]
          [--epochs 5] [--seeds 5] [--validation] [--sweep k=0.01,0.1,1,10] [--sweep-variant rls]
-         [--train N] [--plot DIR] [--build-dir build] [--data DIR] [--keep DIR]
+         [--train N] [--torch hrls] [--torch-dtype float32] [--plot DIR] [--build-dir build]
+         [--data DIR] [--keep DIR]
 Exit status 0, or 1 when a run failed; "skipped" and 0 when the data are absent.
 """
 import argparse
@@ -79,6 +82,27 @@ def run(sparrow, spec, log):
         return None, "sparrow's JSON has no per_epoch.loss (rebuild sparrow)"
     return {"loss": e["loss"], "accuracy": e.get("test_accuracy", []),
             "seconds": e["seconds"], "ms_per_epoch": r["ms_per_epoch"]}, None
+
+
+def run_torch(model, variant, args, seed, log):
+    """bench/rls_torch.py for one model, variant and seed: the same shape as run()'s result."""
+    cmd = [sys.executable, os.path.join(ROOT, "bench", "rls_torch.py"), "--models", model,
+           "--variant", variant, "--epochs", str(args.epochs), "--seed", str(seed),
+           "--dtype", args.torch_dtype, "--data", args.data, "--threads", "2"]
+    if args.train > 0:
+        cmd += ["--limit", str(args.train)]
+    p = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
+    with open(log, "w") as f:
+        f.write(f"{' '.join(cmd)}\nexit {p.returncode}\n--- stdout\n{p.stdout}\n"
+                f"--- stderr\n{p.stderr}")
+    lines = [json.loads(line) for line in p.stdout.splitlines() if line.startswith("{")]
+    if p.returncode != 0 or len(lines) != args.epochs:
+        return None, (p.stderr.strip().splitlines() or ["(no output)"])[-1]
+    seconds = [r["seconds"] for r in lines]
+    return {"loss": [r["train_loss"] for r in lines],
+            "accuracy": [r["test_accuracy"] for r in lines],
+            "seconds": [sum(seconds[:i + 1]) for i in range(len(seconds))],
+            "ms_per_epoch": 1000 * sum(seconds) / len(seconds)}, None
 
 
 def cell(values, fmt="{:.2f}"):
@@ -145,6 +169,8 @@ def main():
     ap.add_argument("--sweep", default="", help="k=v1,v2,... or eta=v1,v2,...")
     ap.add_argument("--sweep-variant", default="rls")
     ap.add_argument("--train", type=int, default=0)
+    ap.add_argument("--torch", default="", help="variants to run in PyTorch too, e.g. hrls")
+    ap.add_argument("--torch-dtype", choices=("float32", "float64"), default="float32")
     ap.add_argument("--plot", default="")
     ap.add_argument("--build-dir", default=os.path.join(ROOT, "build"))
     ap.add_argument("--data", default=os.path.join(ROOT, "..", "shared", "data", "fashion_mnist"))
@@ -184,6 +210,16 @@ def main():
                     failed = True
                     continue
                 rows.setdefault(label, []).append(r)
+        for variant in [v for v in args.torch.split(",") if v and not args.validation]:
+            for seed in range(1, args.seeds + 1):
+                tag = f"{model}_torch_{variant}_s{seed}"
+                print(f"rls_curves: {tag} ...", file=sys.stderr, flush=True)
+                r, err = run_torch(model, variant, args, seed, os.path.join(tmp, f"{tag}.log"))
+                if err:
+                    print(f"rls_curves: {tag}: {err}", file=sys.stderr)
+                    failed = True
+                    continue
+                rows.setdefault(f"torch {variant}", []).append(r)
         print(table(model, rows, args.epochs, args.validation))
         if args.plot:
             plot(model, rows, args.plot)

@@ -213,6 +213,7 @@ absl::StatusOr<core::Loss> ToLoss(const v1::LossSpec& l) {
           absl::StrCat("loss.kind has an unknown value ", l.kind()));
   }
   loss.epsilon = l.epsilon();
+  loss.one_hot = l.one_hot_targets();
   SPARROW_RETURN_IF_ERROR(loss.Validate());
   return loss;
 }

@@ -153,11 +153,11 @@ Eigen::MatrixXd Softmax(const Eigen::MatrixXd& logits) {
 
 absl::Status CheckImageModel(const core::Model& m,
                              const core::data::ImageSet& images) {
-  if (m.loss.kind != core::LossKind::kSoftmaxCrossEntropy) {
+  if (!m.loss.OneHotTargets()) {
     return absl::InvalidArgumentError(
         "image predictions report classes, but this model was not trained "
-        "with softmax cross-entropy (loss.kind = softmax_cross_entropy); "
-        "predict on a CSV of its inputs instead");
+        "as a classifier (loss.kind = softmax_cross_entropy, or LOSS_MSE "
+        "with loss.one_hot_targets); predict on a CSV of its inputs instead");
   }
   if (images.size() > kMaxPredictImages) {
     return absl::InvalidArgumentError(absl::StrFormat(
@@ -291,7 +291,9 @@ absl::StatusOr<ImagePredictions> PredictImages(
                            core::data::MakeImageTable(images, all));
   SPARROW_ASSIGN_OR_RETURN(const Eigen::MatrixXd logits,
                            core::PredictTable(m, table.x));
-  out.probabilities = Softmax(logits);
+  out.probabilities = m.loss.kind == core::LossKind::kSoftmaxCrossEntropy
+                          ? Softmax(logits)
+                          : logits;
   out.labels.resize(logits.cols());
   for (Eigen::Index j = 0; j < logits.cols(); ++j) {
     Eigen::Index best = 0;

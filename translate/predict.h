@@ -80,13 +80,16 @@ inline constexpr int64_t kMaxPredictImages = 10000;
 
 // A classifier's predictions on images.
 struct ImagePredictions {
-  // classes x N: softmax of the model's outputs, one column per image.
+  // classes x N: softmax of the model's outputs, one column per image; for
+  // a model trained with MSE on one-hot targets (loss.one_hot_targets) its
+  // outputs themselves, which estimate the class indicators.
   Eigen::MatrixXd probabilities;
-  // The most probable class of each image (the first on ties).
+  // The class of the largest output of each image (the first on ties).
   std::vector<int> labels;
 };
 
-// Runs `model`, a classifier trained with softmax cross-entropy (mlp or cnn),
+// Runs `model`, a classifier trained with softmax cross-entropy or MSE on
+// one-hot targets (mlp, cnn, rnn or lstm),
 // on `images`: its inputs are the pixels / 255, channel-major, as in
 // training. Errors (InvalidArgument): a corrupt model, another loss, more
 // than kMaxPredictImages images, or images whose pixel count differs from the

@@ -53,6 +53,11 @@ absl::Status Loss::Validate() const {
     return absl::InvalidArgumentError(
         absl::StrCat("loss.epsilon is ", epsilon, "; it must be in [0, 1)"));
   }
+  if (one_hot && kind != LossKind::kMse) {
+    return absl::InvalidArgumentError(
+        "loss.one_hot_targets applies to LOSS_MSE only (softmax cross-entropy "
+        "always takes one-hot targets); remove it");
+  }
   return absl::OkStatus();
 }
 

@@ -30,8 +30,18 @@ struct Loss {
   // eps = 1e-4 there. eps = 0 is the ordinary binary cross-entropy (yhat is
   // then clamped away from 0 and 1).
   double epsilon = 0.0;
+  // kMse on a classifier's one-hot class targets (one linear output per
+  // class, accuracy by the largest output): RLS's all-RLS classification
+  // mode. Softmax cross-entropy always takes one-hot targets.
+  bool one_hot = false;
 
   absl::Status Validate() const;
+  // A single label column becomes one-hot columns: softmax cross-entropy,
+  // or kMse with one_hot.
+  bool OneHotTargets() const {
+    return kind == LossKind::kSoftmaxCrossEntropy ||
+           (kind == LossKind::kMse && one_hot);
+  }
 
   // Sum of the loss over all samples and outputs.
   double Value(const Eigen::Ref<const Eigen::MatrixXd>& y,

@@ -91,6 +91,14 @@ struct MatrixBlock {
   int steps = 1;
 };
 
+// Multiply-adds of AddPreconditionedGradient's factorized product over a
+// batch of `samples` (each one input row): P [X; 1] then delta (P [X; 1])^T,
+// against rows * cols^2 for G P itself.
+inline double FactorizedProductCost(const MatrixBlock& b, int samples) {
+  const double cols = b.inputs + (b.bias ? 1 : 0);
+  return samples * cols * (cols + b.rows);
+}
+
 class Layer {
  public:
   virtual ~Layer() = default;
@@ -134,6 +142,20 @@ class Layer {
   virtual void AddBlockInputSums(const Eigen::MatrixXd& /*in*/,
                                  const LayerWorkspace& /*ws*/,
                                  Eigen::VectorXd* /*sums*/) const {}
+  // After Backward on ws with `in`: *gp (rows x cols of MatrixBlocks()[block])
+  // += G P, where G is the block's gradient summed over the batch (as
+  // Gradient adds it) and P a symmetric cols x cols matrix given by its lower
+  // triangle, when the layer forms this from its per-sample factors in fewer
+  // operations than G P takes (the caller compares the counts: see
+  // FactorizedProductCost); `scratch` holds its temporaries. False, leaving
+  // *gp alone, when the layer has no such form.
+  virtual bool AddPreconditionedGradient(
+      const Eigen::MatrixXd& /*in*/, const LayerWorkspace& /*ws*/,
+      int /*block*/, const Eigen::MatrixXd& /*p_lower*/,
+      std::vector<Eigen::MatrixXd>* /*scratch*/,
+      Eigen::MatrixXd* /*gp*/) const {
+    return false;
+  }
 };
 
 }  // namespace sparrow::core

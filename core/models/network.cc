@@ -32,6 +32,16 @@ void Network::AddBlockInputSums(const Cache& cache,
   }
 }
 
+bool Network::AddPreconditionedGradient(const Cache& cache, int block,
+                                        const Eigen::MatrixXd& p_lower,
+                                        std::vector<Eigen::MatrixXd>* scratch,
+                                        Eigen::MatrixXd* gp) const {
+  const int layer = matrix_blocks_[block].layer;
+  return layers_[layer]->AddPreconditionedGradient(
+      cache.activation[layer], cache.work[layer],
+      block - first_matrix_block_[layer], p_lower, scratch, gp);
+}
+
 void Network::Cache::Resize(const Network& net, int cols) {
   const size_t n = net.layers_.size();
   if (activation.size() == n + 1 && this->cols() == cols) return;

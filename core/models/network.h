@@ -106,6 +106,12 @@ class Network {
   // values) += the sum of block i's input rows over the batch.
   void AddBlockInputSums(const Cache& cache,
                          std::vector<Eigen::VectorXd>* sums) const;
+  // After Backward on cache: Layer::AddPreconditionedGradient for
+  // matrix_blocks()[block] (false when its layer has no factorized form).
+  bool AddPreconditionedGradient(const Cache& cache, int block,
+                                 const Eigen::MatrixXd& p_lower,
+                                 std::vector<Eigen::MatrixXd>* scratch,
+                                 Eigen::MatrixXd* gp) const;
 
  private:
   // Backward through layers L-1..layer; layer `layer` writes dL/d(its input)

@@ -30,7 +30,7 @@ void Score(const std::vector<Eigen::MatrixXd>& ys,
   // BFR compares a signal with its simulation; it means nothing for labels.
   if (bfr && !IsClassification(loss)) *bfr = Bfr(y, yhat);
   if (accuracy && IsClassification(loss)) {
-    *accuracy = Accuracy(y, yhat, loss.kind == LossKind::kSoftmaxCrossEntropy);
+    *accuracy = Accuracy(y, yhat, loss.OneHotTargets());
   }
 }
 
@@ -107,7 +107,7 @@ absl::Status EvaluateTable(const Model& model, const data::TableData& data,
   if (data.num_samples() == 0) return absl::OkStatus();
   SPARROW_ASSIGN_OR_RETURN(Eigen::MatrixXd yhat, PredictTable(model, data.x));
   Eigen::MatrixXd y = data.y;
-  if (model.loss.kind == LossKind::kSoftmaxCrossEntropy && y.rows() == 1) {
+  if (model.loss.OneHotTargets() && y.rows() == 1) {
     SPARROW_ASSIGN_OR_RETURN(y, OneHot(data.y, static_cast<int>(yhat.rows())));
   }
   Score({y}, {yhat}, model.loss,

@@ -64,6 +64,46 @@ void NetworkObjective::RunPart(const Eigen::VectorXd& w, int begin, int end,
   loss_.Gradient(s.y, s.cache.output(), s.d_out);
   net_->Backward(w.data(), s.d_out, &s.cache, nullptr);
   net_->Gradient(s.cache, part->grad.data());
+  AddPartProducts(s.cache, part);
+}
+
+void NetworkObjective::StartProducts(BlockProducts* products, int samples) {
+  const std::vector<NetworkMatrixBlock>& blocks = net_->matrix_blocks();
+  factorize_.assign(blocks.size(), nullptr);
+  products_ = products;
+  if (products == nullptr) return;
+  products->gp.resize(blocks.size());
+  products->formed.assign(blocks.size(), 0);
+  if (rho_theta_ != 0.0) return;
+  for (size_t i = 0; i < blocks.size() && i < products->p.size(); ++i) {
+    const MatrixBlock& b = blocks[i].block;
+    const int cols = b.inputs + (b.bias ? 1 : 0);
+    if (products->p[i] == nullptr || b.rows_per_sample != 1 ||
+        FactorizedProductCost(b, samples) >=
+            static_cast<double>(b.rows) * cols * cols) {
+      continue;
+    }
+    factorize_[i] = products->p[i];
+    products->gp[i].setZero(b.rows, cols);
+    products->formed[i] = 1;
+  }
+}
+
+void NetworkObjective::FinishProducts(int samples) {
+  for (size_t i = 0; i < factorize_.size(); ++i) {
+    if (factorize_[i] != nullptr) products_->gp[i] /= samples;
+  }
+  factorize_.clear();
+  products_ = nullptr;
+}
+
+void NetworkObjective::AddPartProducts(const Network::Cache& cache,
+                                       Part* part) const {
+  for (size_t i = 0; i < factorize_.size(); ++i) {
+    if (factorize_[i] == nullptr) continue;
+    net_->AddPreconditionedGradient(cache, static_cast<int>(i), *factorize_[i],
+                                    &part->scratch, &part->gp[i]);
+  }
 }
 
 double NetworkObjective::Accumulate(const Eigen::VectorXd& w, int begin,
@@ -76,6 +116,12 @@ double NetworkObjective::Accumulate(const Eigen::VectorXd& w, int begin,
     Part& part = parts_[k];
     if (grad != nullptr) part.grad.setZero(w.size());
     if (sums != nullptr) ZeroLike(*sums, &part.sums);
+    part.gp.resize(factorize_.size());
+    for (size_t i = 0; i < factorize_.size(); ++i) {
+      if (factorize_[i] == nullptr) continue;
+      const MatrixBlock& b = net_->matrix_blocks()[i].block;
+      part.gp[i].setZero(b.rows, b.inputs + (b.bias ? 1 : 0));
+    }
     RunPart(w, begin + n * k / used, begin + n * (k + 1) / used,
             grad != nullptr, sums != nullptr, &part);
   });
@@ -85,6 +131,9 @@ double NetworkObjective::Accumulate(const Eigen::VectorXd& w, int begin,
     if (grad != nullptr) *grad += parts_[k].grad;
     for (size_t i = 0; sums != nullptr && i < sums->size(); ++i) {
       (*sums)[i] += parts_[k].sums[i];
+    }
+    for (size_t i = 0; i < factorize_.size(); ++i) {
+      if (factorize_[i] != nullptr) products_->gp[i] += parts_[k].gp[i];
     }
   }
   return value;
@@ -131,7 +180,7 @@ double NetworkObjective::EvaluateBatch(const Eigen::VectorXd& w, int batch,
 
 double NetworkObjective::EvaluateBatchWithMeans(
     const Eigen::VectorXd& w, int batch, Eigen::VectorXd* grad,
-    std::vector<Eigen::VectorXd>* means) {
+    std::vector<Eigen::VectorXd>* means, BlockProducts* products) {
   const std::vector<NetworkMatrixBlock>& blocks = net_->matrix_blocks();
   block_sums_.resize(blocks.size());
   for (size_t i = 0; i < blocks.size(); ++i) {
@@ -141,11 +190,13 @@ double NetworkObjective::EvaluateBatchWithMeans(
   const int begin = num_batches_ == 1 ? 0 : batch * batch_size_;
   const int end = num_batches_ == 1 ? n : std::min(n, begin + batch_size_);
   grad->setZero(w.size());
+  StartProducts(products, end - begin);
   double value = 0.0;
   for (int from = begin; from < end; from += kChunk) {
     value +=
         Accumulate(w, from, std::min(end, from + kChunk), grad, &block_sums_);
   }
+  FinishProducts(end - begin);
   means->resize(blocks.size());
   for (size_t i = 0; i < blocks.size(); ++i) {
     const MatrixBlock& b = blocks[i].block;

@@ -45,9 +45,12 @@ class NetworkObjective : public BlockObjective {
   const std::vector<NetworkMatrixBlock>& matrix_blocks() const override {
     return net_->matrix_blocks();
   }
+  // products: gp[i] is formed for a dense block whose factorized product
+  // costs less than G P (and only without rho_theta, which G P would need).
   double EvaluateBatchWithMeans(const Eigen::VectorXd& w, int batch,
                                 Eigen::VectorXd* grad,
-                                std::vector<Eigen::VectorXd>* means) override;
+                                std::vector<Eigen::VectorXd>* means,
+                                BlockProducts* products) override;
 
  private:
   // One thread's buffers for one part width.
@@ -59,6 +62,8 @@ class NetworkObjective : public BlockObjective {
     std::map<int, Slot> slots;
     Eigen::VectorXd grad;
     std::vector<Eigen::VectorXd> sums;  // block input sums (RLS)
+    std::vector<Eigen::MatrixXd> gp;    // G P of the blocks in factorize_
+    std::vector<Eigen::MatrixXd> scratch;
     double loss = 0.0;
   };
 
@@ -70,6 +75,12 @@ class NetworkObjective : public BlockObjective {
                     std::vector<Eigen::VectorXd>* sums = nullptr);
   void RunPart(const Eigen::VectorXd& w, int begin, int end, bool gradient,
                bool sums, Part* part);
+  // EvaluateBatchWithMeans' products over a batch of `samples`: which
+  // blocks' G P the parts form (factorize_, zeroed products->gp); a part's
+  // share of them (after its Backward); their mean over the batch.
+  void StartProducts(BlockProducts* products, int samples);
+  void AddPartProducts(const Network::Cache& cache, Part* part) const;
+  void FinishProducts(int samples);
 
   const Network* net_;
   const Eigen::MatrixXd* x_;
@@ -82,6 +93,10 @@ class NetworkObjective : public BlockObjective {
   std::vector<int> order_;
   std::vector<Part> parts_;
   std::vector<Eigen::VectorXd> block_sums_;  // EvaluateBatchWithMeans'
+  // EvaluateBatchWithMeans' P of each block whose G P the parts form, or
+  // null; empty outside it.
+  std::vector<const Eigen::MatrixXd*> factorize_;
+  BlockProducts* products_ = nullptr;
   ThreadPool pool_;
 };
 

@@ -102,7 +102,9 @@ absl::Status ScaleTraces(const TrainConfig& config, const TrainData& data,
   return absl::OkStatus();
 }
 
-bool IsClassification(const Loss& loss) { return loss.kind != LossKind::kMse; }
+bool IsClassification(const Loss& loss) {
+  return loss.kind != LossKind::kMse || loss.one_hot;
+}
 
 absl::StatusOr<Eigen::MatrixXd> OneHot(const Eigen::MatrixXd& labels,
                                        int classes) {

@@ -46,14 +46,13 @@ absl::Status SimulateSplit(const core::Model& m,
   return absl::OkStatus();
 }
 
-// Row-wise predictions; a softmax classifier's as the most probable class,
+// Row-wise predictions; a classifier's as the most probable class,
 // next to the measured label.
 absl::Status PredictSplit(const core::Model& m,
                           const core::data::TableData& table, Fit* fit) {
   SPARROW_ASSIGN_OR_RETURN(Eigen::MatrixXd yhat,
                            core::PredictTable(m, table.x));
-  if (m.loss.kind == core::LossKind::kSoftmaxCrossEntropy &&
-      table.y.rows() == 1 && yhat.rows() > 1) {
+  if (m.loss.OneHotTargets() && table.y.rows() == 1 && yhat.rows() > 1) {
     Eigen::MatrixXd labels(1, yhat.cols());
     for (Eigen::Index c = 0; c < yhat.cols(); ++c) {
       Eigen::Index best = 0;

@@ -109,9 +109,10 @@ absl::StatusOr<Channels> ImageChannels(const v1::JobSpec& spec,
   SPARROW_RETURN_IF_ERROR(
       translate::ValidateImageDataSpec(spec, dataset.rows()));
   const v1::ImageShape& shape = dataset.image_shape();
-  // A softmax classifier outputs one value per class: the dataset's classes,
+  // A classifier outputs one value per class: the dataset's classes,
   // or every value a label byte can take when the dataset does not say.
-  const bool softmax = spec.loss().kind() == v1::LOSS_SOFTMAX_CROSS_ENTROPY;
+  const bool softmax = spec.loss().kind() == v1::LOSS_SOFTMAX_CROSS_ENTROPY ||
+                       spec.loss().one_hot_targets();
   const int classes = dataset.classes() > 0 ? dataset.classes() : 256;
   return Channels{shape.channels() * shape.height() * shape.width(),
                   softmax ? classes : 1};

@@ -136,4 +136,26 @@ void DenseLayer::AddBlockInputSums(const Eigen::MatrixXd& in,
   sums[0].noalias() += in.rowwise().sum();
 }
 
+// G P = delta [X; 1]^T P = delta (P [X; 1])^T since P is symmetric: for a
+// batch of B samples, B cols (cols + out) multiply-adds instead of out cols^2
+// (the FNN's 784-512 layer at B = 64: 2.4 times fewer). In double whatever
+// the layer's precision: RLS keeps P and its products in double.
+bool DenseLayer::AddPreconditionedGradient(const MatrixXd& in,
+                                           const LayerWorkspace& ws,
+                                           int /*block*/,
+                                           const MatrixXd& p_lower,
+                                           std::vector<MatrixXd>* scratch,
+                                           MatrixXd* gp) const {
+  const Eigen::Index cols = in_ + (bias_ ? 1 : 0);
+  scratch->resize(2);
+  MatrixXd& x = (*scratch)[0];
+  MatrixXd& px = (*scratch)[1];
+  x.resize(cols, in.cols());
+  x.topRows(in_) = in;
+  if (bias_) x.row(in_).setOnes();
+  px.noalias() = p_lower.selfadjointView<Eigen::Lower>() * x;
+  gp->noalias() += ws.buffers[kDelta] * px.transpose();
+  return true;
+}
+
 }  // namespace sparrow::core

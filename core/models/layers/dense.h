@@ -84,6 +84,11 @@ class DenseLayer : public Layer {
   std::vector<MatrixBlock> MatrixBlocks() const override;
   void AddBlockInputSums(const Eigen::MatrixXd& in, const LayerWorkspace& ws,
                          Eigen::VectorXd* sums) const override;
+  bool AddPreconditionedGradient(const Eigen::MatrixXd& in,
+                                 const LayerWorkspace& ws, int block,
+                                 const Eigen::MatrixXd& p_lower,
+                                 std::vector<Eigen::MatrixXd>* scratch,
+                                 Eigen::MatrixXd* gp) const override;
 
  private:
   int in_, out_;

@@ -152,14 +152,26 @@ RlsOptimizer::RlsOptimizer(const RlsOptions& options,
   for (const auto& [begin, end] : rest_) rest += end - begin;
   m_.setZero(rest);
   v_.setZero(rest);
+  products_.p.assign(blocks.size(), nullptr);
+  for (const Preconditioned& p : blocks_) {
+    products_.p[p.index] = &p.block.p_lower();
+  }
 }
 
-void RlsOptimizer::ClipAndScale() {
-  if (options_.gradient_scale != 1.0) grad_ *= options_.gradient_scale;
+double RlsOptimizer::ClipAndScale() {
+  double factor = 1.0;
+  if (options_.gradient_scale != 1.0) {
+    grad_ *= options_.gradient_scale;
+    factor = options_.gradient_scale;
+  }
   if (options_.clip_norm > 0.0) {
     const double norm = grad_.norm();
-    if (norm > options_.clip_norm) grad_ *= options_.clip_norm / norm;
+    if (norm > options_.clip_norm) {
+      grad_ *= options_.clip_norm / norm;
+      factor *= options_.clip_norm / norm;
+    }
   }
+  return factor;
 }
 
 // Adam (Kingma & Ba, with bias correction; PyTorch's defaults) on the
@@ -189,16 +201,20 @@ double RlsOptimizer::Step(BlockObjective& objective, Eigen::VectorXd* w) {
   double sum = 0.0;
   for (int b = 0; b < batches; ++b) {
     const double loss =
-        objective.EvaluateBatchWithMeans(*w, b, &grad_, &means_);
+        objective.EvaluateBatchWithMeans(*w, b, &grad_, &means_, &products_);
     sum += loss;
     if (!std::isfinite(loss) || !grad_.allFinite()) {
       return std::numeric_limits<double>::infinity();
     }
-    ClipAndScale();
+    const double factor = ClipAndScale();
     ++t_;
     for (Preconditioned& p : blocks_) {
+      const bool formed =
+          static_cast<size_t>(p.index) < products_.formed.size() &&
+          products_.formed[p.index] != 0;
       p.block.Step(means_[p.index], p.k, grad_.data() + p.offset,
-                   w->data() + p.offset, pool_.get());
+                   w->data() + p.offset, pool_.get(),
+                   formed ? &products_.gp[p.index] : nullptr, factor);
     }
     AdamUpdate(w);
   }

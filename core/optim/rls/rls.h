@@ -26,6 +26,17 @@
 
 namespace sparrow::core {
 
+// Preconditioned gradients G_i P_i that an objective may form from the
+// minibatch's per-sample factors, cheaper than the product of the finished
+// gradient with P_i (Layer::AddPreconditionedGradient).
+struct BlockProducts {
+  // In: P_i of matrix block i (its lower triangle), or null for none.
+  std::vector<const Eigen::MatrixXd*> p;
+  // Out: G_i P_i, with G_i block i of the returned gradient, where formed[i].
+  std::vector<Eigen::MatrixXd> gp;
+  std::vector<char> formed;
+};
+
 // An objective over a layered network whose minibatches also report each
 // parameter block's mean input row.
 class BlockObjective : public Objective {
@@ -33,9 +44,12 @@ class BlockObjective : public Objective {
   virtual const std::vector<NetworkMatrixBlock>& matrix_blocks() const = 0;
   // EvaluateBatch, and (*means)[i] = the mean of block i's input rows over
   // the minibatch, with a trailing 1 when the block has a bias (sized here).
-  virtual double EvaluateBatchWithMeans(
-      const Eigen::VectorXd& w, int batch, Eigen::VectorXd* grad,
-      std::vector<Eigen::VectorXd>* means) = 0;
+  // With `products` (may be null): formed[i] says whether gp[i] was formed;
+  // the caller forms the others from the gradient.
+  virtual double EvaluateBatchWithMeans(const Eigen::VectorXd& w, int batch,
+                                        Eigen::VectorXd* grad,
+                                        std::vector<Eigen::VectorXd>* means,
+                                        BlockProducts* products) = 0;
 };
 
 struct RlsOptions {
@@ -108,7 +122,8 @@ class RlsOptimizer {
     double k;  // ratio times the block's steps
     RlsBlock block;
   };
-  void ClipAndScale();
+  // Scales and clips grad_; returns the factor it multiplied grad_ by.
+  double ClipAndScale();
   void AdamUpdate(Eigen::VectorXd* w);
 
   RlsOptions options_;
@@ -120,6 +135,7 @@ class RlsOptimizer {
   int64_t t_ = 0;          // minibatch updates
   Eigen::VectorXd grad_;
   std::vector<Eigen::VectorXd> means_;
+  BlockProducts products_;
   std::unique_ptr<ThreadPool> pool_;
 };
 

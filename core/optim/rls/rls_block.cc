@@ -76,7 +76,8 @@ void RlsBlock::ForRows(
 }
 
 void RlsBlock::Step(const Eigen::Ref<const Eigen::VectorXd>& xbar, double k,
-                    const double* grad, double* block, ThreadPool* pool) {
+                    const double* grad, double* block, ThreadPool* pool,
+                    const Eigen::MatrixXd* gp, double gp_scale) {
   const Eigen::Index r = omega_.rows(), c = omega_.cols();
   Eigen::Map<const Eigen::MatrixXd> g(grad, r, c);
   Eigen::Map<Eigen::MatrixXd> b(block, r, c);
@@ -94,10 +95,15 @@ void RlsBlock::Step(const Eigen::Ref<const Eigen::VectorXd>& xbar, double k,
 
   // Omega_s = alpha Omega_{s-1} - (eta / h) G P_{s-1}   (63), (99)
   ForRows(pool, [&](Eigen::Index first, Eigen::Index n) {
+    auto omega = omega_.middleRows(first, n);
+    if (gp != nullptr) {
+      omega = options_.momentum * omega -
+              (options_.eta * gp_scale / h) * gp->middleRows(first, n);
+      return;
+    }
     auto step = step_.middleRows(first, n);
     step.noalias() =
         g.middleRows(first, n) * p_.selfadjointView<Eigen::Lower>();
-    auto omega = omega_.middleRows(first, n);
     omega = options_.momentum * omega - (options_.eta / h) * step;
   });
   if (options_.l1 > 0.0) {  // the old signs, sgn(B_{s-1})

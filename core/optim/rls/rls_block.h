@@ -59,12 +59,17 @@ class RlsBlock {
   // the mean ran over (k for a dense or conv block, k T for a recurrent one), >
   // 0. With a pool, the products G P and sgn(B) P are split by rows over its
   // threads (results then depend on the thread count, not on scheduling).
-  // Allocates no matrices.
+  // With `gp`, the step takes gp_scale * gp for G P instead of forming it
+  // (BlockProducts: gp = G' P with grad = gp_scale * G'). Allocates no
+  // matrices.
   void Step(const Eigen::Ref<const Eigen::VectorXd>& xbar, double k,
-            const double* grad, double* block, ThreadPool* pool = nullptr);
+            const double* grad, double* block, ThreadPool* pool = nullptr,
+            const Eigen::MatrixXd* gp = nullptr, double gp_scale = 1.0);
 
-  // P with its upper triangle filled in (for tests and inspection).
+  // P with its upper triangle filled in (for tests and inspection), and the
+  // stored lower triangle (its upper triangle is not maintained).
   Eigen::MatrixXd P() const;
+  const Eigen::MatrixXd& p_lower() const { return p_; }
   const Eigen::MatrixXd& momentum() const { return omega_; }
   // How many times P was reset to I because it had lost definiteness.
   int64_t resets() const { return resets_; }

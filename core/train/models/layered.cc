@@ -20,11 +20,12 @@ namespace {
 constexpr int kPredictChunk = 256;
 constexpr double kPredictValues = 32.0 * 1024 * 1024;
 
-// The targets the network fits: a softmax classifier on one label column gets
-// one-hot columns (and output names "label=c"); other targets are scaled.
+// The targets the network fits: a classifier (softmax, or MSE with one-hot
+// targets) on one label column gets one-hot columns (and output names
+// "label=c"); other targets are scaled.
 absl::Status Targets(const TrainConfig& config, const data::TableData& t,
                      Model* model, TrainSetup* setup) {
-  if (config.loss.kind == LossKind::kSoftmaxCrossEntropy && t.y.rows() == 1) {
+  if (config.loss.OneHotTargets() && t.y.rows() == 1) {
     const int classes = static_cast<int>(t.y.maxCoeff()) + 1;
     SPARROW_ASSIGN_OR_RETURN(setup->train_table.y, OneHot(t.y, classes));
     model->output_scaling = data::Normalizer::Identity(classes);

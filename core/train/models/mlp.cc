@@ -58,7 +58,7 @@ class MlpFamily : public NetworkFamily {
     model->input_scaling.Apply(&setup->train_table.x);
     model->output_scaling.Apply(&setup->train_table.y);
     int n_out = static_cast<int>(t.y.rows());
-    if (config.loss.kind == LossKind::kSoftmaxCrossEntropy && n_out == 1) {
+    if (config.loss.OneHotTargets() && n_out == 1) {
       SPARROW_RETURN_IF_ERROR(OneHotOutputs(t, model, setup, &n_out));
     }
     return SetupNetwork(config, static_cast<int>(t.x.rows()), n_out,

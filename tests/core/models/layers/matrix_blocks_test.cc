@@ -1,5 +1,6 @@
 // The layers' RLS blocks (Layer::MatrixBlocks) and their input row sums
-// (Layer::AddBlockInputSums) against explicitly formed input rows.
+// (Layer::AddBlockInputSums) against explicitly formed input rows; a dense
+// layer's factorized G P (Layer::AddPreconditionedGradient).
 #include <memory>
 #include <vector>
 
@@ -47,6 +48,44 @@ TEST(MatrixBlocksTest, DenseLayersSumTheirInputColumns) {
   const std::vector<VectorXd> sums = Sums(net, x);
   EXPECT_LT((sums[0] - x.rowwise().sum()).norm(), 1e-12);
   EXPECT_LT((sums[1] - cache.activation[1].rowwise().sum()).norm(), 1e-12);
+}
+
+// Layer::AddPreconditionedGradient of a dense layer, with and without bias,
+// float64 and float32 products: the layer's gradient (as Gradient adds it)
+// times a symmetric P given by its lower triangle.
+TEST(MatrixBlocksTest, DensePreconditionedGradientIsTheGradientTimesP) {
+  for (const bool bias : {true, false}) {
+    for (const Precision precision :
+         {Precision::kFloat64, Precision::kFloat32}) {
+      const DenseLayer d(5, 4, Activation::kTanh, bias, InitLaw::kGlorot,
+                         precision);
+      const Network net({std::make_shared<DenseLayer>(d)});
+      const int cols = 5 + (bias ? 1 : 0);
+      const MatrixXd x = RandomMatrix(5, 7, 1);
+      const VectorXd w = RandomMatrix(net.num_params(), 1, 2);
+      Network::Cache cache;
+      net.Forward(w.data(), x, &cache);
+      net.Backward(w.data(), RandomMatrix(4, 7, 3), &cache, nullptr);
+      VectorXd grad = VectorXd::Zero(net.num_params());
+      net.Gradient(cache, grad.data());
+      const MatrixXd a = RandomMatrix(cols, cols, 4);
+      const MatrixXd p = a * a.transpose();
+      MatrixXd lower = p.triangularView<Eigen::Lower>();
+      lower.triangularView<Eigen::StrictlyUpper>().setConstant(1e300);
+      std::vector<MatrixXd> scratch;
+      MatrixXd gp = MatrixXd::Ones(4, cols);
+      ASSERT_TRUE(
+          net.AddPreconditionedGradient(cache, 0, lower, &scratch, &gp));
+      const MatrixXd expected =
+          MatrixXd::Ones(4, cols) +
+          Eigen::Map<const MatrixXd>(grad.data(), 4, cols) * p;
+      // float32: the gradient's product is float's, the factorized one
+      // double's.
+      EXPECT_LT(testing::RelativeError(gp, expected),
+                precision == Precision::kFloat32 ? 1e-6 : 1e-12)
+          << "bias " << bias;
+    }
+  }
 }
 
 // The sum of the explicit im2col rows (receptive fields, zero outside the

@@ -1,5 +1,6 @@
 // The RLS optimizer on layered networks through the threaded
 // NetworkObjective: textbook RLS on one linear layer, bit-identical resume,
+// the factorized G P against the gradient's,
 // the hybrid mode, the memory and eta checks, and that it trains.
 #include "core/optim/rls/rls.h"
 
@@ -119,6 +120,78 @@ TEST(RlsTest, ResumedRunIsBitIdentical) {
   MinimizeRls(resumed, *q.objective, &v, nullptr);
   EXPECT_EQ(v, w);
   EXPECT_NE(w, p.w0);
+}
+
+// Forwards to a NetworkObjective with RLS's BlockProducts, or without them
+// (RLS then forms every G P from the gradient), counting the products the
+// objective formed.
+class Forwarding : public BlockObjective {
+ public:
+  Forwarding(NetworkObjective* f, bool products) : f_(f), products_(products) {}
+  int num_params() const override { return f_->num_params(); }
+  int num_batches() const override { return f_->num_batches(); }
+  double Evaluate(const VectorXd& w, VectorXd* grad) override {
+    return f_->Evaluate(w, grad);
+  }
+  void StartEpoch(const VectorXd& w, Rng* rng) override {
+    f_->StartEpoch(w, rng);
+  }
+  double EvaluateBatch(const VectorXd& w, int b, VectorXd* grad) override {
+    return f_->EvaluateBatch(w, b, grad);
+  }
+  const std::vector<NetworkMatrixBlock>& matrix_blocks() const override {
+    return f_->matrix_blocks();
+  }
+  double EvaluateBatchWithMeans(const VectorXd& w, int b, VectorXd* grad,
+                                std::vector<VectorXd>* means,
+                                BlockProducts* products) override {
+    if (!products_)
+      return f_->EvaluateBatchWithMeans(w, b, grad, means, nullptr);
+    const double v = f_->EvaluateBatchWithMeans(w, b, grad, means, products);
+    for (size_t i = 0; i < products->formed.size(); ++i) {
+      formed.resize(products->formed.size());
+      formed[i] += products->formed[i];
+    }
+    return v;
+  }
+  std::vector<int> formed;
+
+ private:
+  NetworkObjective* f_;
+  bool products_;
+};
+
+// The hidden layer's G P formed from the samples' factors (delta (P [X; 1])^T:
+// 8 samples x 21 x (21 + 40) multiply-adds against 40 x 21^2) steps as the
+// product of the gradient with P does, to rounding, with momentum, l1 and
+// clipping. The output layer (40 + 1 inputs, 3 outputs) is cheaper as G P:
+// not formed.
+TEST(RlsTest, FactorizedProductsStepAsTheGradientTimesP) {
+  const Network net(
+      {std::make_shared<DenseLayer>(20, 40, Activation::kTanh, true),
+       std::make_shared<DenseLayer>(40, 3, Activation::kLinear, true)});
+  const MatrixXd x = RandomMatrix(20, 64, 4);
+  MatrixXd y = MatrixXd::Zero(3, 64);
+  for (int j = 0; j < 64; ++j) y(j % 3, j) = 1.0;
+  const Loss ce{LossKind::kSoftmaxCrossEntropy};
+  NetworkObjective f(&net, &x, &y, ce, 0.0, 8, true, 2);
+  NetworkObjective g(&net, &x, &y, ce, 0.0, 8, true, 2);
+  RlsOptions o = Variant();
+  o.adam_output_layer = false;
+  o.clip_norm = 1.0;
+  o.stop.max_iterations = 3;
+  Forwarding with(&f, true), without(&g, false);
+  VectorXd w0(net.num_params());
+  Rng rng(5);
+  net.Initialize(1.0, &rng, w0.data());
+  VectorXd w = w0, v = w0;
+  MinimizeRls(o, with, &w, nullptr);
+  MinimizeRls(o, without, &v, nullptr);
+  ASSERT_EQ(with.formed.size(), 2u);
+  EXPECT_EQ(with.formed[0], 3 * f.num_batches());
+  EXPECT_EQ(with.formed[1], 0);
+  EXPECT_LT(testing::RelativeError(w, v), 1e-11);
+  EXPECT_GT(testing::RelativeError(w, w0), 1e-2);
 }
 
 // The hybrid mode preconditions the hidden layer only; the output layer is

@@ -1,6 +1,8 @@
 // The layered model kinds (cnn, rnn, lstm) end to end in core: shapes refused
 // by name, the threaded objective against finite differences and its
-// determinism, and small networks that learn a synthetic image task.
+// determinism, small networks that learn a synthetic image task, and the
+// all-RLS mode's one-hot MSE targets.
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <string>
@@ -249,6 +251,40 @@ TEST(LayeredTest, EpochRecordsCarryThroughputAndTestAccuracy) {
   const auto& last = r->summary.history.back().extras;
   const std::map<std::string, double> final_extras(last.begin(), last.end());
   EXPECT_EQ(final_extras.at("test_accuracy"), r->metrics.test_accuracy);
+}
+
+// The paper's all-RLS classification mode: MSE on one-hot targets (one
+// linear output per class), every layer RLS; accuracy by the largest output.
+// Without one_hot_targets, MSE regresses the label value (one output).
+TEST(LayeredTest, AllRlsModeFitsOneHotTargetsWithMse) {
+  TrainData data;
+  data.train_table = Bars(300, 8, 3);
+  data.test_table = Bars(150, 8, 4);
+  TrainConfig c = AdamConfig(SmallCnn(), 10, 2);
+  c.loss.kind = LossKind::kMse;
+  c.loss.one_hot = true;
+  RlsOptions rls;
+  rls.stop.max_iterations = 10;
+  c.optimizer = rls;
+  auto r = Train(c, data, nullptr);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->model.output_names,
+            (std::vector<std::string>{"label=0", "label=1", "label=2"}));
+  EXPECT_GT(r->metrics.test_accuracy, 90.0);
+  const auto& extras = r->summary.history.back().extras;
+  EXPECT_TRUE(std::any_of(extras.begin(), extras.end(), [](const auto& e) {
+    return e.first == "rls.layer4.h";  // the output layer is RLS's too
+  }));
+
+  c.loss.one_hot = false;
+  auto regression = Train(c, data, nullptr);
+  ASSERT_TRUE(regression.ok()) << regression.status();
+  EXPECT_EQ(regression->model.output_names.size(), 1u);
+
+  c.loss.kind = LossKind::kSoftmaxCrossEntropy;
+  c.loss.one_hot = true;
+  EXPECT_THAT(c.loss.Validate().message(),
+              ::testing::HasSubstr("applies to LOSS_MSE only"));
 }
 
 TEST(LayeredTest, Float32IsRefusedWhereItDoesNotApply) {
