@@ -17,7 +17,7 @@ N epochs, each cell "mean (min-max)" over the seeds, then one JSON line with eve
 --validation trains on training images 1-50000 and reports the accuracy on 50001-60000 instead of
 the test images (what k and eta may be chosen on). --sweep k=0.01,0.1,1,10 or eta=... runs the
 --sweep-variant (default rls) once per value (the paper's sensitivity study is on the FNN).
---train N keeps the first N training images (a smoke run). --torch hrls,... also runs
+--train N keeps the first N training images (a smoke run). --from-json FILE reprints the tables (and --plot) of an earlier run's output. --torch hrls,... also runs
 bench/rls_torch.py (the same RLS step written in PyTorch) for those variants, same seeds and
 epochs, in this invocation: rows "torch <variant>" (--torch-dtype, default float32). --plot DIR writes one PNG per model
 (train loss and test accuracy against epochs and against seconds) when matplotlib is installed
@@ -141,10 +141,10 @@ def plot(model, rows, directory):
               file=sys.stderr)
         return
     fig, axes = plt.subplots(2, 2, figsize=(11, 8))
-    for name, runs in rows.items():
+    for v, (name, runs) in enumerate(rows.items()):
         for i, r in enumerate(runs):
             epochs = range(1, len(r["loss"]) + 1)
-            kw = {"label": name if i == 0 else None, "alpha": 0.7}
+            kw = {"label": name if i == 0 else None, "alpha": 0.7, "color": f"C{v}"}
             axes[0][0].plot(epochs, r["loss"], **kw)
             axes[0][1].plot(epochs, r["accuracy"], **kw)
             axes[1][0].plot(r["seconds"], r["loss"], **kw)
@@ -153,8 +153,11 @@ def plot(model, rows, directory):
                                       ("seconds", "train loss"), ("seconds", "accuracy %")]):
         ax.set_xlabel(x)
         ax.set_ylabel(y)
+        if y == "train loss":
+            ax.set_yscale("log")
         ax.legend()
-    fig.suptitle(f"Fashion-MNIST {model}: RLS variants and Adam")
+    fig.suptitle(f"Fashion-MNIST {model}: RLS variants and Adam, one line per seed "
+                 "(loss: cross-entropy for adam and hrls, (1/2) squared error for rls*)")
     os.makedirs(directory, exist_ok=True)
     fig.savefig(os.path.join(directory, f"rls_curves_{model}.png"), dpi=100)
 
@@ -175,7 +178,17 @@ def main():
     ap.add_argument("--build-dir", default=os.path.join(ROOT, "build"))
     ap.add_argument("--data", default=os.path.join(ROOT, "..", "shared", "data", "fashion_mnist"))
     ap.add_argument("--keep", default="")
+    ap.add_argument("--from-json", default="",
+                    help="print the tables (and --plot) of an earlier run's JSON line; run nothing")
     args = ap.parse_args()
+    if args.from_json:
+        with open(args.from_json) as f:
+            done = [json.loads(line) for line in f if line.startswith('{"bench": "rls_curves"')][-1]
+        for model, rows in done["runs"].items():
+            print(table(model, rows, done["epochs"], done["validation"]))
+            if args.plot:
+                plot(model, rows, args.plot)
+        return 0
     args.data = os.path.abspath(args.data)
     if not all(os.path.exists(os.path.join(args.data, f)) for f in fmnist.DATA_FILES):
         print(f"rls_curves: skipped: data absent ({args.data})")

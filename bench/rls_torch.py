@@ -175,8 +175,8 @@ def main():
     torch.set_num_threads(a.threads)
     dtype = getattr(torch, a.dtype)
     arr = fmnist_torch.load(a.data)
-    n_train = arr["train_images"].shape[0] if a.limit <= 0 else a.limit
-    n_test = arr["test_images"].shape[0] if a.limit <= 0 else a.limit
+    n_train = arr["train_images"].shape[0] if a.limit <= 0 else min(a.limit, arr["train_images"].shape[0])
+    n_test = arr["test_images"].shape[0] if a.limit <= 0 else min(a.limit, arr["test_images"].shape[0])
     raw_train = arr["train_images"][:n_train].reshape(n_train, -1).astype(np.float64) / 255.0
     raw_test = arr["test_images"][:n_test].reshape(n_test, -1).astype(np.float64) / 255.0
     y_train = torch.from_numpy(arr["train_labels"][:n_train].astype(np.int64))

@@ -467,15 +467,18 @@ TEST(CategoricalPredictTest, RefusesALevelTheModelWasNotTrainedOn) {
 
 // --- Images: classes and probabilities of a softmax classifier. ---
 
-// A softmax classifier (an mlp by default) trained on 60 tiny images of 3
-// classes.
+// A classifier (by default a softmax mlp trained by L-BFGS) trained on 60
+// tiny images of 3 classes.
 v1::TrainedModel TrainImageClassifier(
-    const std::string& model = R"({"mlp": {"hidden": [6]}})") {
+    const std::string& model = R"({"mlp": {"hidden": [6]}})",
+    const std::string& loss = R"({"kind": "LOSS_SOFTMAX_CROSS_ENTROPY"})",
+    const std::string& optimizer = R"({"lbfgs": {}})") {
   auto spec = ParseJobSpecJson(R"({
     "data": {"images": {"images": ["i"], "labels": ["l"]}},
     "model": )" + model + R"(,
-    "loss": {"kind": "LOSS_SOFTMAX_CROSS_ENTROPY"},
-    "optimizer": {"lbfgs": {}},
+    "loss": )" + loss + R"(,
+    "optimizer": )" + optimizer +
+                               R"(,
     "stopping": {"max_epochs": 60},
     "seed": 2
   })");
@@ -504,6 +507,33 @@ TEST(PredictImagesTest, ClassifiesImagesWithProbabilities) {
     EXPECT_NEAR(p->probabilities.col(j).sum(), 1.0, 1e-12);
     EXPECT_GT(p->probabilities(p->labels[j], j), 0.5);
   }
+}
+
+// The all-RLS mode's classifier (MSE on one-hot targets, every layer RLS):
+// the class of the largest output, and the outputs themselves. A model
+// trained with plain MSE regressed the label: refused.
+TEST(PredictImagesTest, OneHotMseClassifierReportsItsOutputs) {
+  const v1::TrainedModel model =
+      TrainImageClassifier(R"({"mlp": {"hidden": [6]}})",
+                           R"({"kind": "LOSS_MSE", "one_hot_targets": true})",
+                           R"({"rls": {"batch": {"batch_size": 10}}})");
+  core::data::ImageSet images = sparrow::testing::TinyImages(9);
+  const std::vector<uint8_t> truth = images.labels;
+  images.labels.clear();
+  auto p = PredictImages(model, images);
+  ASSERT_TRUE(p.ok()) << p.status();
+  ASSERT_EQ(p->probabilities.rows(), 3);
+  for (int j = 0; j < 9; ++j) {
+    EXPECT_EQ(p->labels[j], truth[j]) << "image " << j;
+    Eigen::Index best = 0;
+    p->probabilities.col(j).maxCoeff(&best);
+    EXPECT_EQ(best, p->labels[j]);
+  }
+  const v1::TrainedModel regression =
+      TrainImageClassifier(R"({"mlp": {"hidden": [6]}})",
+                           R"({"kind": "LOSS_MSE"})", R"({"lbfgs": {}})");
+  EXPECT_THAT(std::string(PredictImages(regression, images).status().message()),
+              HasSubstr("not trained as a classifier"));
 }
 
 TEST(PredictImagesTest, RefusesWhatItCannotAnswer) {
