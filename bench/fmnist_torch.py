@@ -132,6 +132,17 @@ def build(name, torch):
     raise ValueError(f"unknown model {name!r}")
 
 
+def test_accuracy(model, x, y, torch):
+    """% of the images whose largest output is their label, in chunks of 1000."""
+    model.eval()
+    correct = 0
+    with torch.no_grad():
+        for start in range(0, x.shape[0], 1000):
+            pred = model(x[start:start + 1000]).argmax(dim=1)
+            correct += int((pred == y[start:start + 1000]).sum())
+    return 100.0 * correct / x.shape[0]
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--data", default=DEFAULT_DATA, help="directory of the four IDX .gz files")
@@ -221,15 +232,10 @@ def main():
                 total += loss.item()
                 batches += 1
             seconds = time.perf_counter() - t0
-            model.eval()
-            correct = 0
-            with torch.no_grad():
-                for start in range(0, n_test, 1000):
-                    pred = model(x_test[start:start + 1000]).argmax(dim=1)
-                    correct += int((pred == y_test[start:start + 1000]).sum())
             print(json.dumps({
                 "model": name, "dtype": a.dtype, "epoch": epoch, "seconds": round(seconds, 4),
-                "train_loss": total / batches, "test_accuracy": 100.0 * correct / n_test,
+                "train_loss": total / batches,
+                "test_accuracy": test_accuracy(model, x_test, y_test, torch),
                 "seed": a.seed, "threads": a.threads, "train_images": n_train,
                 "test_images": n_test, "parameters": params, "torch": torch.__version__, "blas": blas,
                 "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY")}),

@@ -34,7 +34,7 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import fmnist_torch  # noqa: E402  (load, zscore, build, FILES)
+import fmnist_torch  # noqa: E402  (load, zscore, build, test_accuracy, FILES)
 
 VARIANTS = {
     "rls": dict(momentum=0.0, l1=0.0, hybrid=False),
@@ -222,16 +222,11 @@ def main():
                 total += loss.item()
                 batches += 1
             seconds = time.perf_counter() - t0
-            model.eval()
-            correct = 0
-            with torch.no_grad():
-                for start in range(0, n_test, 1000):
-                    pred = model(x_test[start:start + 1000]).argmax(dim=1)
-                    correct += int((pred == y_test[start:start + 1000]).sum())
             print(json.dumps({
                 "model": name, "variant": a.variant, "dtype": a.dtype, "epoch": epoch,
                 "seconds": round(seconds, 4), "train_loss": total / batches,
-                "test_accuracy": 100.0 * correct / n_test, "seed": a.seed, "threads": a.threads,
+                "test_accuracy": fmnist_torch.test_accuracy(model, x_test, y_test, torch),
+                "seed": a.seed, "threads": a.threads,
                 "train_images": n_train, "torch": torch.__version__}), flush=True)
     return 0
 
