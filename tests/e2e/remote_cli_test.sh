@@ -407,7 +407,7 @@ expect 0 "1 0 " sp predict "$img_job" --images "$tmp/img.gz"
 expect 0 "1 0 " sp predict --model "$img_job" --images "$tmp/img.gz"
 expect_json 0 images -- sp predict "$img_job" --images "$tmp/img.gz" --json
 check "predict --images --json: 90 images" [ "$(jget "$tmp/out" 'len(d["images"])')" == 90 ]
-expect 2 "not trained with softmax cross-entropy" sp predict "$job1" --images "$tmp/img.gz"
+expect 2 "not trained as a classifier" sp predict "$job1" --images "$tmp/img.gz"
 
 # cancel: a running job and a queued one behind it (one worker)
 expect 2 "already succeeded" sp cancel "$job1"
