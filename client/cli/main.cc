@@ -34,6 +34,7 @@
 #include "translate/data.h"
 #include "translate/images.h"
 #include "translate/json.h"
+#include "translate/malloc_arenas.h"
 #include "translate/model.h"
 #include "translate/predict.h"
 
@@ -550,4 +551,7 @@ int Main(int argc, char** argv) {
 }  // namespace
 }  // namespace sparrow::cli
 
-int main(int argc, char** argv) { return sparrow::cli::Main(argc, argv); }
+int main(int argc, char** argv) {
+  sparrow::translate::UseOneMallocArena();  // before any thread starts
+  return sparrow::cli::Main(argc, argv);
+}

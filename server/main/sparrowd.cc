@@ -15,6 +15,7 @@
 #include "server/server.h"
 #include "server/worker/worker.h"
 #include "spdlog/spdlog.h"
+#include "translate/malloc_arenas.h"
 
 namespace {
 
@@ -202,6 +203,7 @@ int Serve(const sparrow::server::ServerOptions& o) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  sparrow::translate::UseOneMallocArena();  // before any thread starts
   // A job's worker process (server/worker/worker.h), started by sparrowd.
   if (argc == 3 && std::string(argv[1]) == sparrow::server::kWorkerFlag) {
     return sparrow::server::RunWorker(0, 1, std::atoi(argv[2]));
