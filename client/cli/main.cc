@@ -41,41 +41,75 @@
 namespace sparrow::cli {
 namespace {
 
-std::atomic<bool> g_interrupted{false};
+// The signal that stopped a local run (SIGINT from Ctrl-C, SIGTERM from
+// `timeout`, SLURM or Kubernetes), 0 while none has arrived. The first one
+// finishes the current epoch and reports the model as it is then; the handler
+// then gives way to the default, so a second signal kills at once.
+std::atomic<int> g_stop_signal{0};
 
-void OnSignal(int) { g_interrupted = true; }
+void OnSignal(int signal) {
+  g_stop_signal = signal;
+  std::signal(signal, SIG_DFL);
+}
 
-// Prints a progress line to stderr every few epochs; cancels on Ctrl-C.
+// Seconds between progress lines of a local run.
+constexpr double kProgressSeconds = 2.0;
+
+// Prints a progress line to stderr every kProgressSeconds (and at the first
+// and last epochs), with the time left at the rate so far; stops the run on
+// SIGINT or SIGTERM.
 class ProgressPrinter : public core::IterationCallback {
  public:
   ProgressPrinter(bool enabled, int max_epochs)
       : enabled_(enabled), max_epochs_(max_epochs) {}
   core::CallbackResult OnIteration(core::IterationRecord* r) override {
-    if (g_interrupted) return core::CallbackResult::kAbort;
-    const int every = std::max(1, max_epochs_ / 10);
-    if (enabled_ && (r->iteration % every == 0 || r->iteration == 1)) {
-      std::string line =
-          absl::StrFormat("  epoch %6d  loss %-12.6g", r->iteration, r->loss);
-      if (std::isfinite(r->validation_metric)) {
-        absl::StrAppendFormat(&line, "  val %-10.5g", r->validation_metric);
-      }
-      if (std::isfinite(r->step_size) && r->step_size != 0.0) {
-        absl::StrAppendFormat(&line, "  step %-9.3g", r->step_size);
-      }
-      if (std::isfinite(r->sparsity_pct) && r->sparsity_pct > 0.0) {
-        absl::StrAppendFormat(&line, "  zeros %5.1f%%", r->sparsity_pct);
-      }
-      for (const auto& [name, value] : r->extras) {
-        absl::StrAppendFormat(&line, "  %s %.6g", name, value);
-      }
-      std::cerr << line << absl::StrFormat("  %7.2f s\n", r->elapsed_seconds);
+    if (g_stop_signal != 0) return core::CallbackResult::kAbort;
+    const bool due = r->iteration == 1 || r->iteration >= max_epochs_ ||
+                     r->elapsed_seconds >= printed_at_ + kProgressSeconds;
+    if (enabled_ && due) {
+      std::cerr << Line(*r) << "\n";
+      printed_at_ = r->elapsed_seconds;
     }
     return core::CallbackResult::kContinue;
   }
 
  private:
+  std::string Line(const core::IterationRecord& r) const {
+    std::string line =
+        absl::StrFormat("  epoch %6d  loss %-12.6g", r.iteration, r.loss);
+    if (std::isfinite(r.validation_metric)) {
+      absl::StrAppendFormat(&line, "  val %-10.5g", r.validation_metric);
+    }
+    if (std::isfinite(r.step_size) && r.step_size != 0.0) {
+      absl::StrAppendFormat(&line, "  step %-9.3g", r.step_size);
+    }
+    if (std::isfinite(r.sparsity_pct) && r.sparsity_pct > 0.0) {
+      absl::StrAppendFormat(&line, "  zeros %5.1f%%", r.sparsity_pct);
+    }
+    for (const auto& [name, value] : r.extras) {
+      absl::StrAppendFormat(&line, "  %s %.6g", name, value);
+    }
+    absl::StrAppendFormat(&line, "  %7.2f s", r.elapsed_seconds);
+    if (r.iteration > 0 && r.iteration < max_epochs_) {
+      const double left =
+          r.elapsed_seconds / r.iteration * (max_epochs_ - r.iteration);
+      absl::StrAppendFormat(&line, "  eta %s", Duration(left));
+    }
+    return line;
+  }
+
+  // "42 s", "3 min 05 s", "2 h 10 min": the epoch budget's upper bound (a
+  // tolerance may end the run sooner).
+  static std::string Duration(double seconds) {
+    const long s = std::lround(seconds);
+    if (s < 60) return absl::StrFormat("%d s", s);
+    if (s < 3600) return absl::StrFormat("%d min %02d s", s / 60, s % 60);
+    return absl::StrFormat("%d h %02d min", s / 3600, (s % 3600) / 60);
+  }
+
   bool enabled_;
   int max_epochs_;
+  double printed_at_ = 0.0;
 };
 
 // "sparrow: data: 41757 of 43824 rows (2067 dropped for missing values);
@@ -205,6 +239,7 @@ int RunLocal(const RunFlags& f) {
   const v1::JobSpec& spec = run->spec;
 
   std::signal(SIGINT, OnSignal);
+  std::signal(SIGTERM, OnSignal);
   const int threads = std::max(
       1, std::min(f.seeds,
                   f.threads > 0
@@ -242,7 +277,13 @@ int RunLocal(const RunFlags& f) {
     if (!f.model_out.empty())
       std::cout << "model written to " << f.model_out << "\n";
   }
-  if (g_interrupted) return kExitFailed;
+  if (const int signal = g_stop_signal; signal != 0) {
+    std::cerr << absl::StrFormat(
+        "sparrow: stopped by %s at the end of an iteration; the results and "
+        "model above are the ones at that point (termination user_abort)\n",
+        signal == SIGTERM ? "SIGTERM" : "SIGINT");
+    return kExitFailed;
+  }
   for (const RunReport& r : reports) {
     if (r.termination == "diverged") return kExitFailed;
   }

@@ -75,6 +75,25 @@ PY
 then ok; else bad "run --seeds 3: $out"; fi
 expect 0 "termination" "$bin" run --local "$tmp/ok.json"
 
+# --- SIGTERM (timeout, SLURM, Kubernetes) and SIGINT stop a local run with its results -----
+spec "$tmp/long.json" '{"state_space_rnn": {"nx": 2, "fx_hidden": [4], "fy_hidden": [4]}}'
+sed -i 's|"optimizer": {"lbfgs": {}}|"optimizer": {"adam": {}}|; s|"max_epochs": 20|"max_epochs": 10000000|' \
+  "$tmp/long.json"
+for sig in TERM INT; do
+  "$bin" run --local "$tmp/long.json" -o "$tmp/stopped_$sig.json" >"$tmp/stop.out" 2>"$tmp/stop.err" &
+  pid=$!
+  for _ in $(seq 100); do grep -q "epoch" "$tmp/stop.err" && break; sleep 0.1; done
+  sleep 0.5
+  kill -s "$sig" "$pid"
+  wait "$pid"
+  rc=$?
+  if [[ $rc -eq 1 ]] && grep -q "user_abort" "$tmp/stop.out" &&
+     grep -q "stopped by SIG$sig" "$tmp/stop.err" && grep -q "eta " "$tmp/stop.err" &&
+     /usr/bin/python3 -c "import json, sys; m = json.load(open(sys.argv[1])); assert m['parameters']" \
+       "$tmp/stopped_$sig.json"
+  then ok; else bad "SIG$sig: rc=$rc out=$(cat "$tmp/stop.out") err=$(cat "$tmp/stop.err")"; fi
+done
+
 # NAILM with an l1 penalty through ADMM: a sparse model, saved and run again by predict.
 sed 's|"optimizer": {"lbfgs": {}}|"regularization": {"l1": {"tau": 2.0}}, "optimizer": {"nailm": {"admm_iterations": 15, "admm_rho": 10}}|' \
   "$tmp/ok.json" > "$tmp/sparse.json"
