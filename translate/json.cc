@@ -8,10 +8,13 @@
 #include "google/protobuf/descriptor.h"
 #include "google/protobuf/unknown_field_set.h"
 #include "google/protobuf/util/json_util.h"
+#include "translate/json_shape.h"
 
 namespace sparrow::translate {
 
 absl::StatusOr<v1::JobSpec> ParseJobSpecJson(absl::string_view json) {
+  SPARROW_RETURN_IF_ERROR(
+      CheckJsonShape(json, *v1::JobSpec::descriptor(), "the job spec"));
   v1::JobSpec spec;
   google::protobuf::util::JsonParseOptions options;
   options.ignore_unknown_fields = false;

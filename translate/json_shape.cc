@@ -1,0 +1,238 @@
+#include "translate/json_shape.h"
+
+#include <string>
+#include <vector>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "nlohmann/json.hpp"
+#include "translate/suggest.h"
+
+namespace sparrow::translate {
+namespace {
+
+using google::protobuf::Descriptor;
+using google::protobuf::EnumDescriptor;
+using google::protobuf::FieldDescriptor;
+using Json = nlohmann::json;
+
+std::string JsonTypeName(const Json& v) {
+  switch (v.type()) {
+    case Json::value_t::object:
+      return "an object";
+    case Json::value_t::array:
+      return "a list";
+    case Json::value_t::string:
+      return absl::StrCat("the string ", v.dump());
+    case Json::value_t::boolean:
+      return absl::StrCat("the boolean ", v.dump());
+    case Json::value_t::null:
+      return "null";
+    default:
+      return absl::StrCat("the number ", v.dump());
+  }
+}
+
+std::string Join(const std::string& path, absl::string_view key) {
+  return path.empty() ? std::string(key) : absl::StrCat(path, ".", key);
+}
+
+const FieldDescriptor* FindField(const Descriptor& type,
+                                 const std::string& key) {
+  if (const FieldDescriptor* f = type.FindFieldByName(key)) return f;
+  for (int i = 0; i < type.field_count(); ++i) {
+    if (type.field(i)->json_name() == key) return type.field(i);
+  }
+  return nullptr;
+}
+
+class Checker {
+ public:
+  explicit Checker(absl::string_view what) : what_(what) {}
+
+  absl::Status Message(const Json& v, const Descriptor& type,
+                       const std::string& path) {
+    if (!v.is_object()) {
+      return Error(path,
+                   absl::StrCat("expected an object {...} (", type.full_name(),
+                                "), got ", JsonTypeName(v)));
+    }
+    for (const auto& [key, value] : v.items()) {
+      const FieldDescriptor* field = FindField(type, key);
+      if (field == nullptr) return UnknownField(type, key, path);
+      if (value.is_null()) continue;
+      if (absl::Status s = Field(value, *field, Join(path, key)); !s.ok()) {
+        return s;
+      }
+    }
+    return Oneofs(v, type, path);
+  }
+
+ private:
+  absl::Status Error(const std::string& path, absl::string_view message) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        what_, ": ", path.empty() ? "the top level" : path, ": ", message));
+  }
+
+  absl::Status UnknownField(const Descriptor& type, const std::string& key,
+                            const std::string& path) {
+    std::vector<std::string> names;
+    for (int i = 0; i < type.field_count(); ++i) {
+      names.push_back(type.field(i)->name());
+    }
+    const std::string guess = ClosestName(key, names);
+    return Error(path.empty() ? key : Join(path, key),
+                 guess.empty()
+                     ? absl::StrCat("unknown field '", key, "'; the fields of ",
+                                    type.full_name(), " are ",
+                                    absl::StrJoin(names, ", "))
+                     : absl::StrCat("unknown field '", key, "'; did you mean '",
+                                    guess, "'?"));
+  }
+
+  // Two alternatives of one oneof (e.g. two optimizers) given together.
+  absl::Status Oneofs(const Json& v, const Descriptor& type,
+                      const std::string& path) {
+    for (int o = 0; o < type.oneof_decl_count(); ++o) {
+      std::vector<std::string> set;
+      for (const auto& [key, value] : v.items()) {
+        const FieldDescriptor* f = FindField(type, key);
+        if (!value.is_null() && f->containing_oneof() == type.oneof_decl(o)) {
+          set.push_back(f->name());
+        }
+      }
+      if (set.size() > 1) {
+        return Error(path,
+                     absl::StrCat("sets both '", set[0], "' and '", set[1],
+                                  "', which are alternatives ", "(one of ",
+                                  type.oneof_decl(o)->name(), "); keep one"));
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status Field(const Json& v, const FieldDescriptor& field,
+                     const std::string& path) {
+    if (field.is_map()) {
+      if (!v.is_object()) {
+        return Error(path, absl::StrCat("expected an object {\"key\": ...}, "
+                                        "got ",
+                                        JsonTypeName(v)));
+      }
+      const FieldDescriptor& value = *field.message_type()->map_value();
+      for (const auto& [key, item] : v.items()) {
+        if (absl::Status s = Single(item, value, absl::StrCat(path, ".", key));
+            !s.ok()) {
+          return s;
+        }
+      }
+      return absl::OkStatus();
+    }
+    if (!field.is_repeated()) return Single(v, field, path);
+    if (!v.is_array()) {
+      return Error(path,
+                   absl::StrCat("expected a list [...], got ", JsonTypeName(v),
+                                "; write [", v.dump(), "] for one item"));
+    }
+    for (size_t i = 0; i < v.size(); ++i) {
+      if (absl::Status s = Single(v[i], field, absl::StrCat(path, "[", i, "]"));
+          !s.ok()) {
+        return s;
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status Single(const Json& v, const FieldDescriptor& field,
+                      const std::string& path) {
+    switch (field.cpp_type()) {
+      case FieldDescriptor::CPPTYPE_MESSAGE:
+        // Well-known types (Duration, Struct, ...) have JSON forms of their
+        // own; protobuf's parser checks those.
+        if (absl::StartsWith(field.message_type()->full_name(),
+                             "google.protobuf.")) {
+          return absl::OkStatus();
+        }
+        return Message(v, *field.message_type(), path);
+      case FieldDescriptor::CPPTYPE_ENUM:
+        return Enum(v, *field.enum_type(), path);
+      case FieldDescriptor::CPPTYPE_STRING:
+        if (v.is_string()) return absl::OkStatus();
+        return Error(path,
+                     absl::StrCat("expected a string, got ", JsonTypeName(v)));
+      case FieldDescriptor::CPPTYPE_BOOL:
+        if (v.is_boolean()) return absl::OkStatus();
+        return Error(path, absl::StrCat("expected true or false, got ",
+                                        JsonTypeName(v)));
+      case FieldDescriptor::CPPTYPE_INT64:
+      case FieldDescriptor::CPPTYPE_UINT64:
+        if (v.is_number() || v.is_string()) return absl::OkStatus();
+        return Error(
+            path, absl::StrCat("expected an integer, got ", JsonTypeName(v)));
+      default:  // 32-bit integers, float, double
+        if (v.is_number()) return absl::OkStatus();
+        return Error(
+            path,
+            absl::StrCat("expected a number, got ", JsonTypeName(v),
+                         v.is_string() ? "; write it without quotes" : ""));
+    }
+  }
+
+  absl::Status Enum(const Json& v, const EnumDescriptor& type,
+                    const std::string& path) {
+    if (v.is_number_integer() && type.FindValueByNumber(v.get<int>())) {
+      return absl::OkStatus();
+    }
+    std::vector<std::string> names;
+    for (int i = 0; i < type.value_count(); ++i) {
+      names.push_back(type.value(i)->name());
+    }
+    if (!v.is_string()) {
+      return Error(path,
+                   absl::StrCat("expected one of ", absl::StrJoin(names, ", "),
+                                "; got ", JsonTypeName(v)));
+    }
+    const std::string given = v.get<std::string>();
+    if (type.FindValueByName(given)) return absl::OkStatus();
+    // "tanh" for ACTIVATION_TANH: the name without its type prefix.
+    std::string guess;
+    const std::string upper = absl::AsciiStrToUpper(given);
+    for (const std::string& name : names) {
+      if (absl::EndsWith(name, absl::StrCat("_", upper))) guess = name;
+    }
+    if (guess.empty()) guess = ClosestName(given, names);
+    return Error(path, absl::StrCat(v.dump(), " is not a valid ", type.name(),
+                                    guess.empty() ? "" : "; use \"", guess,
+                                    guess.empty() ? "" : "\"", " (valid: ",
+                                    absl::StrJoin(names, ", "), ")"));
+  }
+
+  std::string what_;
+};
+
+}  // namespace
+
+absl::Status CheckJsonShape(absl::string_view json,
+                            const google::protobuf::Descriptor& type,
+                            absl::string_view what) {
+  Json v;
+  try {
+    v = Json::parse(json.begin(), json.end());
+  } catch (const Json::parse_error& e) {
+    // e.what() is "[json.exception.parse_error.101] parse error at line L,
+    // column C: ..."; keep what follows the bracket.
+    absl::string_view message = e.what();
+    if (const size_t at = message.find("] "); at != absl::string_view::npos) {
+      message.remove_prefix(at + 2);
+    }
+    return absl::InvalidArgumentError(absl::StrCat(
+        what, " is not valid JSON: ", message,
+        " (strict JSON: no trailing commas, no comments, strings in double "
+        "quotes)"));
+  }
+  return Checker(what).Message(v, type, "");
+}
+
+}  // namespace sparrow::translate
