@@ -24,6 +24,7 @@
 #include "client/cli/images.h"
 #include "client/cli/remote.h"
 #include "client/cli/report.h"
+#include "client/cli/usage_hint.h"
 #include "core/data/synthetic.h"
 #include "core/train/methods.h"
 #include "core/train/trainer.h"
@@ -579,8 +580,15 @@ int Main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    const int code = app.exit(e);
-    return code == 0 ? kExitOk : kExitUsage;
+    const std::string hint =
+        e.get_exit_code() == 0 ? "" : UsageHint(app, argc, argv);
+    if (hint.empty()) {
+      const int code = app.exit(e);
+      return code == 0 ? kExitOk : kExitUsage;
+    }
+    std::cerr << "sparrow: " << hint << "\nRun with --help for more "
+              << "information.\n";
+    return kExitUsage;
   }
   if (run_cmd->parsed()) return RunLocal(run);
   if (gen_cmd->parsed()) return Datagen(gen);

@@ -29,6 +29,10 @@ expect 0 "Example" "$bin" --help
 expect 0 "Example: sparrow run" "$bin" run --help
 expect 0 "Example: sparrow datagen" "$bin" datagen --help
 expect 2 "" "$bin" no-such-command
+expect 2 "unknown subcommand 'trian'; did you mean 'run'?" "$bin" trian
+expect 2 "unknown subcommand 'foo'; sparrow has run, datagen" "$bin" foo
+expect 2 "unknown flag '--seed' for 'sparrow run'; did you mean '--seeds'?" "$bin" run --seed 3 x.json
+expect 2 "unknown flag '--jsn' for 'sparrow model get'; did you mean '--json'?" "$bin" model get --jsn 1
 expect 2 "" "$bin" datagen no-such-system -o "$tmp/x.csv"
 
 # --- datagen -----------------------------------------------------------------------------
@@ -74,6 +78,14 @@ assert len(m["parameters"]) > 0 and m["metrics"]["test_bfr"] == m["metrics"]["te
 PY
 then ok; else bad "run --seeds 3: $out"; fi
 expect 0 "termination" "$bin" run --local "$tmp/ok.json"
+
+# A misspelt spec field, a bare string for a list, an enum by its short name.
+sed 's|"stopping"|"stoping"|' "$tmp/ok.json" > "$tmp/typo.json"
+expect 2 "stoping: unknown field 'stoping'; did you mean 'stopping'?" "$bin" run --local "$tmp/typo.json"
+sed 's|"inputs": \["u"\]|"inputs": "u"|' "$tmp/ok.json" > "$tmp/typo.json"
+expect 2 'data.inputs: expected a list [...], got the string "u"' "$bin" run --local "$tmp/typo.json"
+sed 's|"nx": 2,|"nx": 2, "activation": "tanh",|' "$tmp/ok.json" > "$tmp/typo.json"
+expect 2 'use "ACTIVATION_TANH"' "$bin" run --local "$tmp/typo.json"
 
 # --- SIGTERM (timeout, SLURM, Kubernetes) and SIGINT stop a local run with its results -----
 spec "$tmp/long.json" '{"state_space_rnn": {"nx": 2, "fx_hidden": [4], "fy_hidden": [4]}}'
