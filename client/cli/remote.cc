@@ -569,16 +569,28 @@ int RemoteCommands::Predict(const RemotePredictArgs& a) {
 
 int RemoteCommands::Health() {
   auto client = health_connection_.Connect();
-  if (!client.ok()) return Fail(client.status());
-  auto status = (*client)->Health();
-  if (!status.ok()) return Fail(status.status());
+  absl::StatusOr<std::string> status =
+      client.ok() ? (*client)->Health() : client.status();
+  std::string address = health_connection_.server;
+  if (client.ok()) address = (*client)->options().address;
+  if (!status.ok()) {
+    // With --json the answer is JSON whether or not the server answered, so
+    // a probe script parses one format; the exit code still says it failed.
+    if (json_) {
+      std::cout << json{{"status", "UNREACHABLE"},
+                        {"server", address},
+                        {"code",
+                         absl::StatusCodeToString(status.status().code())},
+                        {"error", status.status().message()}}
+                       .dump(2)
+                << "\n";
+    }
+    return Fail(status.status());
+  }
   if (json_) {
-    std::cout << json{{"status", *status},
-                      {"server", (*client)->options().address}}
-                     .dump(2)
-              << "\n";
+    std::cout << json{{"status", *status}, {"server", address}}.dump(2) << "\n";
   } else {
-    std::cout << (*client)->options().address << ": " << Lower(*status) << "\n";
+    std::cout << address << ": " << Lower(*status) << "\n";
   }
   return *status == "SERVING" ? kExitOk : kExitServer;
 }

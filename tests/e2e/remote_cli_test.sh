@@ -595,7 +595,15 @@ for p in "${dead_pids[@]}"; do wait_exit "$p" 40; done
 for name in "${dead_names[@]}"; do
   code=$(cat "$tmp/dead.$name.rc" 2>/dev/null)
   msg=$(cat "$tmp/dead.$name.err" 2>/dev/null)
-  if [[ $code == 3 && $msg == *"cannot reach sparrowd at $dead"* && ! -s "$tmp/dead.$name.out" ]]; then
+  # health --json answers in JSON even then; the others print nothing on stdout.
+  if [[ $name == health_flag ]]; then
+    out_ok=$(/usr/bin/python3 -c 'import json, sys; d = json.load(open(sys.argv[1]))
+print(d["status"] == "UNREACHABLE" and d["code"] == "UNAVAILABLE" and d["server"] == sys.argv[2])' \
+      "$tmp/dead.$name.out" "$dead" 2>&1)
+  else
+    out_ok=$([[ ! -s "$tmp/dead.$name.out" ]] && echo True)
+  fi
+  if [[ $code == 3 && $msg == *"cannot reach sparrowd at $dead"* && $out_ok == True ]]; then
     ok
   else
     bad "$name without a server: exit $code, want 3: $msg $(cat "$tmp/dead.$name.out" 2>/dev/null)"
