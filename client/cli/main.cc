@@ -15,6 +15,7 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "CLI/CLI.hpp"
@@ -61,8 +62,12 @@ constexpr double kProgressSeconds = 2.0;
 // SIGINT or SIGTERM.
 class ProgressPrinter : public core::IterationCallback {
  public:
-  ProgressPrinter(bool enabled, int max_epochs)
-      : enabled_(enabled), max_epochs_(max_epochs) {}
+  // step_name labels IterationRecord::step_size: "damping" for NAILM (its
+  // Levenberg-Marquardt lambda), "step" otherwise.
+  ProgressPrinter(bool enabled, int max_epochs, std::string step_name)
+      : enabled_(enabled),
+        max_epochs_(max_epochs),
+        step_name_(std::move(step_name)) {}
   core::CallbackResult OnIteration(core::IterationRecord* r) override {
     if (g_stop_signal != 0) return core::CallbackResult::kAbort;
     const bool due = r->iteration == 1 || r->iteration >= max_epochs_ ||
@@ -82,7 +87,7 @@ class ProgressPrinter : public core::IterationCallback {
       absl::StrAppendFormat(&line, "  val %-10.5g", r.validation_metric);
     }
     if (std::isfinite(r.step_size) && r.step_size != 0.0) {
-      absl::StrAppendFormat(&line, "  step %-9.3g", r.step_size);
+      absl::StrAppendFormat(&line, "  %s %-9.3g", step_name_, r.step_size);
     }
     if (std::isfinite(r.sparsity_pct) && r.sparsity_pct > 0.0) {
       absl::StrAppendFormat(&line, "  zeros %5.1f%%", r.sparsity_pct);
@@ -110,6 +115,7 @@ class ProgressPrinter : public core::IterationCallback {
 
   bool enabled_;
   int max_epochs_;
+  std::string step_name_;
   double printed_at_ = 0.0;
 };
 
@@ -209,7 +215,9 @@ std::vector<absl::StatusOr<core::TrainResult>> TrainSeeds(const LocalRun& run,
     for (int i = next++; i < seeds; i = next++) {
       core::TrainConfig c = run.config;
       c.seed = run.spec.seed() + static_cast<uint64_t>(i);
-      ProgressPrinter progress(show_progress, core::IterationBudget(c));
+      ProgressPrinter progress(
+          show_progress, core::IterationBudget(c),
+          run.spec.optimizer().has_nailm() ? "damping" : "step");
       results[i] = core::Train(c, run.data, &progress);
     }
   };
