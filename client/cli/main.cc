@@ -165,12 +165,6 @@ struct LocalRun {
 
 // Checks the flags, then reads the spec and the CSV or IDX files it names.
 absl::StatusOr<LocalRun> LoadLocalRun(const RunFlags& f) {
-  if (!f.local) {
-    return absl::InvalidArgumentError(
-        "only local runs are available: pass --local (submitting to sparrowd "
-        "comes with the "
-        "service)");
-  }
   if (f.seeds < 1)
     return absl::InvalidArgumentError("--seeds must be at least 1");
   if (f.threads < 0)
@@ -469,8 +463,8 @@ CLI::App* AddRunCommand(CLI::App* app, RunFlags* flags) {
       "Example: sparrow run --local examples/damper_adam.json --seeds 5 "
       "--threads 2 --json");
   run_cmd->add_flag("--local", run.local,
-                    "Train in this process (required; to train on sparrowd "
-                    "use `sparrow submit SPEC --watch`)");
+                    "Train in this process: what `run` always does (to train "
+                    "on sparrowd, use `sparrow submit SPEC --watch`)");
   run_cmd
       ->add_option("spec", run.spec_path, "Job spec (JSON, sparrow.v1.JobSpec)")
       ->required();

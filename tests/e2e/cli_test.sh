@@ -78,6 +78,7 @@ assert len(m["parameters"]) > 0 and m["metrics"]["test_bfr"] == m["metrics"]["te
 PY
 then ok; else bad "run --seeds 3: $out"; fi
 expect 0 "termination" "$bin" run --local "$tmp/ok.json"
+expect 0 "termination" "$bin" run "$tmp/ok.json"  # --local is what run does anyway
 
 # A misspelt spec field, a bare string for a list, an enum by its short name.
 sed 's|"stopping"|"stoping"|' "$tmp/ok.json" > "$tmp/typo.json"
