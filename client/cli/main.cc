@@ -302,7 +302,7 @@ struct PredictFlags {
   std::string images;
   bool one_step = false;
   bool intervals = false;
-  int x0_samples = 0;
+  int x0_samples = -1;  // -1: not given (the model's own count)
   std::string out;
   bool json = false;
 };
@@ -342,6 +342,17 @@ int PredictImagesLocal(const v1::TrainedModel& model, const PredictFlags& f) {
   return PrintImagePredictions(*p, f.out, f.json);
 }
 
+// --x0-samples counts samples: -1 (left out) keeps the model's own count,
+// and anything below 1 given explicitly is refused rather than read as
+// "the default".
+absl::Status CheckX0Samples(int x0_samples) {
+  if (x0_samples == -1 || x0_samples >= 1) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrFormat(
+      "--x0-samples %d: the initial state is estimated from at least 1 "
+      "sample; give a count >= 1, or leave the flag out for the model's own",
+      x0_samples));
+}
+
 int Predict(const PredictFlags& f, RemoteCommands* remote) {
   if (f.one_step && f.simulate) {
     return Fail(absl::InvalidArgumentError(
@@ -360,15 +371,14 @@ int Predict(const PredictFlags& f, RemoteCommands* remote) {
           "name a job (sparrow predict JOB --input FILE) or a model file "
           "(sparrow predict --local --model FILE --input FILE)"));
     }
-    if (f.x0_samples < 0)
-      return Fail(absl::InvalidArgumentError("--x0-samples must be >= 0"));
+    if (absl::Status s = CheckX0Samples(f.x0_samples); !s.ok()) return Fail(s);
     RemotePredictArgs args;
     args.job = job;
     args.input = f.input;
     args.images = f.images;
     args.one_step = f.one_step;
     args.intervals = f.intervals;
-    args.x0_samples = f.x0_samples;
+    args.x0_samples = std::max(f.x0_samples, 0);  // 0: the model's
     args.out = f.out;
     args.json = f.json;
     return remote->Predict(args);
@@ -379,15 +389,14 @@ int Predict(const PredictFlags& f, RemoteCommands* remote) {
   }
   auto proto = ReadModel(f.model_path);
   if (!proto.ok()) return Fail(proto.status());
-  if (f.x0_samples < 0)
-    return Fail(absl::InvalidArgumentError("--x0-samples must be >= 0"));
+  if (absl::Status s = CheckX0Samples(f.x0_samples); !s.ok()) return Fail(s);
   if (!f.images.empty()) return PredictImagesLocal(*proto, f);
   auto csv = ReadFile(f.input, "--input");
   if (!csv.ok()) return Fail(csv.status());
   translate::PredictOptions options;
   options.one_step = f.one_step;
   options.intervals = f.intervals;
-  options.x0_samples = f.x0_samples;
+  options.x0_samples = std::max(f.x0_samples, 0);  // 0: the model's
   auto output = translate::Predict(*proto, *csv, options);
   if (!output.ok()) return Fail(output.status());
   if (!f.out.empty()) {

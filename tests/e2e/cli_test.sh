@@ -119,6 +119,8 @@ assert d["epochs"] == 15, d
 PY
 then ok; else bad "nailm + l1: $out"; fi
 expect 0 "predicted 600 samples: BFR" "$bin" predict --local --model "$tmp/sparse_model.json" --input "$tmp/tanks.csv"
+expect 2 "--x0-samples 0: the initial state is estimated from at least 1 sample" \
+  "$bin" predict --local --model "$tmp/sparse_model.json" --input "$tmp/tanks.csv" --x0-samples 0
 cp "$tmp/tanks.csv" "$tmp/not_a_model.json"
 expect 2 "not a sparrow.v1.TrainedModel" "$bin" predict --local --model "$tmp/not_a_model.json" --input "$tmp/tanks.csv"
 
