@@ -81,12 +81,13 @@ expect 0 "termination" "$bin" run --local "$tmp/ok.json"
 expect 0 "termination" "$bin" run "$tmp/ok.json"  # --local is what run does anyway
 
 # A misspelt spec field, a bare string for a list, an enum by its short name.
-sed 's|"stopping"|"stoping"|' "$tmp/ok.json" > "$tmp/typo.json"
-expect 2 "stoping: unknown field 'stoping'; did you mean 'stopping'?" "$bin" run --local "$tmp/typo.json"
-sed 's|"inputs": \["u"\]|"inputs": "u"|' "$tmp/ok.json" > "$tmp/typo.json"
-expect 2 'data.inputs: expected a list [...], got the string "u"' "$bin" run --local "$tmp/typo.json"
-sed 's|"nx": 2,|"nx": 2, "activation": "tanh",|' "$tmp/ok.json" > "$tmp/typo.json"
-expect 2 'use "ACTIVATION_TANH"' "$bin" run --local "$tmp/typo.json"
+spec_error() {  # spec_error SED_SCRIPT NEEDLE: ok.json edited by SED_SCRIPT is refused
+  sed "$1" "$tmp/ok.json" > "$tmp/typo.json"
+  expect 2 "$2" "$bin" run --local "$tmp/typo.json"
+}
+spec_error 's|"stopping"|"stoping"|' "stoping: unknown field 'stoping'; did you mean 'stopping'?"
+spec_error 's|"inputs": \["u"\]|"inputs": "u"|' 'data.inputs: expected a list [...], got the string "u"'
+spec_error 's|"nx": 2,|"nx": 2, "activation": "tanh",|' 'use "ACTIVATION_TANH"'
 
 # --- SIGTERM (timeout, SLURM, Kubernetes) and SIGINT stop a local run with its results -----
 spec "$tmp/long.json" '{"state_space_rnn": {"nx": 2, "fx_hidden": [4], "fy_hidden": [4]}}'
