@@ -1,5 +1,6 @@
 #include "translate/json_shape.h"
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -16,7 +17,9 @@ namespace {
 using google::protobuf::Descriptor;
 using google::protobuf::EnumDescriptor;
 using google::protobuf::FieldDescriptor;
-using Json = nlohmann::json;
+// ordered_json keeps the file's key order: the first problem reported is the
+// first one in the file.
+using Json = nlohmann::ordered_json;
 
 std::string JsonTypeName(const Json& v) {
   switch (v.type()) {
@@ -95,13 +98,19 @@ class Checker {
   // Two alternatives of one oneof (e.g. two optimizers) given together.
   absl::Status Oneofs(const Json& v, const Descriptor& type,
                       const std::string& path) {
-    for (int o = 0; o < type.oneof_decl_count(); ++o) {
+    // Real oneofs only: proto3 `optional` fields have synthetic ones.
+    for (int o = 0; o < type.real_oneof_decl_count(); ++o) {
       std::vector<std::string> set;
       for (const auto& [key, value] : v.items()) {
         const FieldDescriptor* f = FindField(type, key);
         if (!value.is_null() && f->containing_oneof() == type.oneof_decl(o)) {
           set.push_back(f->name());
         }
+      }
+      if (set.size() > 1 && set[0] == set[1]) {
+        return Error(Join(path, set[0]),
+                     "given twice (in snake_case and in lowerCamelCase); keep "
+                     "one");
       }
       if (set.size() > 1) {
         return Error(path,
@@ -132,9 +141,12 @@ class Checker {
     }
     if (!field.is_repeated()) return Single(v, field, path);
     if (!v.is_array()) {
-      return Error(path,
-                   absl::StrCat("expected a list [...], got ", JsonTypeName(v),
-                                "; write [", v.dump(), "] for one item"));
+      return Error(
+          path, absl::StrCat(
+                    "expected a list [...], got ", JsonTypeName(v),
+                    v.is_primitive()
+                        ? absl::StrCat("; write [", v.dump(), "] for one item")
+                        : ""));
     }
     for (size_t i = 0; i < v.size(); ++i) {
       if (absl::Status s = Single(v[i], field, absl::StrCat(path, "[", i, "]"));
@@ -171,7 +183,16 @@ class Checker {
         if (v.is_number() || v.is_string()) return absl::OkStatus();
         return Error(
             path, absl::StrCat("expected an integer, got ", JsonTypeName(v)));
-      default:  // 32-bit integers, float, double
+      case FieldDescriptor::CPPTYPE_FLOAT:
+      case FieldDescriptor::CPPTYPE_DOUBLE:
+        // The protobuf JSON mapping's only way to write these values (the
+        // spec's checks then refuse them where a finite value is needed).
+        if (v.is_string() &&
+            (v == "NaN" || v == "Infinity" || v == "-Infinity")) {
+          return absl::OkStatus();
+        }
+        [[fallthrough]];
+      default:  // and 32-bit integers
         if (v.is_number()) return absl::OkStatus();
         return Error(
             path,
@@ -182,8 +203,12 @@ class Checker {
 
   absl::Status Enum(const Json& v, const EnumDescriptor& type,
                     const std::string& path) {
-    if (v.is_number_integer() && type.FindValueByNumber(v.get<int>())) {
-      return absl::OkStatus();
+    if (v.is_number_integer()) {
+      const int64_t number = v.get<int64_t>();
+      if (number >= INT32_MIN && number <= INT32_MAX &&
+          type.FindValueByNumber(static_cast<int>(number))) {
+        return absl::OkStatus();
+      }
     }
     std::vector<std::string> names;
     for (int i = 0; i < type.value_count(); ++i) {
@@ -196,17 +221,36 @@ class Checker {
     }
     const std::string given = v.get<std::string>();
     if (type.FindValueByName(given)) return absl::OkStatus();
-    // "tanh" for ACTIVATION_TANH: the name without its type prefix.
-    std::string guess;
-    const std::string upper = absl::AsciiStrToUpper(given);
-    for (const std::string& name : names) {
-      if (absl::EndsWith(name, absl::StrCat("_", upper))) guess = name;
-    }
-    if (guess.empty()) guess = ClosestName(given, names);
+    const std::string guess = GuessEnum(given, type, names);
     return Error(path, absl::StrCat(v.dump(), " is not a valid ", type.name(),
                                     guess.empty() ? "" : "; use \"", guess,
                                     guess.empty() ? "" : "\"", " (valid: ",
                                     absl::StrJoin(names, ", "), ")"));
+  }
+
+  // "tanh" -> ACTIVATION_TANH: the value named by the type's prefix (that of
+  // its *_UNSPECIFIED value) and `given`; else the one value ending in
+  // "_<given>"; else the closest full name.
+  static std::string GuessEnum(const std::string& given,
+                               const EnumDescriptor& type,
+                               const std::vector<std::string>& names) {
+    std::string prefix;
+    for (const std::string& name : names) {
+      if (absl::EndsWith(name, "_UNSPECIFIED")) {
+        prefix =
+            name.substr(0, name.size() - std::string("UNSPECIFIED").size());
+      }
+    }
+    const std::string upper = absl::AsciiStrToUpper(given);
+    if (!prefix.empty() && type.FindValueByName(prefix + upper)) {
+      return prefix + upper;
+    }
+    std::vector<std::string> suffixed;  // "cross_entropy": one value ends so
+    for (const std::string& name : names) {
+      if (absl::EndsWith(name, "_" + upper)) suffixed.push_back(name);
+    }
+    if (suffixed.size() == 1) return suffixed[0];
+    return ClosestName(given, names);
   }
 
   std::string what_;
@@ -220,7 +264,8 @@ absl::Status CheckJsonShape(absl::string_view json,
   Json v;
   try {
     v = Json::parse(json.begin(), json.end());
-  } catch (const Json::parse_error& e) {
+  } catch (const Json::exception& e) {
+    // A syntax error (parse_error) or a number beyond a double (out_of_range).
     // e.what() is "[json.exception.parse_error.101] parse error at line L,
     // column C: ..."; keep what follows the bracket.
     absl::string_view message = e.what();

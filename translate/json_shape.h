@@ -12,8 +12,9 @@
 //     string, a number or true/false), named by its path;
 //   - enum names that do not exist, with the valid ones ("tanh": use
 //     "ACTIVATION_TANH").
-// 64-bit integers may be strings and enums numbers, as the protobuf JSON
-// mapping prints them; null means "not set".
+// 64-bit integers may be strings, enums numbers and floating-point values
+// "NaN", "Infinity" or "-Infinity", as the protobuf JSON mapping prints them;
+// null means "not set".
 #ifndef SPARROW_TRANSLATE_JSON_SHAPE_H_
 #define SPARROW_TRANSLATE_JSON_SHAPE_H_
 

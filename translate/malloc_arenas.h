@@ -17,7 +17,9 @@
 namespace sparrow::translate {
 
 // Limits glibc malloc to its main arena. Call before any thread starts. A no-op
-// (returning false) without glibc or when a sanitizer supplies malloc.
+// (returning false) without glibc, when a sanitizer supplies malloc, or when
+// the environment sets the arena count (MALLOC_ARENA_MAX, or arena_max in
+// GLIBC_TUNABLES).
 bool UseOneMallocArena();
 
 }  // namespace sparrow::translate

@@ -76,16 +76,18 @@ void ConnectionFlags::AddTo(CLI::App* command) {
                       "certificate (implies --tls; default: system roots)");
 }
 
+std::string ConnectionFlags::Address() const {
+  const char* env_addr = std::getenv("SPARROW_ADDR");
+  if (!server.empty()) return server;
+  if (env_addr != nullptr && *env_addr != '\0') return env_addr;
+  return client::ClientOptions().address;
+}
+
 absl::StatusOr<std::unique_ptr<client::Client>> ConnectionFlags::Connect()
     const {
   client::ClientOptions options;
-  const char* env_addr = std::getenv("SPARROW_ADDR");
   const char* env_token = std::getenv("SPARROW_TOKEN");
-  if (!server.empty()) {
-    options.address = server;
-  } else if (env_addr != nullptr && *env_addr != '\0') {
-    options.address = env_addr;
-  }
+  options.address = Address();
   if (!token.empty()) {
     options.token = token;
   } else if (env_token != nullptr) {

@@ -44,6 +44,9 @@ struct ConnectionFlags {
   std::string tls_ca;
 
   void AddTo(CLI::App* command);
+  // The server address: --server, else SPARROW_ADDR, else the client's
+  // default.
+  std::string Address() const;
   absl::StatusOr<std::unique_ptr<client::Client>> Connect() const;
 };
 

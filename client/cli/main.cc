@@ -185,8 +185,8 @@ absl::StatusOr<LocalRun> LoadLocalRun(const RunFlags& f) {
   }
   if (run.spec.data().source_case() != v1::DataSource::kCsvPath) {
     return absl::InvalidArgumentError(
-        "data.csv_path or data.images is required for --local runs "
-        "(data.dataset_id needs sparrowd)");
+        "data.csv_path or data.images is required for sparrow run "
+        "(data.dataset_id names a dataset on sparrowd: use `sparrow submit`)");
   }
   SPARROW_ASSIGN_OR_RETURN(
       std::string csv, ReadFile(run.spec.data().csv_path(), "data.csv_path"));
@@ -207,6 +207,10 @@ std::vector<absl::StatusOr<core::TrainResult>> TrainSeeds(const LocalRun& run,
   std::atomic<int> next{0};
   auto worker = [&] {
     for (int i = next++; i < seeds; i = next++) {
+      if (g_stop_signal != 0) {  // stopped: start no further seeds
+        results[i] = absl::CancelledError("not started");
+        continue;
+      }
       core::TrainConfig c = run.config;
       c.seed = run.spec.seed() + static_cast<uint64_t>(i);
       ProgressPrinter progress(
@@ -258,15 +262,29 @@ int RunLocal(const RunFlags& f) {
   }
   const std::vector<absl::StatusOr<core::TrainResult>> results =
       TrainSeeds(*run, f.seeds, threads, show_progress);
+  // Training is over: a signal from here on kills as usual.
+  const int stop_signal = g_stop_signal;
+  std::signal(SIGINT, SIG_DFL);
+  std::signal(SIGTERM, SIG_DFL);
 
   std::vector<RunReport> reports;
+  std::vector<int> reported;  // index into results per report
   for (int i = 0; i < f.seeds; ++i) {
+    if (stop_signal != 0 &&
+        results[i].status().code() == absl::StatusCode::kCancelled) {
+      continue;  // a seed the signal kept from starting
+    }
     if (!results[i].ok()) return Fail(results[i].status());
     reports.push_back(MakeReport(spec.seed() + i, *results[i]));
+    reported.push_back(i);
+  }
+  if (reports.empty()) {
+    std::cerr << "sparrow: stopped by a signal before any seed started\n";
+    return kExitFailed;
   }
   const int best = BestRun(reports);
   if (!f.model_out.empty()) {
-    v1::TrainedModel model = translate::ToProto(spec, *results[best]);
+    v1::TrainedModel model = translate::ToProto(spec, *results[reported[best]]);
     model.set_seed(reports[best].seed);
     if (absl::Status s = WriteModel(model, f.model_out); !s.ok())
       return Fail(s);
@@ -280,11 +298,16 @@ int RunLocal(const RunFlags& f) {
     if (!f.model_out.empty())
       std::cout << "model written to " << f.model_out << "\n";
   }
-  if (const int signal = g_stop_signal; signal != 0) {
+  if (stop_signal != 0) {
     std::cerr << absl::StrFormat(
         "sparrow: stopped by %s at the end of an iteration; the results and "
-        "model above are the ones at that point (termination user_abort)\n",
-        signal == SIGTERM ? "SIGTERM" : "SIGINT");
+        "model above are the ones at that point (termination user_abort)%s\n",
+        stop_signal == SIGTERM ? "SIGTERM" : "SIGINT",
+        reports.size() < static_cast<size_t>(f.seeds)
+            ? absl::StrFormat("; %d of %d seeds were not started",
+                              f.seeds - static_cast<int>(reports.size()),
+                              f.seeds)
+            : "");
     return kExitFailed;
   }
   for (const RunReport& r : reports) {
@@ -302,7 +325,8 @@ struct PredictFlags {
   std::string images;
   bool one_step = false;
   bool intervals = false;
-  int x0_samples = -1;  // -1: not given (the model's own count)
+  int x0_samples = 0;                // 0: the model's own count
+  CLI::Option* x0_option = nullptr;  // whether --x0-samples was given
   std::string out;
   bool json = false;
 };
@@ -342,15 +366,18 @@ int PredictImagesLocal(const v1::TrainedModel& model, const PredictFlags& f) {
   return PrintImagePredictions(*p, f.out, f.json);
 }
 
-// --x0-samples counts samples: -1 (left out) keeps the model's own count,
-// and anything below 1 given explicitly is refused rather than read as
-// "the default".
-absl::Status CheckX0Samples(int x0_samples) {
-  if (x0_samples == -1 || x0_samples >= 1) return absl::OkStatus();
+// --x0-samples counts samples: left out, the model's own count is used, and a
+// count below 1 given explicitly is refused rather than read as "the
+// default".
+absl::Status CheckX0Samples(const PredictFlags& f) {
+  if (f.x0_option == nullptr || f.x0_option->count() == 0 ||
+      f.x0_samples >= 1) {
+    return absl::OkStatus();
+  }
   return absl::InvalidArgumentError(absl::StrFormat(
       "--x0-samples %d: the initial state is estimated from at least 1 "
       "sample; give a count >= 1, or leave the flag out for the model's own",
-      x0_samples));
+      f.x0_samples));
 }
 
 int Predict(const PredictFlags& f, RemoteCommands* remote) {
@@ -371,14 +398,14 @@ int Predict(const PredictFlags& f, RemoteCommands* remote) {
           "name a job (sparrow predict JOB --input FILE) or a model file "
           "(sparrow predict --local --model FILE --input FILE)"));
     }
-    if (absl::Status s = CheckX0Samples(f.x0_samples); !s.ok()) return Fail(s);
+    if (absl::Status s = CheckX0Samples(f); !s.ok()) return Fail(s);
     RemotePredictArgs args;
     args.job = job;
     args.input = f.input;
     args.images = f.images;
     args.one_step = f.one_step;
     args.intervals = f.intervals;
-    args.x0_samples = std::max(f.x0_samples, 0);  // 0: the model's
+    args.x0_samples = f.x0_samples;
     args.out = f.out;
     args.json = f.json;
     return remote->Predict(args);
@@ -389,14 +416,14 @@ int Predict(const PredictFlags& f, RemoteCommands* remote) {
   }
   auto proto = ReadModel(f.model_path);
   if (!proto.ok()) return Fail(proto.status());
-  if (absl::Status s = CheckX0Samples(f.x0_samples); !s.ok()) return Fail(s);
+  if (absl::Status s = CheckX0Samples(f); !s.ok()) return Fail(s);
   if (!f.images.empty()) return PredictImagesLocal(*proto, f);
   auto csv = ReadFile(f.input, "--input");
   if (!csv.ok()) return Fail(csv.status());
   translate::PredictOptions options;
   options.one_step = f.one_step;
   options.intervals = f.intervals;
-  options.x0_samples = std::max(f.x0_samples, 0);  // 0: the model's
+  options.x0_samples = f.x0_samples;
   auto output = translate::Predict(*proto, *csv, options);
   if (!output.ok()) return Fail(output.status());
   if (!f.out.empty()) {
@@ -553,7 +580,7 @@ CLI::App* AddPredictCommand(CLI::App* app, PredictFlags* flags) {
                      "With --one-step, for SBDL models: add 95 % prediction "
                      "interval columns (<output>_lower95, <output>_upper95) "
                      "from the weight variances");
-  pred_cmd->add_option(
+  pred.x0_option = pred_cmd->add_option(
       "--x0-samples", pred.x0_samples,
       "Samples used to estimate a free initial state (default: the model's)");
   pred_cmd->add_option("-o,--output", pred.out,

@@ -571,24 +571,27 @@ int RemoteCommands::Health() {
   auto client = health_connection_.Connect();
   absl::StatusOr<std::string> status =
       client.ok() ? (*client)->Health() : client.status();
-  std::string address = health_connection_.server;
-  if (client.ok()) address = (*client)->options().address;
+  const std::string address = health_connection_.Address();
   if (!status.ok()) {
     // With --json the answer is JSON whether or not the server answered, so
     // a probe script parses one format; the exit code still says it failed.
+    const absl::StatusCode code = status.status().code();
+    const bool unreachable = code == absl::StatusCode::kUnavailable ||
+                             code == absl::StatusCode::kDeadlineExceeded;
     if (json_) {
-      std::cout << json{{"status", "UNREACHABLE"},
+      std::cout << json{{"status", unreachable ? "UNREACHABLE" : "ERROR"},
                         {"server", address},
-                        {"code",
-                         absl::StatusCodeToString(status.status().code())},
+                        {"code", absl::StatusCodeToString(code)},
                         {"error", status.status().message()}}
-                       .dump(2)
+                       .dump(2, ' ', false, json::error_handler_t::replace)
                 << "\n";
     }
     return Fail(status.status());
   }
   if (json_) {
-    std::cout << json{{"status", *status}, {"server", address}}.dump(2) << "\n";
+    std::cout << json{{"status", *status}, {"server", address}}.dump(
+                     2, ' ', false, json::error_handler_t::replace)
+              << "\n";
   } else {
     std::cout << address << ": " << Lower(*status) << "\n";
   }

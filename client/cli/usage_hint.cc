@@ -37,11 +37,10 @@ std::string UnknownSubcommand(const CLI::App& app, const std::string& word) {
     names.push_back(sub->get_name());
   }
   std::string guess = translate::ClosestName(word, names);
-  if (guess.empty()) {
-    std::vector<std::string> aliases;
-    for (const auto& [alias, name] : Aliases()) aliases.push_back(alias);
-    const std::string alias = translate::ClosestName(word, aliases);
-    if (!alias.empty()) guess = Aliases().at(alias);
+  // Other tools' words only when spelt exactly: "stat" is no "start".
+  if (const auto alias = Aliases().find(word);
+      guess.empty() && alias != Aliases().end()) {
+    guess = alias->second;
   }
   std::string hint = absl::StrCat("unknown subcommand '", word, "'");
   if (!guess.empty())
@@ -50,16 +49,51 @@ std::string UnknownSubcommand(const CLI::App& app, const std::string& word) {
                       absl::StrJoin(names, ", "));
 }
 
-std::string UnknownFlag(const CLI::App& app, const std::string& flag) {
-  std::vector<std::string> names = {"--help"};
+// The flag names of `app` ("--seeds", "-o", "--help", ...).
+std::vector<std::string> FlagNames(const CLI::App& app) {
+  std::vector<std::string> names;
   for (const CLI::Option* opt :
        app.get_options([](const CLI::Option*) { return true; })) {
     for (const std::string& l : opt->get_lnames()) names.push_back("--" + l);
     for (const std::string& s : opt->get_snames()) names.push_back("-" + s);
   }
-  const std::string guess = translate::ClosestName(flag, names);
+  return names;
+}
+
+// The closest long flag, compared without dashes; none for one- or
+// two-letter words, where any letter is one edit from "-h".
+std::string ClosestFlag(const std::string& flag,
+                        const std::vector<std::string>& names) {
+  const std::string word = flag.substr(flag.find_first_not_of('-'));
+  if (word.size() <= 2) return "";
+  std::vector<std::string> bare;
+  for (const std::string& n : names) bare.push_back(n.substr(2));
+  const std::string guess = translate::ClosestName(word, bare);
+  return guess.empty() ? "" : "--" + guess;
+}
+
+// A subcommand under `app` (at any depth) that has `flag`, or null.
+const CLI::App* OwnerOfFlag(const CLI::App& app, const std::string& flag) {
+  for (const CLI::App* sub : AllSubcommands(app)) {
+    if (sub->get_option_no_throw(flag) != nullptr) return sub;
+    if (const CLI::App* deeper = OwnerOfFlag(*sub, flag)) return deeper;
+  }
+  return nullptr;
+}
+
+std::string UnknownFlag(const CLI::App& app, const std::string& flag) {
   std::string hint =
       absl::StrCat("unknown flag '", flag, "' for '", CommandName(app), "'");
+  if (const CLI::App* owner = OwnerOfFlag(app, flag)) {
+    return absl::StrCat(hint, "; it belongs to '", CommandName(*owner),
+                        "': put it after the subcommand");
+  }
+  const std::vector<std::string> names = FlagNames(app);
+  std::vector<std::string> long_names;
+  for (const std::string& n : names) {
+    if (absl::StartsWith(n, "--")) long_names.push_back(n);
+  }
+  const std::string guess = ClosestFlag(flag, long_names);
   if (!guess.empty())
     return absl::StrCat(hint, "; did you mean '", guess, "'?");
   return absl::StrCat(hint, "; it takes ", absl::StrJoin(names, ", "));
@@ -73,11 +107,16 @@ std::string UsageHint(CLI::App& app, int argc, const char* const* argv) {
     const std::string arg = argv[i];
     if (arg == "--") return "";
     if (absl::StartsWith(arg, "-")) {
-      const std::string name = arg.substr(0, arg.find('='));
+      // "--seeds=3" -> "--seeds"; "-omodel.json" -> "-o".
+      const std::string name = absl::StartsWith(arg, "--")
+                                   ? arg.substr(0, arg.find('='))
+                                   : arg.substr(0, 2);
       const CLI::Option* opt = cur->get_option_no_throw(name);
       if (opt == nullptr) return UnknownFlag(*cur, name);
-      // Skip the option's value ("--seeds 3"), unless given as "--seeds=3".
-      if (opt->get_expected_max() > 0 && arg.find('=') == std::string::npos &&
+      // Skip the option's value ("--seeds 3"), unless it came in the same
+      // word ("--seeds=3", "-omodel.json").
+      const bool value_attached = arg.size() > name.size();
+      if (opt->get_expected_max() > 0 && !value_attached &&
           opt->get_type_size() > 0) {
         ++i;
       }

@@ -33,6 +33,11 @@ expect 2 "unknown subcommand 'trian'; did you mean 'run'?" "$bin" trian
 expect 2 "unknown subcommand 'foo'; sparrow has run, datagen" "$bin" foo
 expect 2 "unknown flag '--seed' for 'sparrow run'; did you mean '--seeds'?" "$bin" run --seed 3 x.json
 expect 2 "unknown flag '--jsn' for 'sparrow model get'; did you mean '--json'?" "$bin" model get --jsn 1
+expect 2 "unknown subcommand 'stat'; sparrow has run" "$bin" stat  # no fuzzy aliases
+expect 2 "unknown subcommand 'train'; did you mean 'run'?" "$bin" train x.json
+expect 2 "unknown flag '--server' for 'sparrow'; it belongs to 'sparrow health': put it after" \
+  "$bin" --server 127.0.0.1:1 health
+expect 2 "unknown flag '-s' for 'sparrow run'; it takes" "$bin" run -s x.json
 expect 2 "" "$bin" datagen no-such-system -o "$tmp/x.csv"
 
 # --- datagen -----------------------------------------------------------------------------
@@ -120,6 +125,8 @@ assert d["epochs"] == 15, d
 PY
 then ok; else bad "nailm + l1: $out"; fi
 expect 0 "predicted 600 samples: BFR" "$bin" predict --local --model "$tmp/sparse_model.json" --input "$tmp/tanks.csv"
+expect 2 "--x0-samples -1: the initial state" \
+  "$bin" predict --local --model "$tmp/sparse_model.json" --input "$tmp/tanks.csv" --x0-samples -1
 expect 2 "--x0-samples 0: the initial state is estimated from at least 1 sample" \
   "$bin" predict --local --model "$tmp/sparse_model.json" --input "$tmp/tanks.csv" --x0-samples 0
 cp "$tmp/tanks.csv" "$tmp/not_a_model.json"

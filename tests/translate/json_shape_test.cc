@@ -66,6 +66,31 @@ TEST(JsonShapeTest, NamesTheValidEnumValues) {
       "use \"ACTIVATION_RELU\"");
 }
 
+TEST(JsonShapeTest, RefusesANumberBeyondADoubleWithoutCrashing) {
+  ExpectError(
+      Check(Replace(kSpec, "\"max_epochs\": 3", "\"max_epochs\": 1e400")),
+      "not valid JSON:");
+}
+
+TEST(JsonShapeTest, AcceptsTheNonFiniteSpellingsOfTheJsonMapping) {
+  // Accepted here; the spec's value checks then say what is wrong with them.
+  EXPECT_TRUE(Check(Replace(kSpec, "0.01", "\"NaN\"")).ok());
+  ExpectError(Check(Replace(kSpec, "0.01", "\"0.01\"")),
+              "learning_rate: expected a number, got the string \"0.01\"");
+}
+
+TEST(JsonShapeTest, ShortEnumNamesMapToTheirOwnValue) {
+  // ACTIVATION_RELU, not ACTIVATION_LEAKY_RELU, which also ends in _RELU.
+  ExpectError(Check(Replace(kSpec, "\"ACTIVATION_TANH\"", "\"relu\"")),
+              "use \"ACTIVATION_RELU\"");
+}
+
+TEST(JsonShapeTest, RefusesAFieldGivenInBothSpellings) {
+  ExpectError(Check(Replace(kSpec, "\"max_epochs\": 3",
+                            "\"max_epochs\": 3, \"maxEpochs\": 4")),
+              "stopping.max_epochs: given twice");
+}
+
 TEST(JsonShapeTest, RefusesTwoAlternativesOfAOneof) {
   ExpectError(
       Check(Replace(kSpec, R"({"adam": {"learning_rate": 0.01}})",

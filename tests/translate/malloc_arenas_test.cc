@@ -38,7 +38,8 @@ int ArenaCount() {
 
 TEST(MallocArenasTest, ThreadsShareTheMainArena) {
   if (!UseOneMallocArena()) {
-    GTEST_SKIP() << "not glibc's malloc (a sanitizer build or another libc)";
+    GTEST_SKIP() << "not glibc's malloc (a sanitizer build or another libc), "
+                    "or the environment sets the arena count";
   }
 #if defined(__GLIBC__)
   std::vector<std::thread> threads;

@@ -2,6 +2,9 @@
 // checks' suggestions.
 #include "translate/suggest.h"
 
+#include <string>
+#include <vector>
+
 #include "gtest/gtest.h"
 
 namespace sparrow::translate {
@@ -24,6 +27,7 @@ TEST(SuggestTest, ClosestNameOnlySuggestsLikelyTypos) {
   EXPECT_EQ(ClosestName("optimiser", fields), "");  // nothing close
   EXPECT_EQ(ClosestName("xyz", fields), "");
   EXPECT_EQ(ClosestName("--seed", {"--seeds", "--threads"}), "--seeds");
+  EXPECT_EQ(ClosestName(std::string(100000, 's'), fields), "");  // too long
 }
 
 }  // namespace
