@@ -1,6 +1,7 @@
 #include "translate/json_shape.h"
 
 #include <cstdint>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -62,9 +63,15 @@ class Checker {
                    absl::StrCat("expected an object {...} (", type.full_name(),
                                 "), got ", JsonTypeName(v)));
     }
+    std::set<const FieldDescriptor*> seen;
     for (const auto& [key, value] : v.items()) {
       const FieldDescriptor* field = FindField(type, key);
       if (field == nullptr) return UnknownField(type, key, path);
+      if (!seen.insert(field).second) {
+        return Error(Join(path, field->name()),
+                     "given twice (in snake_case and in lowerCamelCase); keep "
+                     "one");
+      }
       if (value.is_null()) continue;
       if (absl::Status s = Field(value, *field, Join(path, key)); !s.ok()) {
         return s;
@@ -106,11 +113,6 @@ class Checker {
         if (!value.is_null() && f->containing_oneof() == type.oneof_decl(o)) {
           set.push_back(f->name());
         }
-      }
-      if (set.size() > 1 && set[0] == set[1]) {
-        return Error(Join(path, set[0]),
-                     "given twice (in snake_case and in lowerCamelCase); keep "
-                     "one");
       }
       if (set.size() > 1) {
         return Error(path,

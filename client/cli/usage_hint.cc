@@ -37,11 +37,14 @@ std::string UnknownSubcommand(const CLI::App& app, const std::string& word) {
     names.push_back(sub->get_name());
   }
   std::string guess = translate::ClosestName(word, names);
-  // Other tools' words only when spelt exactly: "stat" is no "start".
-  if (const auto alias = Aliases().find(word);
-      guess.empty() && alias != Aliases().end()) {
-    guess = alias->second;
-  }
+  // Other tools' words: exactly, or with a typo from five letters on ("trian"
+  // is "train"; "stat" is no "start").
+  std::vector<std::string> aliases;
+  for (const auto& [alias, name] : Aliases()) aliases.push_back(alias);
+  const std::string alias = word.size() >= 5
+                                ? translate::ClosestName(word, aliases)
+                                : (Aliases().count(word) > 0 ? word : "");
+  if (guess.empty() && !alias.empty()) guess = Aliases().at(alias);
   std::string hint = absl::StrCat("unknown subcommand '", word, "'");
   if (!guess.empty())
     return absl::StrCat(hint, "; did you mean '", guess, "'?");
@@ -72,19 +75,32 @@ std::string ClosestFlag(const std::string& flag,
   return guess.empty() ? "" : "--" + guess;
 }
 
-// A subcommand under `app` (at any depth) that has `flag`, or null.
-const CLI::App* OwnerOfFlag(const CLI::App& app, const std::string& flag) {
+// The subcommand under `app` (at any depth) named `name` and having `flag`,
+// or, for an empty name, the first with `flag`; null if none.
+const CLI::App* OwnerOfFlag(const CLI::App& app, const std::string& flag,
+                            const std::string& name) {
   for (const CLI::App* sub : AllSubcommands(app)) {
-    if (sub->get_option_no_throw(flag) != nullptr) return sub;
-    if (const CLI::App* deeper = OwnerOfFlag(*sub, flag)) return deeper;
+    if ((name.empty() || sub->check_name(name)) &&
+        sub->get_option_no_throw(flag) != nullptr) {
+      return sub;
+    }
+    if (const CLI::App* deeper = OwnerOfFlag(*sub, flag, name)) return deeper;
   }
   return nullptr;
 }
 
-std::string UnknownFlag(const CLI::App& app, const std::string& flag) {
+// `later` are the words after the flag: a subcommand there that takes the
+// flag is where it belongs ("sparrow --server H health").
+std::string UnknownFlag(const CLI::App& app, const std::string& flag,
+                        const std::vector<std::string>& later) {
   std::string hint =
       absl::StrCat("unknown flag '", flag, "' for '", CommandName(app), "'");
-  if (const CLI::App* owner = OwnerOfFlag(app, flag)) {
+  const CLI::App* owner = nullptr;
+  for (const std::string& word : later) {
+    if (owner == nullptr) owner = OwnerOfFlag(app, flag, word);
+  }
+  if (owner == nullptr) owner = OwnerOfFlag(app, flag, "");
+  if (owner != nullptr) {
     return absl::StrCat(hint, "; it belongs to '", CommandName(*owner),
                         "': put it after the subcommand");
   }
@@ -112,7 +128,10 @@ std::string UsageHint(CLI::App& app, int argc, const char* const* argv) {
                                    ? arg.substr(0, arg.find('='))
                                    : arg.substr(0, 2);
       const CLI::Option* opt = cur->get_option_no_throw(name);
-      if (opt == nullptr) return UnknownFlag(*cur, name);
+      if (opt == nullptr) {
+        return UnknownFlag(*cur, name,
+                           std::vector<std::string>(argv + i + 1, argv + argc));
+      }
       // Skip the option's value ("--seeds 3"), unless it came in the same
       // word ("--seeds=3", "-omodel.json").
       const bool value_attached = arg.size() > name.size();
