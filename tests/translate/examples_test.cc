@@ -1,5 +1,6 @@
 // The committed example specs trained on the real benchmark data, when
 // ../shared/data is beside the checkout (skipped otherwise).
+#include <filesystem>
 #include <iostream>
 #include <string>
 
@@ -41,6 +42,22 @@ core::Metrics TrainExample(const std::string& name, int seed, Edit edit) {
   EXPECT_TRUE(result.ok()) << result.status();
   if (!result.ok()) return {};
   return result->metrics;
+}
+
+// Every committed example passes the strict JSON checks and translates to a
+// training configuration (no data needed).
+TEST(ExamplesTest, EveryExampleIsAValidSpec) {
+  int count = 0;
+  for (const auto& entry :
+       std::filesystem::directory_iterator(SourceDir() / "examples")) {
+    if (entry.path().extension() != ".json") continue;
+    ++count;
+    absl::StatusOr<v1::JobSpec> spec = ParseJobSpecJson(ReadFile(entry.path()));
+    ASSERT_TRUE(spec.ok()) << entry.path() << ": " << spec.status();
+    absl::StatusOr<core::TrainConfig> config = ToTrainConfig(*spec);
+    EXPECT_TRUE(config.ok()) << entry.path() << ": " << config.status();
+  }
+  EXPECT_GT(count, 40);
 }
 
 // Seed 6 of the damper NAILS example is the one that Algorithm 1 as printed
