@@ -6,6 +6,9 @@
 #include <cmath>
 #include <fstream>
 #include <iostream>
+#include <optional>
+#include <string>
+#include <vector>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
@@ -83,6 +86,28 @@ std::string EventLine(const v1::ProgressEvent& e, int budget) {
   return line;
 }
 
+// "train_rmse 0.762, test_rmse 1.96, test_bfr 18.3, model_order 2": the
+// metrics a trained model carries that are set (proto3: non-zero).
+std::string MetricsLine(const v1::Metrics& m) {
+  std::vector<std::string> parts;
+  const google::protobuf::Reflection* r = m.GetReflection();
+  const google::protobuf::Descriptor* d = m.GetDescriptor();
+  for (int i = 0; i < d->field_count(); ++i) {
+    const google::protobuf::FieldDescriptor* f = d->field(i);
+    if (f->cpp_type() != google::protobuf::FieldDescriptor::CPPTYPE_DOUBLE ||
+        f->is_repeated() || r->GetDouble(m, f) == 0.0) {
+      continue;
+    }
+    parts.push_back(absl::StrFormat("%s %.6g", f->name(), r->GetDouble(m, f)));
+  }
+  return absl::StrJoin(parts, ", ");
+}
+
+// The value, or "-" when the job has not reported it.
+std::string OrDash(bool has, double value) {
+  return has ? absl::StrFormat("%.5g", value) : "-";
+}
+
 void PrintJob(const v1::Job& job) {
   std::cout << absl::StrFormat("job %s: %s", job.id(), StateName(job.state()));
   if (!job.reason().empty()) std::cout << " (" << job.reason() << ")";
@@ -91,8 +116,16 @@ void PrintJob(const v1::Job& job) {
     std::cout << "  name: " << job.spec().name() << "\n";
   std::cout << "  dataset: " << job.spec().data().dataset_id() << "\n";
   if (job.iterations() > 0) {
-    std::cout << absl::StrFormat("  iterations: %d  loss: %.6g\n",
+    std::cout << absl::StrFormat("  iterations: %d  loss: %.6g",
                                  job.iterations(), job.loss());
+    if (job.has_best_validation_metric()) {
+      std::cout << "  best validation: " << job.best_validation_metric();
+    }
+    if (job.has_sparsity_pct()) {
+      std::cout << absl::StrFormat("  zeros: %.1f%%", job.sparsity_pct());
+    }
+    std::cout << absl::StrFormat("  optimizer time: %.2f s\n",
+                                 job.elapsed_seconds());
   }
   if (!job.summary().empty())
     std::cout << "  summary: " << job.summary() << "\n";
@@ -420,10 +453,19 @@ int RemoteCommands::Status() {
   if (!client.ok()) return Fail(client.status());
   auto job = (*client)->GetJob(job_);
   if (!job.ok()) return Fail(job.status());
+  // A finished job's train / validation / test metrics live in its model.
+  std::optional<v1::Metrics> metrics;
+  if (job->state() == v1::Job::SUCCEEDED) {
+    auto model = (*client)->GetModel(job->id());
+    if (model.ok()) metrics = model->metrics();
+  }
   if (json_) {
-    std::cout << translate::ToJson(*job) << "\n";
+    json out = json::parse(translate::ToJson(*job));
+    if (metrics) out["metrics"] = json::parse(translate::ToJson(*metrics));
+    std::cout << out.dump(2) << "\n";
   } else {
     PrintJob(*job);
+    if (metrics) std::cout << "  metrics: " << MetricsLine(*metrics) << "\n";
   }
   return kExitOk;
 }
@@ -438,12 +480,19 @@ int RemoteCommands::List() {
   if (json_) {
     json jobs = json::array();
     for (const v1::Job& j : page->jobs()) {
-      jobs.push_back({{"job_id", j.id()},
-                      {"name", j.spec().name()},
-                      {"state", v1::Job::State_Name(j.state())},
-                      {"iterations", j.iterations()},
-                      {"loss", j.loss()},
-                      {"reason", j.reason()}});
+      jobs.push_back(
+          {{"job_id", j.id()},
+           {"name", j.spec().name()},
+           {"state", v1::Job::State_Name(j.state())},
+           {"iterations", j.iterations()},
+           {"loss", j.loss()},
+           {"best_validation_metric", j.has_best_validation_metric()
+                                          ? json(j.best_validation_metric())
+                                          : json(nullptr)},
+           {"sparsity_pct",
+            j.has_sparsity_pct() ? json(j.sparsity_pct()) : json(nullptr)},
+           {"elapsed_seconds", j.elapsed_seconds()},
+           {"reason", j.reason()}});
     }
     std::cout << json{{"jobs", jobs},
                       {"next_page_token", page->next_page_token()}}
@@ -452,10 +501,19 @@ int RemoteCommands::List() {
     return kExitOk;
   }
   if (page->jobs().empty()) std::cout << "no jobs\n";
+  constexpr char kRow[] = "%-22s %-10s %6s %-11s %-11s %6s  %-30s %s\n";
+  if (!page->jobs().empty()) {
+    std::cout << absl::StrFormat(kRow, "JOB", "STATE", "ITER", "LOSS",
+                                 "BEST_VAL", "ZEROS", "NAME", "REASON");
+  }
   for (const v1::Job& j : page->jobs()) {
-    std::cout << absl::StrFormat("%-22s %-10s %6d  %-30s %s\n", j.id(),
-                                 StateName(j.state()), j.iterations(),
-                                 j.spec().name(), j.reason());
+    std::cout << absl::StrFormat(
+        kRow, j.id(), StateName(j.state()), absl::StrCat(j.iterations()),
+        OrDash(j.iterations() > 0, j.loss()),
+        OrDash(j.has_best_validation_metric(), j.best_validation_metric()),
+        j.has_sparsity_pct() ? absl::StrFormat("%.1f%%", j.sparsity_pct())
+                             : "-",
+        j.spec().name(), j.reason());
   }
   if (!page->next_page_token().empty()) {
     std::cout << "more: sparrow list --page-token " << page->next_page_token()

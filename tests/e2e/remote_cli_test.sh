@@ -333,8 +333,10 @@ expect 2 "" sp watch  # no job
 
 # status
 expect 0 "succeeded" sp status "$job1"
-expect_json 0 id state spec history -- sp status "$job1" --json
+expect 0 "metrics: train_rmse" sp status "$job1"  # a finished job's model metrics
+expect_json 0 id state spec history metrics -- sp status "$job1" --json
 check "status --json state" [ "$(jget "$tmp/out" 'd["state"]')" == SUCCEEDED ]
+check "status --json metrics" [ "$(jget "$tmp/out" '"train_rmse" in d["metrics"]')" == True ]
 expect 2 "not found" sp status job-0000000000000000
 run sp status job-0000000000000000 --json
 check "status --json error: nothing on stdout" [ $rc -eq 2 -a ! -s "$tmp/out" ]
@@ -432,6 +434,7 @@ expect 1 "cancelled" sp watch "$long"
 
 # list
 expect 0 "$job1" sp list
+expect 0 "JOB                    STATE        ITER LOSS" sp list  # a header over the columns
 expect_json 0 jobs next_page_token -- sp list --json
 all_jobs=$(jget "$tmp/out" 'len(d["jobs"])')
 check "list --json: the documented keys of each job" [ "$(jget "$tmp/out" \
