@@ -48,7 +48,36 @@ nlohmann::json RunJson(const RunReport& r) {
     for (const auto& [name, values] : r.per_epoch) per_epoch[name] = values;
     j["per_epoch"] = per_epoch;
   }
+  if (!r.loss_history.empty()) {
+    nlohmann::json history = nlohmann::json::object();
+    for (const auto& [name, values] : r.loss_history) history[name] = values;
+    j["loss_history"] = history;
+  }
   return j;
+}
+
+// RunReport::loss_history of `history`: every record, or kMaxHistory evenly
+// spaced ones and the last.
+std::vector<std::pair<std::string, std::vector<double>>> LossHistory(
+    const std::vector<core::IterationRecord>& history) {
+  std::vector<std::pair<std::string, std::vector<double>>> cols = {
+      {"iteration", {}}, {"loss", {}}, {"seconds", {}}, {"validation", {}}};
+  const size_t n = history.size();
+  const size_t stride =
+      n <= kMaxHistory ? 1 : (n + kMaxHistory - 1) / kMaxHistory;
+  bool validated = false;
+  for (size_t i = 0; i < n; ++i) {
+    if (i % stride != 0 && i + 1 != n) continue;
+    const core::IterationRecord& rec = history[i];
+    cols[0].second.push_back(rec.iteration);
+    cols[1].second.push_back(rec.loss);
+    cols[2].second.push_back(rec.elapsed_seconds);
+    cols[3].second.push_back(rec.validation_metric);
+    validated = validated || std::isfinite(rec.validation_metric);
+  }
+  if (!validated) cols.pop_back();
+  if (cols[0].second.empty()) return {};
+  return cols;
 }
 
 // The per-epoch metrics of the history's records (RunReport::per_epoch): the
@@ -139,6 +168,7 @@ RunReport MakeReport(uint64_t seed, const core::TrainResult& result) {
     r.extras = result.summary.history.back().extras;
   }
   r.per_epoch = PerEpoch(result.summary.history);
+  r.loss_history = LossHistory(result.summary.history);
   r.validation = std::numeric_limits<double>::quiet_NaN();
   for (const core::IterationRecord& rec : result.summary.history) {
     if (std::isfinite(rec.validation_metric) &&

@@ -36,7 +36,16 @@ struct RunReport {
   // "samples_per_s" and, for classifiers with a test split,
   // "test_accuracy"; empty otherwise.
   std::vector<std::pair<std::string, std::vector<double>>> per_epoch;
+  // Every run: the progress records' "iteration", "loss" (normalized
+  // training objective), "seconds" (optimizer time) and, where reported,
+  // "validation"; all records, or every k-th (k chosen so that at most
+  // kMaxHistory are kept) and the last.
+  std::vector<std::pair<std::string, std::vector<double>>> loss_history;
 };
+
+// Records kept in RunReport::loss_history (a 200,000-epoch run would
+// otherwise print 600,000 numbers).
+constexpr size_t kMaxHistory = 1000;
 
 RunReport MakeReport(uint64_t seed, const core::TrainResult& result);
 // The run with the best validation metric, or the lowest final training

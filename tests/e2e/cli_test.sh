@@ -68,6 +68,9 @@ d = json.loads(sys.argv[1])
 for k in ("train_rmse", "test_rmse", "train_bfr", "test_bfr", "sparsity_pct", "epochs", "seconds", "ms_per_epoch", "termination"):
     assert k in d, k
 assert d["epochs"] <= 20
+h = d["loss_history"]  # the progress records' loss, every run
+assert len(h["iteration"]) == len(h["loss"]) == len(h["seconds"]) >= 1, h
+assert h["iteration"][-1] == d["epochs"], h
 PY
 then ok; else bad "run --json: rc=$rc out=$out"; fi
 
