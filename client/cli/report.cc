@@ -17,6 +17,14 @@ bool HigherIsBetter(const std::string& metric) {
          metric == "sparsity_pct";
 }
 
+// {"name": [values], ...} of named columns.
+nlohmann::json ColumnsJson(
+    const std::vector<std::pair<std::string, std::vector<double>>>& cols) {
+  nlohmann::json out = nlohmann::json::object();
+  for (const auto& [name, values] : cols) out[name] = values;
+  return out;
+}
+
 nlohmann::json RunJson(const RunReport& r) {
   nlohmann::json j;
   j["seed"] = r.seed;
@@ -43,16 +51,8 @@ nlohmann::json RunJson(const RunReport& r) {
     for (const auto& [name, value] : r.extras) extras[name] = value;
     j["optimizer"] = extras;
   }
-  if (!r.per_epoch.empty()) {
-    nlohmann::json per_epoch = nlohmann::json::object();
-    for (const auto& [name, values] : r.per_epoch) per_epoch[name] = values;
-    j["per_epoch"] = per_epoch;
-  }
-  if (!r.loss_history.empty()) {
-    nlohmann::json history = nlohmann::json::object();
-    for (const auto& [name, values] : r.loss_history) history[name] = values;
-    j["loss_history"] = history;
-  }
+  if (!r.per_epoch.empty()) j["per_epoch"] = ColumnsJson(r.per_epoch);
+  if (!r.loss_history.empty()) j["loss_history"] = ColumnsJson(r.loss_history);
   return j;
 }
 

@@ -67,8 +67,9 @@ std::vector<std::string> FlagNames(const CLI::App& app) {
 // two-letter words, where any letter is one edit from "-h".
 std::string ClosestFlag(const std::string& flag,
                         const std::vector<std::string>& names) {
-  const std::string word = flag.substr(flag.find_first_not_of('-'));
-  if (word.size() <= 2) return "";
+  const size_t start = flag.find_first_not_of('-');  // npos for "-", "---"
+  if (start == std::string::npos || flag.size() - start <= 2) return "";
+  const std::string word = flag.substr(start);
   std::vector<std::string> bare;
   for (const std::string& n : names) bare.push_back(n.substr(2));
   const std::string guess = translate::ClosestName(word, bare);

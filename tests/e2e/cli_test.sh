@@ -38,6 +38,8 @@ expect 2 "unknown subcommand 'train'; did you mean 'run'?" "$bin" train x.json
 expect 2 "unknown flag '--server' for 'sparrow'; it belongs to 'sparrow health': put it after" \
   "$bin" --server 127.0.0.1:1 health
 expect 2 "unknown flag '-s' for 'sparrow run'; it takes" "$bin" run -s x.json
+expect 2 "unknown flag '---' for 'sparrow'" "$bin" ---  # all dashes: no crash
+expect 2 "unknown flag '-' for 'sparrow'" "$bin" - run
 expect 2 "" "$bin" datagen no-such-system -o "$tmp/x.csv"
 
 # --- datagen -----------------------------------------------------------------------------
