@@ -38,6 +38,10 @@ namespace {
 
 using core::Activation;
 
+// The subspace fit's Hankel matrices have 2 x block rows x (inputs + outputs)
+// rows; FitSubspace bounds those too.
+constexpr int kMaxLinearBlockRows = 200;
+
 std::vector<int> Sizes(const google::protobuf::RepeatedField<int32_t>& r) {
   return std::vector<int>(r.begin(), r.end());
 }
@@ -123,6 +127,18 @@ absl::Status ToStateSpaceRnnConfig(const v1::StateSpaceRnnModel& r,
   }
   kind.x0_estimation_samples =
       r.x0_estimation_samples() == 0 ? 100 : r.x0_estimation_samples();
+  s.linear = r.linear();
+  if (r.linear_block_rows() != 0 &&
+      (!r.linear() || r.linear_block_rows() <= s.nx ||
+       r.linear_block_rows() > kMaxLinearBlockRows)) {
+    return core::OptionError("model.state_space_rnn.linear_block_rows",
+                             r.linear_block_rows(),
+                             absl::StrCat("more than nx (", s.nx,
+                                          ") and at most ", kMaxLinearBlockRows,
+                                          ", with linear: true (0 means "
+                                          "max(2 nx, 10))"));
+  }
+  kind.linear_block_rows = r.linear_block_rows();
   // Sizes only, with data dimensions not known yet; the parameter count is
   // checked at submission (--max-model-params) and by the trainer.
   core::StateSpaceRnnSpec probe = s;

@@ -18,6 +18,12 @@ v1::Metrics ToProto(const core::Metrics& k) {
   pm.set_sparsity_pct(k.sparsity_pct);
   pm.set_remaining_pct(k.remaining_pct);
   pm.set_model_order(k.model_order);
+  pm.set_linear_train_rmse(k.linear_train_rmse);
+  pm.set_linear_validation_rmse(k.linear_validation_rmse);
+  pm.set_linear_test_rmse(k.linear_test_rmse);
+  pm.set_linear_train_bfr(k.linear_train_bfr);
+  pm.set_linear_validation_bfr(k.linear_validation_bfr);
+  pm.set_linear_test_bfr(k.linear_test_bfr);
   for (const core::LayerSparsity& l : k.layers) {
     v1::LayerSparsity* pl = pm.add_layers();
     pl->set_neurons(l.neurons);

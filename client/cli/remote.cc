@@ -87,7 +87,8 @@ std::string EventLine(const v1::ProgressEvent& e, int budget) {
 }
 
 // "train_rmse 0.762, test_rmse 1.96, test_bfr 18.3, model_order 2": the
-// metrics a trained model carries that are set (proto3: non-zero).
+// metrics a trained model carries that are set (proto3: non-zero) and finite
+// (NaN: not measured, e.g. no validation split).
 std::string MetricsLine(const v1::Metrics& m) {
   std::vector<std::string> parts;
   const google::protobuf::Reflection* r = m.GetReflection();
@@ -95,7 +96,8 @@ std::string MetricsLine(const v1::Metrics& m) {
   for (int i = 0; i < d->field_count(); ++i) {
     const google::protobuf::FieldDescriptor* f = d->field(i);
     if (f->cpp_type() != google::protobuf::FieldDescriptor::CPPTYPE_DOUBLE ||
-        f->is_repeated() || r->GetDouble(m, f) == 0.0) {
+        f->is_repeated() || r->GetDouble(m, f) == 0.0 ||
+        !std::isfinite(r->GetDouble(m, f))) {
       continue;
     }
     parts.push_back(absl::StrFormat("%s %.6g", f->name(), r->GetDouble(m, f)));

@@ -152,6 +152,12 @@ RunReport MakeReport(uint64_t seed, const core::TrainResult& result) {
       {"sparsity_pct", m.sparsity_pct},
       {"remaining_pct", m.remaining_pct},
       {"model_order", m.model_order},
+      {"linear_train_rmse", m.linear_train_rmse},
+      {"linear_validation_rmse", m.linear_validation_rmse},
+      {"linear_test_rmse", m.linear_test_rmse},
+      {"linear_train_bfr", m.linear_train_bfr},
+      {"linear_validation_bfr", m.linear_validation_bfr},
+      {"linear_test_bfr", m.linear_test_bfr},
   };
   for (const auto& [name, value] : all) {
     if (std::isfinite(value)) r.metrics.push_back({name, value});

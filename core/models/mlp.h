@@ -91,6 +91,10 @@ class Mlp {
     void Resize(const Mlp& mlp, int cols);
     int cols() const { return net.cols(); }
     const Eigen::MatrixXd& output() const { return net.output(); }
+    // For a model that adds its own terms to a linear output layer's result
+    // (the state-space RNN's linear part); the kernels' cached derivatives do
+    // not read a linear layer's output.
+    Eigen::MatrixXd& mutable_output() { return net.activation.back(); }
     Eigen::MatrixXd& input() { return net.input(); }
   };
 

@@ -21,6 +21,43 @@ MlpSpec EncoderMlpSpec(const StateSpaceRnnSpec& s) {
                  s.encoder.hidden, s.nx, s.activation, Activation::kLinear};
 }
 
+int FyInputs(const StateSpaceRnnSpec& s) {
+  return s.nx + (s.feedthrough ? s.nu : 0);
+}
+
+// out += L in for column-major L (rows x cols). Plain loops for the same
+// reason as Mlp::ForwardColumn: a few values per simulation step.
+void AddLinear(const double* l, int rows, int cols, const double* in,
+               double* out) {
+  for (int c = 0; c < cols; ++c) {
+    const double* lc = l + c * rows;
+    for (int r = 0; r < rows; ++r) out[r] += lc[r] * in[c];
+  }
+}
+
+// Backward through out = L in: d_in += L^T d_out, grad_l += d_out in^T.
+void LinearBackward(const double* l, int rows, int cols, const double* d_out,
+                    const double* in, double* d_in, double* grad_l) {
+  for (int c = 0; c < cols; ++c) {
+    const double* lc = l + c * rows;
+    double* gc = grad_l + c * rows;
+    double acc = 0.0;
+    for (int r = 0; r < rows; ++r) {
+      acc += lc[r] * d_out[r];
+      gc[r] += d_out[r] * in[c];
+    }
+    d_in[c] += acc;
+  }
+}
+
+// Zero weights and biases of the network's output layer.
+void ZeroOutputLayer(const Mlp& mlp, double* theta) {
+  const Mlp::Layer& last = mlp.layers().back();
+  std::fill_n(theta + last.weight_offset, last.in * last.out, 0.0);
+  if (last.bias_offset >= 0)
+    std::fill_n(theta + last.bias_offset, last.out, 0.0);
+}
+
 }  // namespace
 
 absl::Status ValidateStateSpaceRnnSpec(const StateSpaceRnnSpec& s,
@@ -41,6 +78,14 @@ absl::Status ValidateStateSpaceRnnSpec(const StateSpaceRnnSpec& s,
       ValidateMlpSpec(FxSpec(s), absl::StrCat(name, ".fx"), false));
   SPARROW_RETURN_IF_ERROR(
       ValidateMlpSpec(FySpec(s), absl::StrCat(name, ".fy"), false));
+  if (s.linear && s.output_activation != Activation::kLinear) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        name,
+        ".linear adds C x + D u to the output, so the output activation "
+        "must be linear (got ",
+        ActivationName(s.output_activation),
+        "); drop output_activation or linear"));
+  }
   if (s.initial_state == InitialState::kFree && s.num_traces <= 0) {
     return absl::InvalidArgumentError(
         absl::StrCat(name, ": no training traces"));
@@ -83,7 +128,11 @@ int64_t CountStateSpaceRnnParameters(const StateSpaceRnnSpec& s) {
   } else if (s.initial_state == InitialState::kEncoder) {
     x0 = CountMlpParameters(EncoderMlpSpec(s));
   }
-  return x0 + CountMlpParameters(FxSpec(s)) + CountMlpParameters(FySpec(s));
+  const int64_t linear =
+      s.linear ? int64_t{s.nx} * (s.nx + s.nu) + int64_t{s.ny} * FyInputs(s)
+               : 0;
+  return x0 + CountMlpParameters(FxSpec(s)) + CountMlpParameters(FySpec(s)) +
+         linear;
 }
 
 StateSpaceRnn::StateSpaceRnn(const StateSpaceRnnSpec& spec)
@@ -101,11 +150,19 @@ StateSpaceRnn::StateSpaceRnn(const StateSpaceRnnSpec& spec)
     case InitialState::kZero:
       break;
   }
+  if (spec.linear) {
+    n_ab_ = spec.nx * (spec.nx + spec.nu);
+    n_cd_ = spec.ny * FyInputs(spec);
+  }
   fx_offset_ = x0_size_;
-  fy_offset_ = fx_offset_ + fx_.num_params();
-  num_params_ = fy_offset_ + fy_.num_params();
+  ab_offset_ = spec.linear ? fx_offset_ + fx_.num_params() : -1;
+  fy_offset_ = fx_offset_ + fx_.num_params() + n_ab_;
+  cd_offset_ = spec.linear ? fy_offset_ + fy_.num_params() : -1;
+  num_params_ = fy_offset_ + fy_.num_params() + n_cd_;
   blocks_.push_back({"fx", fx_offset_, fx_.num_params()});
+  if (spec.linear) blocks_.push_back({"AB", ab_offset_, n_ab_});
   blocks_.push_back({"fy", fy_offset_, fy_.num_params()});
+  if (spec.linear) blocks_.push_back({"CD", cd_offset_, n_cd_});
 }
 
 int StateSpaceRnn::warmup() const {
@@ -120,6 +177,10 @@ void StateSpaceRnn::Initialize(double sigma0, Rng* rng, double* theta) const {
   }
   fx_.Initialize(sigma0, rng, theta + fx_offset_);
   fy_.Initialize(sigma0, rng, theta + fy_offset_);
+  if (spec_.linear) {
+    ZeroOutputLayer(fx_, theta + fx_offset_);
+    ZeroOutputLayer(fy_, theta + fy_offset_);
+  }
 }
 
 void StateSpaceRnn::InitialStateOf(const double* theta,
@@ -198,13 +259,22 @@ void StateSpaceRnn::Run(const double* theta, const Eigen::MatrixXd& u, Tape* t,
     std::copy_n(xk, nx, in_y);
     if (spec_.feedthrough) std::copy_n(uk, nu, in_y + nx);
     fy_.ForwardColumn(theta + fy_offset_, k, &t->fy);
+    if (spec_.linear) {
+      // The network's output activation is linear (validated), so adding
+      // to its output leaves its cached derivatives valid.
+      AddLinear(theta + cd_offset_, spec_.ny, static_cast<int>(ny_in), in_y,
+                t->fy.mutable_output().data() + k * spec_.ny);
+    }
     if (k + 1 == t->steps) break;
     double* in_x = t->fx.input().data() + k * nx_in;
     std::copy_n(xk, nx, in_x);
     std::copy_n(uk, nu, in_x + nx);
     fx_.ForwardColumn(theta + fx_offset_, k, &t->fx);
-    std::copy_n(t->fx.output().data() + k * nx_out, nx,
-                t->x.data() + static_cast<Eigen::Index>(k + 1) * nx);
+    double* x_next = t->x.data() + static_cast<Eigen::Index>(k + 1) * nx;
+    std::copy_n(t->fx.output().data() + k * nx_out, nx, x_next);
+    if (spec_.linear) {
+      AddLinear(theta + ab_offset_, nx, static_cast<int>(nx_in), in_x, x_next);
+    }
   }
 }
 
@@ -220,11 +290,21 @@ void StateSpaceRnn::Backward(const double* theta,
     if (k + 1 < t->steps) {
       fx_.BackwardColumn(theta + fx_offset_, k, t->grad_x.data(), &t->fx,
                          t->grad_in_fx.data());
+      if (spec_.linear) {
+        LinearBackward(theta + ab_offset_, nx, fx_.inputs(), t->grad_x.data(),
+                       t->fx.input().col(k).data(), t->grad_in_fx.data(),
+                       grad + ab_offset_);
+      }
     } else {
       t->grad_in_fx.setZero();
     }
     fy_.BackwardColumn(theta + fy_offset_, k, d_out.col(k).data(), &t->fy,
                        t->grad_in_fy.data());
+    if (spec_.linear) {
+      LinearBackward(theta + cd_offset_, spec_.ny, fy_.inputs(),
+                     d_out.col(k).data(), t->fy.input().col(k).data(),
+                     t->grad_in_fy.data(), grad + cd_offset_);
+    }
     t->grad_x = t->grad_in_fy.head(nx) + t->grad_in_fx.head(nx);
   }
   fx_.AccumulateGradient(t->fx, grad + fx_offset_);

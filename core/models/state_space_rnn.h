@@ -3,9 +3,13 @@
 // feedthrough of u into f_y, and an initial state that is either a free
 // variable per training trace, an encoder MLP of past data (eq. 6), or zero.
 //
-// Parameter vector: [x0 block | encoder | theta_x | theta_y], matching the
-// unknown ordering p = [p_x0; p_theta_x; p_theta_y] of the Gauss-Newton rows
-// (ALGORITHMS.md §2.3).
+// Linear-plus-neural (spec.linear): x_{k+1} = A x_k + B u_k + f_x(x_k, u_k),
+// y_k = C x_k + D u_k + f_y(x_k, u_k). [A B] and [C D] are stored column-major
+// right after theta_x and theta_y, so each forms one block with its network:
+//
+// Parameter vector: [x0 block | encoder | theta_x [A B] | theta_y [C D]],
+// matching the unknown ordering p = [p_x0; p_theta_x; p_theta_y] of the
+// Gauss-Newton rows (ALGORITHMS.md §2.3).
 //
 // f_x, f_y and the encoder use Mlp's per-column kernels (ForwardColumn,
 // BackwardColumn, Jacobian) rather than Network's batched layers: they are tiny
@@ -53,6 +57,9 @@ struct StateSpaceRnnSpec {
   InitialState initial_state = InitialState::kFree;
   int num_traces = 1;  // number of free x0 vectors (kFree only)
   EncoderSpec encoder;
+  // Linear terms A x + B u beside f_x and C x + D u beside f_y (D only with
+  // feedthrough). Needs a linear output activation.
+  bool linear = false;
 };
 
 // Checks sizes (nx and the encoder's width at most kMaxLayerWidth and, unless
@@ -105,12 +112,18 @@ class StateSpaceRnn {
   }  // nx * num_traces (kFree), encoder params, or 0
   int fx_offset() const { return fx_offset_; }
   int fy_offset() const { return fy_offset_; }
+  // [A B] (nx x (nx + nu)) and [C D] (ny x fy inputs), column-major; -1
+  // without spec.linear.
+  int ab_offset() const { return ab_offset_; }
+  int cd_offset() const { return cd_offset_; }
   // Samples at the start of every trace that only feed the encoder (max(na,
   // nb); 0 otherwise).
   int warmup() const;
 
   // x0 = 0 and biases 0; Glorot-normal weights scaled by sigma0 (Bemporad Sec.
-  // 5).
+  // 5). With spec.linear, A, B, C, D and the output layers of f_x and f_y are
+  // 0: the caller sets the linear part, and training starts at that linear
+  // model.
   void Initialize(double sigma0, Rng* rng, double* theta) const;
 
   // Simulates training trace `trace` (u: nu x N, y: ny x N; y is read only by
@@ -164,6 +177,7 @@ class StateSpaceRnn {
   std::vector<ParamBlock> blocks_;
   int num_params_ = 0;
   int x0_offset_ = 0, x0_size_ = 0, fx_offset_ = 0, fy_offset_ = 0;
+  int ab_offset_ = -1, cd_offset_ = -1, n_ab_ = 0, n_cd_ = 0;
 };
 
 template <typename KeepGoing>
@@ -202,6 +216,15 @@ inline void RowCombination(const double* coef, int rows, const double* m,
   }
 }
 
+// jac(r, c) += l(r, c) for c < cols: the linear term's input Jacobian (l is
+// column-major with `rows` rows) added to the network's.
+inline void AddLinearJacobian(const double* l, int rows, int cols,
+                              RowMatrixXd* jac) {
+  for (int r = 0; r < rows; ++r) {
+    for (int c = 0; c < cols; ++c) (*jac)(r, c) += l[c * rows + r];
+  }
+}
+
 }  // namespace internal
 
 template <typename Visitor>
@@ -213,9 +236,11 @@ void StateSpaceRnn::OutputJacobians(const double* theta, int trace, Tape* t,
   const int n_fy = fy_.num_params();
   const int n_fx_in = fx_.inputs();
   const int n_fy_in = fy_.inputs();
+  // Columns of the f_x block, [A B] included: M_theta spans them all.
+  const int n_fxl = n_fx + n_ab_;
   t->jac_fy_theta.resize(ny, n_fy);
   t->jac_fy_in.resize(ny, n_fy_in);
-  t->jac_fx_theta.resize(nx, n_fx);
+  t->jac_fx_theta.resize(nx, n_fxl);
   t->jac_fx_in.resize(nx, n_fx_in);
   // M_0x: identity for a free x0, d f_x0 / d theta_x0 for the encoder, nothing
   // for x0 = 0.
@@ -239,11 +264,14 @@ void StateSpaceRnn::OutputJacobians(const double* theta, int trace, Tape* t,
       break;
   }
   t->tmp.resize(nx, n0);
-  t->m_theta.setZero(nx, n_fx);
+  t->m_theta.setZero(nx, n_fxl);
   // Columns of other traces' x0 stay zero.
   t->jac.setZero(ny, num_params_);
   for (int k = 0; k < t->steps; ++k) {
     fy_.Jacobian(theta + fy_offset_, k, &t->fy, t->jac_fy_theta, t->jac_fy_in);
+    const double* in_y = t->fy.input().data() + k * n_fy_in;
+    if (spec_.linear)
+      internal::AddLinearJacobian(theta + cd_offset_, ny, nx, &t->jac_fy_in);
     // Bemporad eq. (8): d yhat_k = J_x M_k + [0 .. d f_y / d theta_y].
     for (int i = 0; i < ny; ++i) {
       const double* jx = t->jac_fy_in.data() + i * n_fy_in;  // first nx
@@ -251,22 +279,37 @@ void StateSpaceRnn::OutputJacobians(const double* theta, int trace, Tape* t,
       if (n0 > 0) {
         internal::RowCombination<false>(jx, nx, t->m_x0.data(), n0, row + col0);
       }
-      internal::RowCombination<false>(jx, nx, t->m_theta.data(), n_fx,
+      internal::RowCombination<false>(jx, nx, t->m_theta.data(), n_fxl,
                                       row + fx_offset_);
       const double* phi_y = t->jac_fy_theta.data() + i * n_fy;
       std::copy(phi_y, phi_y + n_fy, row + fy_offset_);
+      // d y_i / d CD(i, c) = in_y(c); the other rows' entries stay 0.
+      for (int c = 0; c < n_cd_ / ny; ++c)
+        row[cd_offset_ + c * ny + i] = in_y[c];
     }
     visit(k, static_cast<const RowMatrixXd&>(t->jac));
     if (k + 1 == t->steps) break;
     // Bemporad eq. (9): M_{k+1,theta} = F_k M_{k,theta} + Phi_k, M_{k+1,x} =
     // F_k M_{k,x}. Phi_k is in jac_fx_theta: F_k M is added into it and the
     // buffers are swapped.
-    fx_.Jacobian(theta + fx_offset_, k, &t->fx, t->jac_fx_theta, t->jac_fx_in);
+    fx_.Jacobian(theta + fx_offset_, k, &t->fx, t->jac_fx_theta.leftCols(n_fx),
+                 t->jac_fx_in);
+    if (spec_.linear) {
+      // d x+_r / d AB(r, c) = in_x(c); F_k gains A.
+      const double* in_x = t->fx.input().data() + k * n_fx_in;
+      t->jac_fx_theta.rightCols(n_ab_).setZero();
+      for (int r = 0; r < nx; ++r) {
+        for (int c = 0; c < n_fx_in; ++c) {
+          t->jac_fx_theta(r, n_fx + c * nx + r) = in_x[c];
+        }
+      }
+      internal::AddLinearJacobian(theta + ab_offset_, nx, nx, &t->jac_fx_in);
+    }
     for (int r = 0; r < nx; ++r) {
       const double* f = t->jac_fx_in.data() + r * n_fx_in;  // first nx
       internal::RowCombination<true>(
-          f, nx, t->m_theta.data(), n_fx,
-          t->jac_fx_theta.data() + static_cast<Eigen::Index>(r) * n_fx);
+          f, nx, t->m_theta.data(), n_fxl,
+          t->jac_fx_theta.data() + static_cast<Eigen::Index>(r) * n_fxl);
       if (n0 > 0) {
         internal::RowCombination<false>(
             f, nx, t->m_x0.data(), n0,

@@ -47,6 +47,9 @@ class ModelFamily {
   // The model trains on a table of regressors built from the traces (two
   // more copies of the data).
   virtual bool BuildsRegressors() const { return false; }
+  // Whether Setup initializes this model at a fitted linear model (the
+  // trainer then reports that model's fit as Metrics::linear_*).
+  virtual bool StartsAtLinearModel(const ModelConfig&) const { return false; }
 
   // Fills the model's scalings, names and initial parameters from the
   // training data and builds the setup: the model's structures, the scaled

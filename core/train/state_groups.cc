@@ -4,6 +4,23 @@
 
 namespace sparrow::core {
 
+namespace {
+
+// State i's entries of the linear part: column i of A (it reads x_i), row i
+// of [A B] (it writes x_i) and column i of C.
+void AddLinearTerms(const StateSpaceRnn& rnn, int i, std::vector<int>* g) {
+  const int nx = rnn.spec().nx;
+  const int ab_cols = rnn.fx().inputs();
+  for (int r = 0; r < nx; ++r) g->push_back(rnn.ab_offset() + i * nx + r);
+  for (int c = 0; c < ab_cols; ++c) {
+    if (c != i) g->push_back(rnn.ab_offset() + c * nx + i);  // A(i,i) is in
+  }
+  const int ny = rnn.spec().ny;
+  for (int r = 0; r < ny; ++r) g->push_back(rnn.cd_offset() + i * ny + r);
+}
+
+}  // namespace
+
 std::vector<std::vector<int>> StateGroups(const StateSpaceRnn& rnn) {
   const int nx = rnn.spec().nx;
   std::vector<std::vector<int>> groups(nx);
@@ -27,6 +44,7 @@ std::vector<std::vector<int>> StateGroups(const StateSpaceRnn& rnn) {
       if (std::find(g.begin(), g.end(), k) == g.end()) g.push_back(k);
     }
     g.push_back(rnn.fx_offset() + fx_last.bias_offset + i);
+    if (rnn.spec().linear) AddLinearTerms(rnn, i, &g);
   }
   return groups;
 }

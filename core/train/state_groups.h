@@ -11,8 +11,9 @@
 namespace sparrow::core {
 
 // Group i of a state-space RNN: column i of the first fx and fy layers, row i
-// of the last fx layer and entry i of its bias, as parameter indices. Zeroing
-// it removes state i.
+// of the last fx layer and entry i of its bias, and with a linear part column
+// i of A and C and row i of [A B], as parameter indices. Zeroing it removes
+// state i.
 std::vector<std::vector<int>> StateGroups(const StateSpaceRnn& rnn);
 
 // States whose group is not all zero in w.

@@ -178,6 +178,26 @@ absl::Status ApplyInitialParams(const TrainConfig& config, Model* model) {
   return absl::OkStatus();
 }
 
+// The fit on every split of the model as initialized, when that is a fitted
+// linear model (ModelFamily::StartsAtLinearModel).
+absl::Status EvaluateLinearStart(const Model& model, const TrainData& data,
+                                 Metrics* m) {
+  if (!FamilyOf(model.config.kind).StartsAtLinearModel(model.config)) {
+    return absl::OkStatus();
+  }
+  Metrics start;
+  for (int which = 0; which < 3; ++which) {
+    SPARROW_RETURN_IF_ERROR(Evaluate(model, data, which, &start));
+  }
+  m->linear_train_rmse = start.train_rmse;
+  m->linear_validation_rmse = start.validation_rmse;
+  m->linear_test_rmse = start.test_rmse;
+  m->linear_train_bfr = start.train_bfr;
+  m->linear_validation_bfr = start.validation_bfr;
+  m->linear_test_bfr = start.test_bfr;
+  return absl::OkStatus();
+}
+
 // Metrics of the final model on every split, and its structure: sparsity,
 // the model order of a state-space RNN, per-layer sparsity and removed units
 // of an MLP.
@@ -220,6 +240,7 @@ absl::StatusOr<TrainResult> Train(const TrainConfig& config,
   Rng rng(config.seed);
   TrainSetup setup;
   SPARROW_RETURN_IF_ERROR(BuildSetup(config, data, &rng, &model, &setup));
+  SPARROW_RETURN_IF_ERROR(EvaluateLinearStart(model, data, &result.metrics));
   SPARROW_RETURN_IF_ERROR(ApplyInitialParams(config, &model));
 
   ValidationMonitor monitor(&model, config, data, setup.skip, callback);

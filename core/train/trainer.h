@@ -80,6 +80,12 @@ struct Metrics {
   double sparsity_pct = 0.0, remaining_pct = 100.0;
   // State-space RNN: states whose group (Bemporad §4.2) is not all zero.
   double model_order = kNone;
+  // A linear-plus-neural model (state_space_rnn.linear): the fit of the linear
+  // model training started from, i.e. the baseline the network must beat.
+  double linear_train_rmse = kNone, linear_validation_rmse = kNone,
+         linear_test_rmse = kNone;
+  double linear_train_bfr = kNone, linear_validation_bfr = kNone,
+         linear_test_bfr = kNone;
   // mlp / narx_mlp: per weight matrix, and the inputs (NARX lags) and hidden
   // neurons the zero weights removed, by name.
   std::vector<LayerSparsity> layers;

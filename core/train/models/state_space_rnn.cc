@@ -5,6 +5,7 @@
 #include <numeric>
 
 #include "absl/strings/str_cat.h"
+#include "core/sysid/subspace.h"
 #include "core/train/model_registry.h"
 #include "core/train/state_groups.h"
 #include "core/util/status_macros.h"
@@ -47,10 +48,46 @@ absl::Status CheckTraceLengths(const TrainData& data, int warmup) {
   return absl::OkStatus();
 }
 
+// Writes the linear model that PO-MOESP finds in the (scaled) training traces
+// into the linear part of `theta`, and its initial states into the free x0s:
+// training then starts at the best linear model of order nx.
+absl::Status InitializeLinearPart(const StateSpaceRnn& rnn,
+                                  const data::SequenceData& train,
+                                  int block_rows, double* theta) {
+  const StateSpaceRnnSpec& spec = rnn.spec();
+  sysid::SubspaceOptions options;
+  options.nx = spec.nx;
+  options.block_rows = block_rows;
+  options.feedthrough = spec.feedthrough;
+  absl::StatusOr<sysid::LinearStateSpace> fit =
+      sysid::FitSubspace(train.traces, options);
+  if (!fit.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("model.state_space_rnn.linear: ", fit.status().message()));
+  }
+  const int nx = spec.nx;
+  Eigen::Map<Eigen::MatrixXd> ab(theta + rnn.ab_offset(), nx, nx + spec.nu);
+  ab << fit->a, fit->b;
+  Eigen::Map<Eigen::MatrixXd> cd(theta + rnn.cd_offset(), spec.ny,
+                                 rnn.fy().inputs());
+  cd.leftCols(nx) = fit->c;
+  if (spec.feedthrough) cd.rightCols(spec.nu) = fit->d;
+  if (spec.initial_state == InitialState::kFree) {
+    for (size_t t = 0; t < fit->x0.size(); ++t) {
+      Eigen::Map<Eigen::VectorXd>(theta + rnn.x0_offset() + t * nx, nx) =
+          fit->x0[t];
+    }
+  }
+  return absl::OkStatus();
+}
+
 class StateSpaceRnnFamily : public ModelFamily {
  public:
   const char* name() const override { return StateSpaceRnnKind::kName; }
   bool sequence() const override { return true; }
+  bool StartsAtLinearModel(const ModelConfig& config) const override {
+    return Rnn(config).linear;
+  }
 
   absl::Status Check(const TrainConfig& config) const override {
     const int n0 = config.model.as<StateSpaceRnnKind>().x0_estimation_samples;
@@ -94,6 +131,12 @@ class StateSpaceRnnFamily : public ModelFamily {
     SPARROW_RETURN_IF_ERROR(CheckTraceLengths(data, setup->rnn.warmup()));
     model->params.resize(setup->rnn.num_params());
     setup->rnn.Initialize(config.model.init_scale, rng, model->params.data());
+    if (spec.linear) {
+      SPARROW_RETURN_IF_ERROR(InitializeLinearPart(
+          setup->rnn, setup->train_seq,
+          config.model.as<StateSpaceRnnKind>().linear_block_rows,
+          model->params.data()));
+    }
     setup->objective = std::make_unique<SequenceObjective>(
         &setup->rnn, &setup->train_seq.traces, config.loss, config.rho_x0,
         config.rho_theta, config.bptt_window, config.shuffle);

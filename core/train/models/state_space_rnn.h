@@ -17,6 +17,9 @@ struct StateSpaceRnnKind {
   StateSpaceRnnSpec rnn;
   // Samples of a new trace used to estimate a free x0 (Bemporad eq. 30, N0).
   int x0_estimation_samples = 100;
+  // Block rows of the subspace fit that initializes a linear part (rnn.linear);
+  // 0: max(2 nx, 10).
+  int linear_block_rows = 0;
 };
 
 }  // namespace sparrow::core

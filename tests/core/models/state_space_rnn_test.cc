@@ -22,13 +22,14 @@ struct Case {
   bool feedthrough;
   Activation activation;
   Activation output_activation;
+  bool linear = false;
 };
 
 void PrintTo(const Case& c, std::ostream* os) {
   *os << static_cast<int>(c.initial_state)
       << (c.feedthrough ? "_feedthrough_" : "_strict_")
       << ActivationName(c.activation) << "_"
-      << ActivationName(c.output_activation);
+      << ActivationName(c.output_activation) << (c.linear ? "_linear" : "");
 }
 
 class RnnDerivativeTest : public ::testing::TestWithParam<Case> {
@@ -47,11 +48,19 @@ class RnnDerivativeTest : public ::testing::TestWithParam<Case> {
     spec.initial_state = c.initial_state;
     spec.num_traces = 2;
     spec.encoder = EncoderSpec{{4}, 2, 3};
+    spec.linear = c.linear;
     ASSERT_TRUE(ValidateStateSpaceRnnSpec(spec, "rnn").ok());
     rnn_ = StateSpaceRnn(spec);
     Rng rng(5);
     theta_.resize(rnn_.num_params());
     rnn_.Initialize(1.0, &rng, theta_.data());
+    // Initialize leaves the linear part and the output layers at 0; every
+    // parameter must matter for the check.
+    if (c.linear) {
+      for (int i = 0; i < rnn_.num_params(); ++i) {
+        theta_(i) += 0.3 * rng.Normal();
+      }
+    }
     for (int i = 0; i < rnn_.x0_size(); ++i)
       theta_(rnn_.x0_offset() + i) += 0.5 * rng.Normal();
     for (int t = 0; t < 2; ++t) {
@@ -125,7 +134,13 @@ INSTANTIATE_TEST_SUITE_P(
              Activation::kLinear},
         Case{InitialState::kFree, true, Activation::kRelu, Activation::kLinear},
         Case{InitialState::kFree, true, Activation::kLinear,
-             Activation::kLinear}),
+             Activation::kLinear},
+        Case{InitialState::kFree, true, Activation::kTanh, Activation::kLinear,
+             true},
+        Case{InitialState::kEncoder, false, Activation::kTanh,
+             Activation::kLinear, true},
+        Case{InitialState::kZero, true, Activation::kRelu, Activation::kLinear,
+             true}),
     [](const ::testing::TestParamInfo<Case>& info) {
       std::ostringstream name;
       PrintTo(info.param, &name);
@@ -199,6 +214,57 @@ TEST(StateSpaceRnnTest, ValidationRejectsNegativeSizes) {
   spec.fx_hidden = {3};
   spec.nx = 0;
   EXPECT_FALSE(ValidateStateSpaceRnnSpec(spec, "m").ok());
+}
+
+TEST(StateSpaceRnnTest, LinearPartStartsAsThePureLinearModel) {
+  StateSpaceRnnSpec spec;
+  spec.nx = 2;
+  spec.nu = 1;
+  spec.ny = 1;
+  spec.fx_hidden = {5};
+  spec.fy_hidden = {4};
+  spec.initial_state = InitialState::kZero;
+  spec.linear = true;
+  ASSERT_TRUE(ValidateStateSpaceRnnSpec(spec, "rnn").ok());
+  const StateSpaceRnn rnn(spec);
+  // fx on 3 inputs: 3*5+5 + 5*2+2 = 32; [A B] 2x3; fy on 3 inputs (x and the
+  // feedthrough u): 3*4+4 + 4*1+1 = 21; [C D] 1x3.
+  EXPECT_EQ(rnn.num_params(), 32 + 6 + 21 + 3);
+  EXPECT_EQ(rnn.num_params(), CountStateSpaceRnnParameters(spec));
+  Rng rng(1);
+  VectorXd theta(rnn.num_params());
+  rnn.Initialize(1.0, &rng, theta.data());
+  Eigen::Map<MatrixXd> ab(theta.data() + rnn.ab_offset(), 2, 3);
+  Eigen::Map<MatrixXd> cd(theta.data() + rnn.cd_offset(), 1, 3);
+  EXPECT_EQ(ab.norm(), 0.0);
+  EXPECT_EQ(cd.norm(), 0.0);
+  ab << 0.5, 0.1, 1.0,  //
+      -0.2, 0.8, 0.0;
+  cd << 1.0, -1.0, 0.25;
+  const MatrixXd u = testing::RandomMatrix(1, 20, 3);
+  StateSpaceRnn::Tape tape;
+  rnn.Simulate(theta.data(), u, MatrixXd::Zero(1, 20), 0, &tape);
+  Eigen::Vector2d x = Eigen::Vector2d::Zero();
+  for (int k = 0; k < 20; ++k) {
+    const double y = cd(0, 0) * x(0) + cd(0, 1) * x(1) + cd(0, 2) * u(0, k);
+    EXPECT_NEAR(tape.outputs()(0, k), y, 1e-12) << "step " << k;
+    x = ab.leftCols(2) * x + ab.col(2) * u(0, k);
+  }
+}
+
+TEST(StateSpaceRnnTest, LinearPartNeedsALinearOutput) {
+  StateSpaceRnnSpec spec;
+  spec.nx = 2;
+  spec.nu = 1;
+  spec.ny = 1;
+  spec.linear = true;
+  spec.output_activation = Activation::kSigmoid;
+  const absl::Status s =
+      ValidateStateSpaceRnnSpec(spec, "model.state_space_rnn");
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("model.state_space_rnn.linear"), std::string::npos)
+      << s;
+  EXPECT_NE(s.message().find("sigmoid"), std::string::npos) << s;
 }
 
 }  // namespace

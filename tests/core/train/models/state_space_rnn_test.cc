@@ -1,0 +1,124 @@
+// The linear-plus-neural state-space RNN through the trainer: it starts at the
+// subspace fit, reports that fit, and training improves on it.
+#include "core/train/models/state_space_rnn.h"
+
+#include <cmath>
+
+#include "core/train/state_groups.h"
+#include "core/train/trainer.h"
+#include "core/util/random.h"
+#include "gtest/gtest.h"
+
+namespace sparrow::core {
+namespace {
+
+using Eigen::MatrixXd;
+using Eigen::VectorXd;
+
+// A lightly damped oscillator with a cubic stiffness (a discrete Duffing
+// system, like Silverbox) driven by filtered noise: a linear model of order 2
+// explains most of it and misses the cubic part.
+data::SequenceData Duffing(int samples, uint64_t seed) {
+  Rng rng(seed);
+  MatrixXd u(1, samples), y(1, samples);
+  double p = 0.0, v = 0.0, filtered = 0.0;
+  for (int k = 0; k < samples; ++k) {
+    filtered = 0.7 * filtered + 0.3 * rng.Normal();
+    u(0, k) = filtered;
+    y(0, k) = p;
+    const double a = -0.15 * p - 0.1 * v - 0.1 * p * p * p + 0.1 * filtered;
+    v += a;
+    p += v;
+  }
+  data::SequenceData s;
+  s.n_u = 1;
+  s.n_y = 1;
+  s.input_names = {"u"};
+  s.output_names = {"y"};
+  s.traces.push_back({u, y});
+  return s;
+}
+
+TrainConfig LinearPlusNeural(int iterations) {
+  TrainConfig c;
+  StateSpaceRnnSpec& rnn = c.model.kind.emplace<StateSpaceRnnKind>().rnn;
+  rnn.nx = 2;
+  rnn.fx_hidden = {8};
+  rnn.fy_hidden = {8};
+  rnn.linear = true;
+  c.model.init_scale = 0.5;
+  LbfgsOptions lbfgs;
+  lbfgs.stop.max_iterations = iterations;
+  c.optimizer = lbfgs;
+  c.seed = 1;
+  return c;
+}
+
+TEST(LinearPlusNeuralTest, StartsAtTheSubspaceFitAndImprovesOnItOnTestData) {
+  TrainData data;
+  data.train_seq = Duffing(2000, 1);
+  data.test_seq = Duffing(1000, 2);
+  auto result = Train(LinearPlusNeural(300), data, nullptr);
+  ASSERT_TRUE(result.ok()) << result.status();
+  const Metrics& m = result->metrics;
+  // The linear model already explains most of the output...
+  EXPECT_GT(m.linear_train_bfr, 50.0);
+  EXPECT_GT(m.linear_test_bfr, 50.0);
+  EXPECT_TRUE(std::isnan(m.linear_validation_bfr));
+  // ...and the network adds what it misses, on held-out data too.
+  EXPECT_LT(m.test_rmse, 0.5 * m.linear_test_rmse)
+      << "linear " << m.linear_test_rmse << " "
+      << result->summary.BriefReport();
+  EXPECT_GT(m.test_bfr, m.linear_test_bfr);
+}
+
+TEST(LinearPlusNeuralTest, OneStepIsNoWorseThanTheLinearStart) {
+  TrainData data;
+  data.train_seq = Duffing(1000, 1);
+  data.test_seq = Duffing(500, 2);
+  auto result = Train(LinearPlusNeural(1), data, nullptr);
+  ASSERT_TRUE(result.ok()) << result.status();
+  // Training starts at the linear model, and a descent step cannot be worse.
+  EXPECT_GT(result->metrics.linear_train_rmse, 0.0);
+  EXPECT_LE(result->metrics.train_rmse,
+            result->metrics.linear_train_rmse * (1.0 + 1e-9));
+}
+
+TEST(LinearPlusNeuralTest, StateGroupsHoldTheLinearPart) {
+  StateSpaceRnnSpec spec;
+  spec.nx = 3;
+  spec.nu = 1;
+  spec.ny = 2;
+  spec.fx_hidden = {4};
+  spec.fy_hidden = {4};
+  spec.linear = true;
+  const StateSpaceRnn rnn(spec);
+  VectorXd w = VectorXd::Zero(rnn.num_params());
+  EXPECT_EQ(ModelOrder(rnn, w), 0);
+  // Only A(1, 1) non-zero: state 1 is still part of the model.
+  w(rnn.ab_offset() + 1 * 3 + 1) = 0.5;
+  EXPECT_EQ(ModelOrder(rnn, w), 1);
+  // C(1, 2) reads state 2; B(0) writes state 0.
+  w(rnn.cd_offset() + 2 * 2 + 1) = 1.0;
+  w(rnn.ab_offset() + 3 * 3 + 0) = 1.0;
+  EXPECT_EQ(ModelOrder(rnn, w), 3);
+  // Every [A B] and [C D] entry that touches a state belongs to its group,
+  // and D (no state) to none.
+  std::vector<int> owners(rnn.num_params(), 0);
+  for (const std::vector<int>& g : StateGroups(rnn)) {
+    for (int i : g) ++owners[i];
+  }
+  for (int c = 0; c < 4; ++c) {
+    for (int r = 0; r < 3; ++r) {
+      const int expected = c < 3 && c != r ? 2 : 1;  // A(r,c): row r, col c
+      EXPECT_EQ(owners[rnn.ab_offset() + c * 3 + r], expected)
+          << "AB(" << r << "," << c << ")";
+    }
+  }
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_EQ(owners[rnn.cd_offset() + 3 * 2 + r], 0) << "D(" << r << ")";
+  }
+}
+
+}  // namespace
+}  // namespace sparrow::core
