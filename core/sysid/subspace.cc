@@ -185,6 +185,16 @@ absl::Status CheckSizes(const std::vector<data::Trace>& traces, const Sizes& z,
 
 }  // namespace
 
+int64_t SubspaceScratchBytes(int nu, int ny, const SubspaceOptions& options) {
+  const int i = options.block_rows > 0 ? options.block_rows
+                                       : std::max(2 * options.nx, 10);
+  const double rows = 2.0 * i * (static_cast<double>(nu) + ny);
+  // The stacked chunk and the QR's copy of it, R and L.
+  const double doubles = 2.0 * (kChunk + rows) * rows + 2.0 * rows * rows;
+  return static_cast<int64_t>(
+      std::min(doubles * sizeof(double), 4.0e18));  // saturate, not overflow
+}
+
 absl::StatusOr<LinearStateSpace> FitSubspace(
     const std::vector<data::Trace>& traces, const SubspaceOptions& options) {
   if (traces.empty()) {

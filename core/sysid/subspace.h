@@ -54,6 +54,10 @@ struct SubspaceOptions {
 absl::StatusOr<LinearStateSpace> FitSubspace(
     const std::vector<data::Trace>& traces, const SubspaceOptions& options);
 
+// The scratch FitSubspace allocates for nu inputs and ny outputs (the Hankel
+// chunk, its QR and the R factor), in bytes, for memory estimates.
+int64_t SubspaceScratchBytes(int nu, int ny, const SubspaceOptions& options);
+
 // Simulates `model` on inputs u (nu x N) from x0: ny x N outputs.
 Eigen::MatrixXd SimulateLinear(const LinearStateSpace& model,
                                const Eigen::MatrixXd& u,

@@ -58,11 +58,12 @@ absl::StatusOr<MemoryEstimate> EstimateMemory(const TrainConfig& config,
   MemoryEstimate e;
   e.process = Saturate(kProcessBytes);
   // The raw file while it is parsed, the parsed columns, their scaled copies
-  // and the splits; NARX regressors once more.
+  // and the splits; NARX regressors once more; a linear part's subspace fit.
   e.data = Saturate(
       static_cast<double>(std::max<int64_t>(file_bytes, 0)) +
       4 * kDouble * samples * (inputs + outputs) +
-      (family.BuildsRegressors() ? 2 * kDouble * samples * width : 0.0));
+      (family.BuildsRegressors() ? 2 * kDouble * samples * width : 0.0) +
+      family.SetupScratchBytes(config.model, inputs, outputs));
   // Iterate, gradient, best and checkpoint copies, moments, ADMM variables,
   // L-BFGS's correction pairs, and one gradient per minibatch thread.
   const int memory = CorrectionPairs(config.optimizer);

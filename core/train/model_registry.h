@@ -47,6 +47,12 @@ class ModelFamily {
   // The model trains on a table of regressors built from the traces (two
   // more copies of the data).
   virtual bool BuildsRegressors() const { return false; }
+  // Bytes Setup allocates beyond the model and data, freed before training
+  // (a linear part's subspace fit).
+  virtual double SetupScratchBytes(const ModelConfig&, int /*inputs*/,
+                                   int /*outputs*/) const {
+    return 0.0;
+  }
   // Whether Setup initializes this model at a fitted linear model (the
   // trainer then reports that model's fit as Metrics::linear_*).
   virtual bool StartsAtLinearModel(const ModelConfig&) const { return false; }

@@ -35,6 +35,30 @@ TEST(ConfigTest, NormalizationChoosesTheScaling) {
   ExpectError(ToTrainConfig(*spec).status(), "normalization has an unknown");
 }
 
+TEST(ConfigTest, LinearPartAndItsBlockRows) {
+  auto spec = ParseJobSpecJson(kRnnSpec);
+  ASSERT_TRUE(spec.ok());
+  v1::StateSpaceRnnModel* rnn =
+      spec->mutable_model()->mutable_state_space_rnn();
+  rnn->set_linear(true);
+  auto config = ToTrainConfig(*spec);
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_TRUE(config->model.as<core::StateSpaceRnnKind>().rnn.linear);
+  EXPECT_EQ(config->model.as<core::StateSpaceRnnKind>().linear_block_rows, 0);
+  rnn->set_linear_block_rows(rnn->nx());
+  ExpectError(ToTrainConfig(*spec).status(),
+              "model.state_space_rnn.linear_block_rows is 2; it must be more "
+              "than nx (2)");
+  rnn->set_linear_block_rows(201);
+  ExpectError(ToTrainConfig(*spec).status(), "at most 200");
+  rnn->set_linear_block_rows(12);
+  config = ToTrainConfig(*spec);
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->model.as<core::StateSpaceRnnKind>().linear_block_rows, 12);
+  rnn->set_linear(false);
+  ExpectError(ToTrainConfig(*spec).status(), "with linear: true");
+}
+
 TEST(ConfigTest, PrecisionIsFloat64OrFloat32) {
   auto spec = ParseJobSpecJson(kRnnSpec);
   ASSERT_TRUE(spec.ok());

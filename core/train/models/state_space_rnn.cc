@@ -85,6 +85,15 @@ class StateSpaceRnnFamily : public ModelFamily {
  public:
   const char* name() const override { return StateSpaceRnnKind::kName; }
   bool sequence() const override { return true; }
+  double SetupScratchBytes(const ModelConfig& config, int inputs,
+                           int outputs) const override {
+    if (!Rnn(config).linear) return 0.0;
+    sysid::SubspaceOptions options;
+    options.nx = Rnn(config).nx;
+    options.block_rows = config.as<StateSpaceRnnKind>().linear_block_rows;
+    return static_cast<double>(
+        sysid::SubspaceScratchBytes(inputs, outputs, options));
+  }
   bool StartsAtLinearModel(const ModelConfig& config) const override {
     return Rnn(config).linear;
   }

@@ -56,6 +56,20 @@ TEST(MemoryTest, FirstOrderNeedsLittle) {
   EXPECT_LT(e->total, 128 << 20);
 }
 
+// A linear part's subspace fit holds a Hankel chunk of 2048 + rows by rows
+// doubles (rows = 2 x block rows x (inputs + outputs)) and its QR.
+TEST(MemoryTest, LinearPartCountsItsSubspaceFit) {
+  TrainConfig c = Rnn(4, {8}, {8}, AdamOptions());
+  auto without = EstimateMemory(c, 3, 3, 2000, 50000);
+  c.model.as<StateSpaceRnnKind>().rnn.linear = true;
+  c.model.as<StateSpaceRnnKind>().linear_block_rows = 100;
+  auto with = EstimateMemory(c, 3, 3, 2000, 50000);
+  ASSERT_TRUE(without.ok() && with.ok());
+  const double rows = 2.0 * 100 * (3 + 3);
+  EXPECT_GE(static_cast<double>(with->data - without->data),
+            2 * 8.0 * (2048 + rows) * rows);
+}
+
 TEST(MemoryTest, MoreThreadsMoreGaussNewtonMatrices) {
   TrainConfig c = Rnn(20, {30}, {10}, NailsOptions());
   auto one = EstimateMemory(c, 1, 1, 1000, 0);
