@@ -609,6 +609,21 @@ absl::StatusOr<std::vector<std::string>> ParseCsvHeader(
   return ReadHeader(buffer, &lines, &fields);
 }
 
+absl::StatusOr<CsvShape> CheckCsvStructure(std::string_view buffer) {
+  buffer = StripBom(buffer);
+  LineReader lines(buffer);
+  std::vector<Field> fields;
+  CsvShape shape;
+  SPARROW_ASSIGN_OR_RETURN(shape.header, ReadHeader(buffer, &lines, &fields));
+  ColumnPlan no_columns;  // nothing converted; every line is still split
+  no_columns.slot.assign(shape.header.size(), -1);
+  SPARROW_ASSIGN_OR_RETURN(ParsedRows rows,
+                           ReadRows(buffer, &lines, shape.header, no_columns,
+                                    CsvOptions{}, &fields));
+  shape.rows = rows.num_rows;
+  return shape;
+}
+
 absl::StatusOr<CsvTable> ParseCsv(std::string_view buffer,
                                   const CsvOptions& options) {
   buffer = StripBom(buffer);

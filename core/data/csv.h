@@ -110,6 +110,19 @@ absl::StatusOr<CsvTable> ParseCsv(std::string_view buffer,
 absl::StatusOr<CsvTable> ParseCsv(std::string_view buffer,
                                   const CsvOptions& options);
 
+// The header and the number of data rows of a CSV buffer.
+struct CsvShape {
+  std::vector<std::string> header;
+  int64_t rows = 0;
+};
+
+// Checks the structure of a CSV buffer as ParseCsv does (header, one field per
+// column on every line, quotes, blank lines only at the end, at least one data
+// row) without converting any value: what a stored dataset must satisfy, when
+// each job later converts only the columns it selects (text columns, "NA" and
+// empty cells elsewhere are fine). Linear in the buffer size.
+absl::StatusOr<CsvShape> CheckCsvStructure(std::string_view buffer);
+
 // The column names of the header line alone (same checks as ParseCsv: empty
 // buffer, blank first line, empty or duplicate names). Linear in the header's
 // length.

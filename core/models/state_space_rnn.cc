@@ -84,7 +84,8 @@ absl::Status ValidateStateSpaceRnnSpec(const StateSpaceRnnSpec& s,
         ".linear adds C x + D u to the output, so the output activation "
         "must be linear (got ",
         ActivationName(s.output_activation),
-        "); drop output_activation or linear"));
+        ", set or implied by binary cross-entropy); drop linear, or use a "
+        "linear output and a regression loss"));
   }
   if (s.initial_state == InitialState::kFree && s.num_traces <= 0) {
     return absl::InvalidArgumentError(
@@ -180,6 +181,9 @@ void StateSpaceRnn::Initialize(double sigma0, Rng* rng, double* theta) const {
   if (spec_.linear) {
     ZeroOutputLayer(fx_, theta + fx_offset_);
     ZeroOutputLayer(fy_, theta + fy_offset_);
+    if (spec_.initial_state == InitialState::kEncoder) {
+      ZeroOutputLayer(encoder_, theta + x0_offset_);
+    }
   }
 }
 

@@ -121,9 +121,9 @@ class StateSpaceRnn {
   int warmup() const;
 
   // x0 = 0 and biases 0; Glorot-normal weights scaled by sigma0 (Bemporad Sec.
-  // 5). With spec.linear, A, B, C, D and the output layers of f_x and f_y are
-  // 0: the caller sets the linear part, and training starts at that linear
-  // model.
+  // 5). With spec.linear, A, B, C, D and the output layers of f_x, f_y and
+  // the encoder are 0 (an encoder starts at x0 = 0): the caller sets the
+  // linear part, and training starts at that linear model.
   void Initialize(double sigma0, Rng* rng, double* theta) const;
 
   // Simulates training trace `trace` (u: nu x N, y: ny x N; y is read only by

@@ -19,8 +19,8 @@ using Eigen::VectorXd;
 // stacked on top of this many new rows, which bounds memory by the chunk
 // rather than the record.
 constexpr int kChunk = 2048;
-// Rows of [U_f; U_p; Y_p; Y_f]: the factorization holds (kChunk + rows) x rows
-// doubles, 52 MB at this bound.
+// Rows of [U_f; U_p; Y_p; Y_f]: the factorization holds two (kChunk + rows) x
+// rows matrices and two rows x rows ones, about 190 MB at this bound.
 constexpr int kMaxHankelRows = 2000;
 
 struct Sizes {
@@ -91,67 +91,91 @@ double SpectralRadius(const MatrixXd& a) {
   return rho;
 }
 
-// B, D and the initial states by least squares on the simulation error given
-// A and C. The unknowns are [vec B; vec D; x0 of trace 1; ...]; each sample's
-// regressor rows are the output sensitivities C S_k (S_{k+1} = A S_k + dB u_k)
-// and C A^k, accumulated into the normal equations trace by trace so that only
-// the trace's own x0 columns are touched.
+// The normal equations of one trace for [vec B; vec D; x0]: each sample's
+// regressor rows are the output sensitivities C S_k to B (S_{k+1} = A S_k +
+// dB u_k), u_k to D, and C A^k to x0.
+struct TraceEquations {
+  MatrixXd gram;  // (n_bd + nx) squared
+  VectorXd rhs;
+};
+
+TraceEquations TraceNormalEquations(const data::Trace& tr,
+                                    const LinearStateSpace& m, int n_bd,
+                                    bool feedthrough) {
+  const int nx = static_cast<int>(m.a.rows());
+  const int ny = static_cast<int>(m.c.rows());
+  const int nu = static_cast<int>(tr.u.rows());
+  const int n_b = nx * nu;
+  TraceEquations eq{MatrixXd::Zero(n_bd + nx, n_bd + nx),
+                    VectorXd::Zero(n_bd + nx)};
+  MatrixXd phi(ny, n_bd + nx), s = MatrixXd::Zero(nx, n_b), next_s(nx, n_b);
+  MatrixXd x = MatrixXd::Identity(nx, nx), next_x(nx, nx);
+  for (int k = 0; k < tr.length(); ++k) {
+    phi.setZero();
+    phi.leftCols(n_b).noalias() = m.c * s;
+    for (int c = 0; c < nu && feedthrough; ++c) {
+      for (int r = 0; r < ny; ++r) phi(r, n_b + c * ny + r) = tr.u(c, k);
+    }
+    phi.rightCols(nx).noalias() = m.c * x;
+    eq.gram.selfadjointView<Eigen::Lower>().rankUpdate(phi.transpose());
+    eq.rhs.noalias() += phi.transpose() * tr.y.col(k);
+    next_s.noalias() = m.a * s;
+    for (int c = 0; c < nu; ++c) {
+      next_s.block(0, c * nx, nx, nx).diagonal().array() += tr.u(c, k);
+    }
+    s.swap(next_s);
+    next_x.noalias() = m.a * x;
+    x.swap(next_x);
+  }
+  eq.gram = MatrixXd(eq.gram.selfadjointView<Eigen::Lower>());
+  return eq;
+}
+
+// A relative ridge keeps a solve defined when the data do not excite every
+// direction (a constant input, a state a trace never reaches).
+void AddRidge(MatrixXd* gram) {
+  if (gram->size() == 0) return;
+  gram->diagonal().array() += 1e-10 * std::max(gram->diagonal().mean(), 1e-300);
+}
+
+// B, D and (with fit_x0) every trace's initial state by least squares on the
+// simulation error given A and C. Each x0 touches only its own trace's
+// equations, so it is eliminated trace by trace (Schur complement) and
+// recovered after B and D: memory and time stay linear in the traces.
 void FitInputMatrices(const std::vector<data::Trace>& traces, bool feedthrough,
-                      LinearStateSpace* m) {
+                      bool fit_x0, LinearStateSpace* m) {
   const int nx = static_cast<int>(m->a.rows());
   const int ny = static_cast<int>(m->c.rows());
   const int nu = static_cast<int>(traces.front().u.rows());
   const int n_b = nx * nu;
   const int n_bd = n_b + (feedthrough ? ny * nu : 0);
-  const int n_all = n_bd + nx * static_cast<int>(traces.size());
-  MatrixXd gram = MatrixXd::Zero(n_all, n_all);
-  VectorXd rhs = VectorXd::Zero(n_all);
-  MatrixXd phi(ny, n_bd + nx), s(nx, n_b), x(nx, nx), next_s(nx, n_b),
-      next_x(nx, nx);
+  MatrixXd gram = MatrixXd::Zero(n_bd, n_bd);
+  VectorXd rhs = VectorXd::Zero(n_bd);
+  // Per trace: G_xx^-1 G_xb and G_xx^-1 r_x, to recover x0.
+  std::vector<MatrixXd> x_by_bd(traces.size());
+  std::vector<VectorXd> x_free(traces.size());
   for (size_t t = 0; t < traces.size(); ++t) {
-    const data::Trace& tr = traces[t];
-    const int x0_col = n_bd + nx * static_cast<int>(t);
-    MatrixXd local_gram = MatrixXd::Zero(n_bd + nx, n_bd + nx);
-    VectorXd local_rhs = VectorXd::Zero(n_bd + nx);
-    s.setZero();
-    x.setIdentity();
-    for (int k = 0; k < tr.length(); ++k) {
-      phi.setZero();
-      phi.leftCols(n_b).noalias() = m->c * s;
-      for (int c = 0; c < nu && feedthrough; ++c) {
-        for (int r = 0; r < ny; ++r) phi(r, n_b + c * ny + r) = tr.u(c, k);
-      }
-      phi.rightCols(nx).noalias() = m->c * x;
-      local_gram.selfadjointView<Eigen::Lower>().rankUpdate(phi.transpose());
-      local_rhs.noalias() += phi.transpose() * tr.y.col(k);
-      next_s.noalias() = m->a * s;
-      for (int c = 0; c < nu; ++c) {
-        next_s.block(0, c * nx, nx, nx).diagonal().array() += tr.u(c, k);
-      }
-      s.swap(next_s);
-      next_x.noalias() = m->a * x;
-      x.swap(next_x);
-    }
-    local_gram = MatrixXd(local_gram.selfadjointView<Eigen::Lower>());
-    gram.topLeftCorner(n_bd, n_bd) += local_gram.topLeftCorner(n_bd, n_bd);
-    gram.block(0, x0_col, n_bd, nx) += local_gram.topRightCorner(n_bd, nx);
-    gram.block(x0_col, 0, nx, n_bd) += local_gram.bottomLeftCorner(nx, n_bd);
-    gram.block(x0_col, x0_col, nx, nx) += local_gram.bottomRightCorner(nx, nx);
-    rhs.head(n_bd) += local_rhs.head(n_bd);
-    rhs.segment(x0_col, nx) += local_rhs.tail(nx);
+    TraceEquations eq = TraceNormalEquations(traces[t], *m, n_bd, feedthrough);
+    gram += eq.gram.topLeftCorner(n_bd, n_bd);
+    rhs += eq.rhs.head(n_bd);
+    if (!fit_x0) continue;
+    MatrixXd g_xx = eq.gram.bottomRightCorner(nx, nx);
+    AddRidge(&g_xx);
+    const Eigen::LDLT<MatrixXd> solve_x(g_xx);
+    x_by_bd[t] = solve_x.solve(eq.gram.bottomLeftCorner(nx, n_bd));
+    x_free[t] = solve_x.solve(eq.rhs.tail(nx));
+    gram.noalias() -= eq.gram.topRightCorner(n_bd, nx) * x_by_bd[t];
+    rhs.noalias() -= eq.gram.topRightCorner(n_bd, nx) * x_free[t];
   }
-  // A relative ridge keeps the solve defined when an input does not excite
-  // every direction (a constant input, a state the data never reaches).
-  const double ridge = 1e-10 * std::max(gram.diagonal().mean(), 1e-300);
-  gram.diagonal().array() += ridge;
+  AddRidge(&gram);
   const VectorXd theta = gram.ldlt().solve(rhs);
   m->b = Eigen::Map<const MatrixXd>(theta.data(), nx, nu);
   m->d = feedthrough
              ? MatrixXd(Eigen::Map<const MatrixXd>(theta.data() + n_b, ny, nu))
              : MatrixXd::Zero(ny, nu);
-  m->x0.resize(traces.size());
-  for (size_t t = 0; t < traces.size(); ++t) {
-    m->x0[t] = theta.segment(n_bd + nx * static_cast<int>(t), nx);
+  m->x0.assign(traces.size(), VectorXd::Zero(nx));
+  for (size_t t = 0; t < traces.size() && fit_x0; ++t) {
+    m->x0[t] = x_free[t] - x_by_bd[t] * theta;
   }
 }
 
@@ -221,7 +245,7 @@ absl::StatusOr<LinearStateSpace> FitSubspace(
     m.a *= 0.99 / m.spectral_radius;
     m.stabilized = true;
   }
-  FitInputMatrices(traces, options.feedthrough, &m);
+  FitInputMatrices(traces, options.feedthrough, options.fit_initial_states, &m);
   return m;
 }
 

@@ -32,7 +32,7 @@ struct LinearStateSpace {
   Eigen::MatrixXd b;                // nx x nu
   Eigen::MatrixXd c;                // ny x nx
   Eigen::MatrixXd d;                // ny x nu (zero without feedthrough)
-  std::vector<Eigen::VectorXd> x0;  // the initial state of every trace
+  std::vector<Eigen::VectorXd> x0;  // every trace's initial state (or 0)
   // The spectral radius of A as identified, before any stabilization.
   double spectral_radius = 0.0;
   bool stabilized = false;  // A was scaled to a spectral radius below 1
@@ -44,6 +44,9 @@ struct SubspaceOptions {
   // nx. 0: max(2 nx, 10).
   int block_rows = 0;
   bool feedthrough = true;  // false: D = 0
+  // Fit every trace's initial state with B and D; false: x0 = 0 (a model
+  // whose initial state is zero or comes from an encoder).
+  bool fit_initial_states = true;
 };
 
 // The model of order options.nx that PO-MOESP finds in `traces` (all with the

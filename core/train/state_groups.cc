@@ -6,14 +6,15 @@ namespace sparrow::core {
 
 namespace {
 
-// State i's entries of the linear part: column i of A (it reads x_i), row i
-// of [A B] (it writes x_i) and column i of C.
+// State i's entries of the linear part: column i of A and of C (they read
+// x_i) and row i of B (it drives x_i). Groups must not overlap (ADMM's group
+// Lasso copies each entry once), so row i of A stays with the states it
+// reads; zeroing column i of A and C already cuts x_i off the output.
 void AddLinearTerms(const StateSpaceRnn& rnn, int i, std::vector<int>* g) {
   const int nx = rnn.spec().nx;
-  const int ab_cols = rnn.fx().inputs();
   for (int r = 0; r < nx; ++r) g->push_back(rnn.ab_offset() + i * nx + r);
-  for (int c = 0; c < ab_cols; ++c) {
-    if (c != i) g->push_back(rnn.ab_offset() + c * nx + i);  // A(i,i) is in
+  for (int c = nx; c < rnn.fx().inputs(); ++c) {
+    g->push_back(rnn.ab_offset() + c * nx + i);
   }
   const int ny = rnn.spec().ny;
   for (int r = 0; r < ny; ++r) g->push_back(rnn.cd_offset() + i * ny + r);

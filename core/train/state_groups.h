@@ -12,8 +12,8 @@ namespace sparrow::core {
 
 // Group i of a state-space RNN: column i of the first fx and fy layers, row i
 // of the last fx layer and entry i of its bias, and with a linear part column
-// i of A and C and row i of [A B], as parameter indices. Zeroing it removes
-// state i.
+// i of A and C and row i of B, as parameter indices. The groups are disjoint.
+// Zeroing one removes state i.
 std::vector<std::vector<int>> StateGroups(const StateSpaceRnn& rnn);
 
 // States whose group is not all zero in w.

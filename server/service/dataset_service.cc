@@ -58,26 +58,30 @@ absl::StatusOr<v1::Dataset> Describe(absl::string_view content) {
     }
     return meta;
   }
-  auto table =
-      core::data::ParseCsv(std::string_view(content.data(), content.size()));
-  if (!table.ok()) {
+  // Structure only, as a local run reads the file: each job converts the
+  // columns it selects, so a text column, an "NA" or an empty cell elsewhere
+  // is fine; a bad value in a column a job selects fails that job, with the
+  // line and column, when its worker reads the data.
+  auto shape = core::data::CheckCsvStructure(
+      std::string_view(content.data(), content.size()));
+  if (!shape.ok()) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "the upload is not a numeric CSV Sparrow can train on: ",
-        table.status().message(),
-        " (every column must hold finite numbers; drop or encode other "
-        "columns before uploading; image datasets start with the line "
-        "SPARROW-IMAGES 1); nothing was stored"));
+        "the upload is not a CSV file Sparrow can read: ",
+        shape.status().message(),
+        " (a header line, then one line per row with a field for every "
+        "column; image datasets start with the line SPARROW-IMAGES 1); "
+        "nothing was stored"));
   }
   meta.set_format(v1::DATASET_FORMAT_CSV);
-  meta.set_rows(table->num_rows());
-  for (const std::string& c : table->header) meta.add_columns(c);
+  meta.set_rows(shape->rows);
+  for (const std::string& c : shape->header) meta.add_columns(c);
   return meta;
 }
 
 // Streams the chunks of one upload into the spool (UploadSpool: within the
 // bytes-in-flight caps); nothing is stored unless the offsets are contiguous,
 // the size is within the limit, the checksum matches and the content parses:
-// a numeric CSV with UTF-8 names, or an image dataset.
+// a well-formed CSV with UTF-8 names, or an image dataset.
 class UploadReactor : public grpc::ServerReadReactor<v1::UploadDatasetRequest> {
  public:
   UploadReactor(const ServiceDeps& deps, grpc::CallbackServerContext* context,

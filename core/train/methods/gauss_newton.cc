@@ -19,7 +19,9 @@ namespace {
 using PenaltyKind = TrainConfig::Penalty::Kind;
 
 // The parameters the penalty acts on: the state groups for group Lasso, all
-// network weights and biases (theta_x, theta_y) otherwise.
+// network weights and biases (theta_x, theta_y) otherwise. A linear part's
+// [A B] and [C D] are left out: a sparsity or quantization penalty is about
+// the networks, and forcing A..D onto levels would wreck the linear start.
 std::vector<int> PenaltySplit(const TrainConfig::Penalty& p,
                               const StateSpaceRnn& rnn) {
   std::vector<int> split;
@@ -28,7 +30,11 @@ std::vector<int> PenaltySplit(const TrainConfig::Penalty& p,
       split.insert(split.end(), g.begin(), g.end());
     return split;
   }
-  for (int i = rnn.fx_offset(); i < rnn.num_params(); ++i) split.push_back(i);
+  auto add = [&](int offset, int size) {
+    for (int i = offset; i < offset + size; ++i) split.push_back(i);
+  };
+  add(rnn.fx_offset(), rnn.fx().num_params());
+  add(rnn.fy_offset(), rnn.fy().num_params());
   return split;
 }
 

@@ -59,6 +59,8 @@ absl::Status InitializeLinearPart(const StateSpaceRnn& rnn,
   options.nx = spec.nx;
   options.block_rows = block_rows;
   options.feedthrough = spec.feedthrough;
+  // An encoder starts at x0 = 0 (StateSpaceRnn::Initialize), like ZERO.
+  options.fit_initial_states = spec.initial_state == InitialState::kFree;
   absl::StatusOr<sysid::LinearStateSpace> fit =
       sysid::FitSubspace(train.traces, options);
   if (!fit.ok()) {

@@ -611,5 +611,24 @@ TEST(RealDataTest, BeijingPm25KeepsMissingValuesForDropping) {
   EXPECT_EQ(missing, 2067);
 }
 
+TEST(CheckCsvStructureTest, AcceptsAnyValuesAndCountsRows) {
+  auto shape = CheckCsvStructure("t,u,note\n1,2,red\n,NA,\n3,x,\"a,b\"\n\n");
+  ASSERT_TRUE(shape.ok()) << shape.status();
+  EXPECT_EQ(shape->header, (std::vector<std::string>{"t", "u", "note"}));
+  EXPECT_EQ(shape->rows, 3);
+}
+
+TEST(CheckCsvStructureTest, RefusesWhatParseCsvRefusesStructurally) {
+  EXPECT_FALSE(CheckCsvStructure("").ok());
+  EXPECT_FALSE(CheckCsvStructure("u,y\n").ok());
+  EXPECT_FALSE(CheckCsvStructure("u,u\n1,2\n").ok());
+  EXPECT_FALSE(CheckCsvStructure("u,y\n1,2\n\n3,4\n").ok());
+  EXPECT_FALSE(CheckCsvStructure("u,y\n1,\"2\n").ok());
+  auto ragged = CheckCsvStructure("u,y\n1,2\n3,4,5\n");
+  ASSERT_FALSE(ragged.ok());
+  EXPECT_NE(ragged.status().message().find("line 3"), std::string::npos)
+      << ragged.status();
+}
+
 }  // namespace
 }  // namespace sparrow::core::data

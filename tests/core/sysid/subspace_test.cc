@@ -99,6 +99,25 @@ TEST(SubspaceTest, FitsAMimoSystemWithoutFeedthroughUnderOutputNoise) {
   EXPECT_LT((y - fresh.y).norm(), 0.03 * fresh.y.norm());
 }
 
+// Many traces from x0 = 0, fitted without initial states (a model whose x0 is
+// zero or encoded): exact on noise-free data, and every x0 is 0.
+TEST(SubspaceTest, ManyTracesWithoutInitialStates) {
+  const LinearStateSpace truth = Resonance();
+  std::vector<data::Trace> traces;
+  for (int t = 0; t < 200; ++t) {
+    traces.push_back(Record(truth, VectorXd::Zero(2), 60, 0.0, 100 + t));
+  }
+  absl::StatusOr<LinearStateSpace> fit =
+      FitSubspace(traces, {.nx = 2, .fit_initial_states = false});
+  ASSERT_TRUE(fit.ok()) << fit.status();
+  ASSERT_EQ(fit->x0.size(), 200u);
+  for (const VectorXd& x0 : fit->x0) EXPECT_EQ(x0.norm(), 0.0);
+  for (int t : {0, 199}) {
+    const MatrixXd y = SimulateLinear(*fit, traces[t].u, fit->x0[t]);
+    EXPECT_LT((y - traces[t].y).norm(), 1e-6 * traces[t].y.norm());
+  }
+}
+
 TEST(SubspaceTest, ScalesAnUnstableEstimateBelowOne) {
   LinearStateSpace growing = Resonance();
   growing.a *= 1.02 / 0.95;  // poles outside the unit circle

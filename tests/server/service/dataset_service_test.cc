@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "gtest/gtest.h"
 #include "server/service/common.h"
 #include "tests/server/testing/service_fixture.h"
@@ -39,6 +41,35 @@ TEST_F(DatasetServiceTest, UploadStoresContentAddressedMetadata) {
   s = GetDataset(d.id(), &got);
   ASSERT_TRUE(s.ok()) << s.error_message();
   EXPECT_EQ(got.SerializeAsString(), d.SerializeAsString());
+}
+
+// A file as it comes from a logger or a spreadsheet: a text column, an "NA"
+// and an empty cell. The upload checks the structure only, as a local run
+// does; a job reads the columns it selects.
+TEST_F(DatasetServiceTest, UploadKeepsTextAndMissingCells) {
+  const std::vector<std::string> lines =
+      absl::StrSplit(TanksCsv(), '\n', absl::SkipEmpty());
+  std::string csv = "u,y,y2,note\n";
+  for (size_t i = 1; i < lines.size(); ++i) {
+    const std::vector<std::string> uy = absl::StrSplit(lines[i], ',');
+    const std::string y2 = i == 5 ? "NA" : i == 6 ? "" : uy[1];
+    absl::StrAppend(&csv, lines[i], ",", y2, ",", i % 2 ? "red" : "blue", "\n");
+  }
+  v1::UploadDatasetResponse response;
+  grpc::Status s = Upload(csv, &response);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_EQ(response.dataset().rows(), 400);
+  EXPECT_EQ(response.dataset().columns_size(), 4);
+
+  // u -> y trains; u -> y2 fails naming the line and the column.
+  const v1::Job good = SubmitOrDie(SmallSpec(response.dataset().id(), 3));
+  EXPECT_EQ(WaitForFinal(good.id()).state(), v1::Job::SUCCEEDED);
+  v1::JobSpec spec = SmallSpec(response.dataset().id(), 3);
+  spec.mutable_data()->set_outputs(0, "y2");
+  const v1::Job bad = WaitForFinal(SubmitOrDie(spec).id());
+  EXPECT_EQ(bad.state(), v1::Job::FAILED);
+  EXPECT_NE(bad.reason().find("line 6"), std::string::npos) << bad.reason();
+  EXPECT_NE(bad.reason().find("y2"), std::string::npos) << bad.reason();
 }
 
 TEST_F(DatasetServiceTest, ReuploadOfTheSameBytesIsANoOpWhateverTheChunking) {

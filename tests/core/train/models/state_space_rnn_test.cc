@@ -84,6 +84,40 @@ TEST(LinearPlusNeuralTest, OneStepIsNoWorseThanTheLinearStart) {
             result->metrics.linear_train_rmse * (1.0 + 1e-9));
 }
 
+// ADMM penalties with a linear part: group Lasso can zero every state group
+// (the groups are disjoint), and quantization acts on the networks only.
+TEST(LinearPlusNeuralTest, AdmmPenaltiesWithALinearPart) {
+  TrainData data;
+  data.train_seq = Duffing(300, 1);
+  TrainConfig c = LinearPlusNeural(0);
+  c.model.as<StateSpaceRnnKind>().rnn.nx = 3;
+  NailmOptions nailm;
+  nailm.stop.max_iterations = 100;
+  c.optimizer = nailm;
+  c.admm.stop.max_iterations = 20;
+  c.admm.rho = 10.0;
+  c.penalty.kind = TrainConfig::Penalty::Kind::kGroupLasso;
+  c.penalty.tau = 1e6;
+  auto group = Train(c, data, nullptr);
+  ASSERT_TRUE(group.ok()) << group.status();
+  EXPECT_EQ(group->metrics.model_order, 0.0);
+
+  c.penalty.kind = TrainConfig::Penalty::Kind::kQuantization;
+  c.penalty.levels = {-1.0, 0.0, 1.0};
+  auto q = Train(c, data, nullptr);
+  ASSERT_TRUE(q.ok()) << q.status();
+  const StateSpaceRnn rnn(q->model.config.as<StateSpaceRnnKind>().rnn);
+  auto on_level = [](double v) { return v == -1.0 || v == 0.0 || v == 1.0; };
+  for (int i = 0; i < rnn.fx().num_params(); ++i) {
+    EXPECT_TRUE(on_level(q->model.params(rnn.fx_offset() + i))) << i;
+  }
+  int off_level = 0;
+  for (int i = 0; i < 3 * 4; ++i) {
+    off_level += !on_level(q->model.params(rnn.ab_offset() + i));
+  }
+  EXPECT_GT(off_level, 0) << "[A B] was quantized";
+}
+
 TEST(LinearPlusNeuralTest, StateGroupsHoldTheLinearPart) {
   StateSpaceRnnSpec spec;
   spec.nx = 3;
@@ -95,25 +129,24 @@ TEST(LinearPlusNeuralTest, StateGroupsHoldTheLinearPart) {
   const StateSpaceRnn rnn(spec);
   VectorXd w = VectorXd::Zero(rnn.num_params());
   EXPECT_EQ(ModelOrder(rnn, w), 0);
-  // Only A(1, 1) non-zero: state 1 is still part of the model.
-  w(rnn.ab_offset() + 1 * 3 + 1) = 0.5;
+  // Only A(0, 1) non-zero: it reads state 1, which is part of the model.
+  w(rnn.ab_offset() + 1 * 3 + 0) = 0.5;
   EXPECT_EQ(ModelOrder(rnn, w), 1);
-  // C(1, 2) reads state 2; B(0) writes state 0.
+  // C(1, 2) reads state 2; B(0) drives state 0.
   w(rnn.cd_offset() + 2 * 2 + 1) = 1.0;
   w(rnn.ab_offset() + 3 * 3 + 0) = 1.0;
   EXPECT_EQ(ModelOrder(rnn, w), 3);
-  // Every [A B] and [C D] entry that touches a state belongs to its group,
-  // and D (no state) to none.
+  // Every entry of [A B] belongs to exactly one group (ADMM's group Lasso
+  // needs disjoint groups), C to the state it reads, D (no state) to none.
   std::vector<int> owners(rnn.num_params(), 0);
   for (const std::vector<int>& g : StateGroups(rnn)) {
     for (int i : g) ++owners[i];
   }
-  for (int c = 0; c < 4; ++c) {
-    for (int r = 0; r < 3; ++r) {
-      const int expected = c < 3 && c != r ? 2 : 1;  // A(r,c): row r, col c
-      EXPECT_EQ(owners[rnn.ab_offset() + c * 3 + r], expected)
-          << "AB(" << r << "," << c << ")";
-    }
+  for (int k = 0; k < 3 * 4; ++k) {
+    EXPECT_EQ(owners[rnn.ab_offset() + k], 1) << "AB entry " << k;
+  }
+  for (int k = 0; k < 2 * 3; ++k) {
+    EXPECT_EQ(owners[rnn.cd_offset() + k], 1) << "C entry " << k;
   }
   for (int r = 0; r < 2; ++r) {
     EXPECT_EQ(owners[rnn.cd_offset() + 3 * 2 + r], 0) << "D(" << r << ")";
