@@ -216,6 +216,7 @@ sed 's|"csv_path": "[^"]*"|"csv_path": "/nonexistent/tanks.csv"|' "$tmp/quick.js
 sed 's|"csv_path": "[^"]*", ||' "$tmp/quick.json" > "$tmp/nodata.json"
 sed 's/"adam": {"learning_rate": 0.01}/"sgd": {"learning_rate": 1e30}/' "$tmp/quick.json" > "$tmp/diverge.json"
 printf 'u,y\n1,2\nNaN,3\n4,5\n' > "$tmp/nan.csv"
+printf 'u,y\n1,2\n3,4,5\n' > "$tmp/ragged.csv"
 cut -d, -f1 "$tmp/tanks.csv" > "$tmp/only_u.csv"
 cut -d, -f2 "$tmp/tanks.csv" > "$tmp/only_y.csv"
 mkdir "$tmp/adir"
@@ -269,7 +270,8 @@ run sp upload "$tmp/tanks.csv"
 check "upload prints the id alone on stdout" [ $rc -eq 0 -a "$(cat "$tmp/out")" == "$dataset" ]
 expect 0 "already on the server" sp upload "$tmp/tanks.csv"
 expect 2 "cannot read the dataset" sp upload "$tmp/missing.csv"
-expect 2 "NaN" sp upload "$tmp/nan.csv"
+expect 0 "" sp upload "$tmp/nan.csv"  # values are read by the job that selects them
+expect 2 "line 3" sp upload "$tmp/ragged.csv"
 expect 2 "directory" sp upload "$tmp/adir"
 : > "$tmp/empty.csv"
 expect 2 "empty" sp upload "$tmp/empty.csv"
@@ -281,7 +283,7 @@ job1=$(jget "$tmp/out" 'd["job_id"]')
 check "submit --json dataset_id" [ "$(jget "$tmp/out" 'd["dataset_id"]')" == "$dataset" ]
 expect 0 "succeeded" sp submit "$tmp/elsewhere.json" --data "$tmp/tanks.csv" --watch
 expect 2 "cannot read --data" sp submit "$tmp/quick.json" --data "$tmp/missing.csv"
-expect 2 "NaN" sp submit "$tmp/quick.json" --data "$tmp/nan.csv"
+expect 2 "line 3" sp submit "$tmp/quick.json" --data "$tmp/ragged.csv"
 sed "s|\"data\": {|\"data\": {\"dataset_id\": \"$dataset\", |" "$tmp/nodata.json" > "$tmp/by_id.json"
 expect 0 "" sp submit "$tmp/by_id.json" --priority 3
 expect 2 "has no data" sp submit "$tmp/nodata.json"

@@ -62,7 +62,7 @@ TEST_F(ClientTest, ErrorsCarryTheServersCodeAndMessage) {
   EXPECT_EQ(job.status().code(), absl::StatusCode::kNotFound);
   EXPECT_NE(job.status().message().find("job-does-not-exist"),
             std::string::npos);
-  auto bad = client_->Upload("a,b\n1,nan\n", "nan.csv");
+  auto bad = client_->Upload("a,b\n1,2,3\n", "ragged.csv");
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
 }
