@@ -72,18 +72,6 @@ TEST(LinearPlusNeuralTest, StartsAtTheSubspaceFitAndImprovesOnItOnTestData) {
   EXPECT_GT(m.test_bfr, m.linear_test_bfr);
 }
 
-TEST(LinearPlusNeuralTest, OneStepIsNoWorseThanTheLinearStart) {
-  TrainData data;
-  data.train_seq = Duffing(1000, 1);
-  data.test_seq = Duffing(500, 2);
-  auto result = Train(LinearPlusNeural(1), data, nullptr);
-  ASSERT_TRUE(result.ok()) << result.status();
-  // Training starts at the linear model, and a descent step cannot be worse.
-  EXPECT_GT(result->metrics.linear_train_rmse, 0.0);
-  EXPECT_LE(result->metrics.train_rmse,
-            result->metrics.linear_train_rmse * (1.0 + 1e-9));
-}
-
 // ADMM penalties with a linear part: group Lasso can zero every state group
 // (the groups are disjoint), and quantization acts on the networks only.
 TEST(LinearPlusNeuralTest, AdmmPenaltiesWithALinearPart) {
