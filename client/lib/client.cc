@@ -367,9 +367,21 @@ absl::StatusOr<v1::Job> Client::Watch(
           " while watching job ", job_id, " (last seq ", last,
           "); resume later with: sparrow watch ", job_id, " --after ", last));
     }
-    std::this_thread::sleep_for(absl::ToChronoMilliseconds(backoff));
+    WaitBeforeReconnect(backoff);
     backoff = std::min(2 * backoff, options_.max_backoff);
   }
+}
+
+void Client::WaitBeforeReconnect(absl::Duration backoff) const {
+  // A live connection (a draining server answered UNAVAILABLE): back off in
+  // full. A lost one: wait at most `backoff`, but go on as soon as sparrowd
+  // listens again, so a watch resumes within a reconnect of the restart.
+  if (channel_->GetState(/*try_to_connect=*/true) == GRPC_CHANNEL_READY) {
+    std::this_thread::sleep_for(absl::ToChronoMilliseconds(backoff));
+    return;
+  }
+  channel_->WaitForConnected(std::chrono::system_clock::now() +
+                             absl::ToChronoMilliseconds(backoff));
 }
 
 absl::StatusOr<v1::TrainedModel> Client::GetModel(const std::string& job_id) {

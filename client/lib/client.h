@@ -122,6 +122,8 @@ class Client {
   absl::Status WithRetries(
       const std::function<grpc::Status(grpc::ClientContext*)>& call,
       absl::Duration deadline) const;
+  // Between Watch reconnects: up to `backoff`, less if sparrowd is back.
+  void WaitBeforeReconnect(absl::Duration backoff) const;
 
   ClientOptions options_;
   std::shared_ptr<grpc::Channel> channel_;
