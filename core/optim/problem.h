@@ -70,6 +70,12 @@ struct IterationRecord {
   // moments and step count), valid during the call only; null when the
   // iterate and step_size are all there is to it.
   const Eigen::VectorXd* optimizer_state = nullptr;
+  // Set by the trainer when it tracks validation data: the best iterate so
+  // far (valid during the call only), its metric and the reports since. A
+  // checkpoint keeps them, so that a resumed run ends with the same model.
+  const Eigen::VectorXd* best_params = nullptr;
+  double best_validation_metric = std::numeric_limits<double>::infinity();
+  int reports_since_best = 0;
   // Method-specific quantities, e.g. ADMM's primal and dual residuals.
   std::vector<std::pair<std::string, double>> extras;
 };

@@ -7,6 +7,7 @@
 #ifndef SPARROW_CORE_TRAIN_OPTIMIZER_H_
 #define SPARROW_CORE_TRAIN_OPTIMIZER_H_
 
+#include <limits>
 #include <variant>
 
 #include "Eigen/Core"
@@ -52,12 +53,21 @@ bool IsRls(const OptimizerOptions& options);
 // normal equations dominate a job's memory).
 bool UsesGaussNewton(const OptimizerOptions& options);
 
-// Where a resumed run continues: the last checkpoint's step size (learning
-// rate, damping, ...; NaN when none) and the method's internal state
-// (IterationRecord::optimizer_state; empty when none).
+// Where a resumed run continues: a checkpoint of an IterationRecord. The
+// iterations and optimizer seconds done, the iterate, the last step size
+// (learning rate, damping, ...; NaN when none), the method's internal state
+// (IterationRecord::optimizer_state; empty when none) and the trainer's best
+// iterate on validation data (empty when none) with its metric and the
+// reports since.
 struct ResumePoint {
-  double step_size = 0.0;
+  int iteration = 0;
+  double elapsed_seconds = 0.0;
+  Eigen::VectorXd params;
+  double step_size = std::numeric_limits<double>::quiet_NaN();
   Eigen::VectorXd state;
+  Eigen::VectorXd best_params;
+  double best_validation_metric = std::numeric_limits<double>::infinity();
+  int reports_since_best = 0;
 };
 
 // The outcome of a method's run.

@@ -35,7 +35,14 @@ class ValidationMonitor : public IterationCallback {
  public:
   ValidationMonitor(Model* model, const TrainConfig& config,
                     const TrainData& data, int skip, IterationCallback* user)
-      : model_(model), config_(config), data_(data), user_(user), skip_(skip) {
+      : model_(model),
+        config_(config),
+        data_(data),
+        user_(user),
+        skip_(skip),
+        best_(config.resume_best_metric),
+        since_best_(config.resume_reports_since_best),
+        best_params_(config.resume_best_params) {
     const bool sequence = FamilyOf(model->config.kind).sequence();
     active_ = sequence ? !data.validation_seq.traces.empty()
                        : data.validation_table.num_samples() > 0;
@@ -49,6 +56,11 @@ class ValidationMonitor : public IterationCallback {
   CallbackResult OnIteration(IterationRecord* r) override {
     if (active_ && r->params != nullptr && !Validate(r)) {
       return CallbackResult::kAbort;
+    }
+    if (active_) {
+      r->best_params = has_best() ? &best_params_ : nullptr;
+      r->best_validation_metric = best_;
+      r->reports_since_best = since_best_;
     }
     if (epochs_ && r->params != nullptr && !AddEpochMetrics(r)) {
       return CallbackResult::kAbort;
@@ -120,8 +132,8 @@ class ValidationMonitor : public IterationCallback {
   bool test_accuracy_ = false;
   int last_iteration_ = 0;
   double last_seconds_ = 0.0;
-  double best_ = std::numeric_limits<double>::infinity();
-  int since_best_ = 0;
+  double best_;
+  int since_best_;
   Eigen::VectorXd best_params_;
   absl::Status error_;
 };
@@ -173,6 +185,13 @@ absl::Status ApplyInitialParams(const TrainConfig& config, Model* model) {
   if (!config.initial_params.allFinite()) {
     return absl::InvalidArgumentError(
         "the initial parameters contain NaN or Inf");
+  }
+  const Eigen::VectorXd& best = config.resume_best_params;
+  if (best.size() != 0 &&
+      (best.size() != model->params.size() || !best.allFinite())) {
+    return absl::InvalidArgumentError(
+        "the resumed best iterate on validation data does not fit the model "
+        "or is not finite; it comes from a different spec");
   }
   model->params = config.initial_params;
   return absl::OkStatus();

@@ -55,10 +55,14 @@ struct TrainConfig {
   uint64_t seed = 0;
   // Warm start / resume from a checkpoint: when not empty, the optimizer starts
   // from these parameters (the normalized-units vector an IterationRecord
-  // reports) instead of the seeded random initialization. Optimizer-internal
-  // state (Adam moments, Levenberg-Marquardt damping, L-BFGS memory, ADMM and
-  // SBDL variables) starts afresh.
+  // reports) instead of the seeded random initialization. Resume (resume.h)
+  // also sets the method's state and the fields below.
   Eigen::VectorXd initial_params;
+  // Resume: the interrupted run's best iterate on validation data (empty when
+  // none), its metric and the reports since, where validation tracking goes on.
+  Eigen::VectorXd resume_best_params;
+  double resume_best_metric = std::numeric_limits<double>::infinity();
+  int resume_reports_since_best = 0;
 
   absl::Status Validate() const;
 };

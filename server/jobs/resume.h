@@ -8,14 +8,10 @@
 
 namespace sparrow::server {
 
-// Sets up `config` to go on from `checkpoint`: the iterate, the iterations
-// and wall-clock seconds left (stopping.max_seconds covers every attempt),
-// and what a checkpoint restores beyond the iterate — Adam's / SGD's moments
-// and update count, NAILM's damping, B2LD's tolerance, BLInG's step. L-BFGS's
-// memory, NAILS's line search, ADMM's duals and SBDL's hyperparameters start
-// afresh (docs/service.md). DATA_LOSS for a checkpoint that cannot come from
-// a run of this job (negative or non-finite counters, non-finite values);
-// the trainer checks the number of parameters.
+// Sets up `config` to go on from `checkpoint` (core::Resume): the resumed
+// attempt ends with the model of the uninterrupted run. DATA_LOSS for a
+// checkpoint that cannot come from a run of this job (negative or non-finite
+// counters, non-finite values); the trainer checks the number of parameters.
 absl::Status ApplyCheckpoint(const v1::JobCheckpoint& checkpoint,
                              core::TrainConfig* config);
 

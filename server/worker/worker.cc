@@ -24,6 +24,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "core/train/memory.h"
+#include "core/train/resume.h"
 #include "core/train/trainer.h"
 #include "server/jobs/resume.h"
 #include "server/worker/pipe.h"
@@ -189,11 +190,7 @@ class JobCallback : public core::IterationCallback {
   core::CallbackResult OnIteration(core::IterationRecord* r) override {
     const absl::Time now = absl::Now();
     Record(*r, now);
-    last_.iteration = iteration_offset_ + r->iteration;
-    last_.elapsed = elapsed_offset_ + r->elapsed_seconds;
-    if (r->params != nullptr) last_.params = *r->params;
-    if (r->optimizer_state != nullptr) last_.state = *r->optimizer_state;
-    last_.step = r->step_size;
+    core::KeepCheckpoint(*r, iteration_offset_, elapsed_offset_, &last_);
     // Progress may be reported every few iterations (stopping.report_every):
     // checkpoint at the first report at least checkpoint_every past the last
     // (and at least checkpoint_min_seconds after it).
@@ -238,12 +235,19 @@ class JobCallback : public core::IterationCallback {
       std::lock_guard<std::mutex> lock(sent_mu_);
       if (sent_.params.size() == 0) return;
       c.set_iteration(sent_.iteration);
-      c.set_elapsed_seconds(sent_.elapsed);
+      c.set_elapsed_seconds(sent_.elapsed_seconds);
       c.mutable_params()->Add(sent_.params.data(),
                               sent_.params.data() + sent_.params.size());
       c.mutable_optimizer_state()->Add(sent_.state.data(),
                                        sent_.state.data() + sent_.state.size());
-      if (std::isfinite(sent_.step)) c.set_step_size(sent_.step);
+      if (std::isfinite(sent_.step_size)) c.set_step_size(sent_.step_size);
+      if (sent_.best_params.size() > 0) {
+        c.mutable_best_params()->Add(
+            sent_.best_params.data(),
+            sent_.best_params.data() + sent_.best_params.size());
+        c.set_best_validation_metric(sent_.best_validation_metric);
+        c.set_reports_since_best(sent_.reports_since_best);
+      }
     }
     channel_->Send(report);
   }
@@ -303,15 +307,9 @@ class JobCallback : public core::IterationCallback {
 
   // What a checkpoint holds: of the last iteration, and of the last one
   // whose event was sent (for the control thread, under sent_mu_).
-  struct Snapshot {
-    Eigen::VectorXd params, state;
-    double step = std::numeric_limits<double>::quiet_NaN();
-    int iteration = 0;
-    double elapsed = 0.0;
-  };
-  Snapshot last_;
+  core::ResumePoint last_;
   std::mutex sent_mu_;
-  Snapshot sent_;
+  core::ResumePoint sent_;
   int checkpoint_iteration_;  // of the last checkpoint
   absl::Time last_checkpoint_ = absl::InfinitePast();
 };

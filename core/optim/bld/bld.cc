@@ -11,6 +11,7 @@
 #include "LBFGS.h"
 #include "absl/strings/str_cat.h"
 #include "core/models/layers/dense.h"
+#include "core/optim/internal/epoch_seed.h"
 #include "core/optim/internal/run_monitor.h"
 #include "core/util/random.h"
 
@@ -190,7 +191,6 @@ class B2ldRun {
   Summary summary_;
   internal::RunMonitor monitor_;
   LBFGSpp::LBFGSParam<double> param_;
-  Rng rng_;
   double f_ = 0.0;
   double epsilon_ = 0.0;
   VectorXd grad_;           // the full gradient at the end of the last sweep
@@ -205,8 +205,7 @@ B2ldRun::B2ldRun(const B2ldOptions& options, LayeredObjective& objective,
       layers_(objective.num_layers()),
       st_(stats != nullptr ? *stats : local_stats_),
       monitor_(options.stop, callback, &summary_),
-      param_(BlockSolverParam(options)),
-      rng_(options.seed) {
+      param_(BlockSolverParam(options)) {
   st_.updates.assign(layers_, 0);
   st_.lbfgs_accepted.assign(layers_, 0);
   st_.armijo_used.assign(layers_, 0);
@@ -227,7 +226,9 @@ Summary B2ldRun::Run() {
     const double f_start = f_;
     SweepTally tally;
     if (options_.order != LayerOrder::kReshuffled) FoldSkippedSweeps(&sweep);
-    for (int l : LayerSequence(options_.order, layers_, &rng_)) {
+    Rng rng(internal::EpochSeed(options_.seed,
+                                options_.iterations_before + sweep - 1));
+    for (int l : LayerSequence(options_.order, layers_, &rng)) {
       if (options_.stop.max_seconds > 0 &&
           monitor_.Elapsed() >= options_.stop.max_seconds) {
         tally.out_of_time = true;
@@ -451,11 +452,15 @@ Summary MinimizeBling(const BlingOptions& options, LayeredObjective& objective,
   }
   std::vector<int> order(rows);
   std::iota(order.begin(), order.end(), 0);
-  Rng rng(options.seed);
-  const std::vector<int> sequence = LayerSequence(options.order, layers, &rng);
+  Rng layer_rng(options.seed);
+  const std::vector<int> sequence =
+      LayerSequence(options.order, layers, &layer_rng);
   VectorXd g;
   for (int epoch = 1;; ++epoch) {
+    Rng rng(internal::EpochSeed(options.seed,
+                                options.iterations_before + epoch - 1));
     if (options.minibatch == MinibatchOrder::kReshuffled) {
+      std::iota(order.begin(), order.end(), 0);
       for (int i = rows - 1; i > 0; --i) {
         std::swap(order[i], order[static_cast<int>(rng.Uniform() * (i + 1))]);
       }

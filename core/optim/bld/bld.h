@@ -48,7 +48,10 @@ struct B2ldOptions {
   // Iterations are sweeps over the layers; the tolerance is not used (B2LD
   // has its own tests, gradient_tolerance and relative_decrease).
   StopRules stop;
-  uint64_t seed = 0;  // kReshuffled order
+  uint64_t seed =
+      0;  // kReshuffled order: each sweep's depends on (seed, sweep)
+  // Resume: sweeps done before (the checkpoint's iteration).
+  int iterations_before = 0;
   // rho of f, the weight decay of the objective the trainer builds (not used
   // by MinimizeB2ld itself): 0 = 1e-3 / n (the paper's), < 0 = none.
   double rho = 0.0;
@@ -91,8 +94,10 @@ struct BlingOptions {
   bool simultaneous = false;
   // Iterations are epochs (passes over the data); the tolerance is not used.
   StopRules stop;
-  uint64_t seed = 0;
-  double rho = 0.0;  // as B2ldOptions::rho
+  uint64_t seed = 0;  // each epoch's minibatch order depends on (seed, epoch)
+  double rho = 0.0;   // as B2ldOptions::rho
+  // Resume: epochs done before (the checkpoint's iteration).
+  int iterations_before = 0;
 
   absl::Status Validate() const;
 };

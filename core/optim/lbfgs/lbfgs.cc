@@ -2,8 +2,10 @@
 
 #include <LBFGS.h>
 
+#include <algorithm>
 #include <cmath>
-#include <optional>
+#include <exception>
+#include <limits>
 
 #include "absl/strings/str_cat.h"
 #include "core/optim/internal/run_monitor.h"
@@ -11,53 +13,208 @@
 namespace sparrow::core {
 namespace {
 
-// Thrown from inside the objective to unwind LBFGS++ when the run must stop.
-struct StopRequest {
-  Termination termination;
-};
+using Eigen::VectorXd;
 
+// The objective as LBFGS++'s line search calls it. A non-finite value or
+// gradient is rejected (the line search backtracks on a larger value); the
+// lowest value evaluated is kept for a line search that fails.
 class Adapter {
  public:
-  Adapter(Objective& objective, internal::RunMonitor* monitor)
-      : objective_(objective), monitor_(monitor) {}
+  explicit Adapter(Objective& objective) : objective_(objective) {}
 
-  double operator()(const Eigen::VectorXd& w, Eigen::VectorXd& grad) {
-    double f = objective_.Evaluate(w, &grad);
+  double operator()(const VectorXd& w, VectorXd& grad) {
+    const double f = objective_.Evaluate(w, &grad);
     if (!std::isfinite(f) || !grad.allFinite()) {
-      // Reject the point: LBFGS++'s line search backtracks on a larger value.
       grad.setZero();
       return std::numeric_limits<double>::infinity();
     }
-    if (!has_best_) initial_ = f;
     if (!has_best_ || f < best_) {
-      const double previous =
-          has_best_ ? best_ : std::numeric_limits<double>::infinity();
       has_best_ = true;
       best_ = f;
       best_w_ = w;
-      ++iterations_;
-      if (iterations_ > 1) {
-        const auto stop =
-            monitor_->EndIteration(iterations_ - 1, previous, f, 0.0, w);
-        if (stop) throw StopRequest{*stop};
-      }
     }
     return f;
   }
 
   bool has_best() const { return has_best_; }
   double best() const { return best_; }
-  double initial() const { return initial_; }
-  const Eigen::VectorXd& best_w() const { return best_w_; }
+  const VectorXd& best_w() const { return best_w_; }
 
  private:
   Objective& objective_;
-  internal::RunMonitor* monitor_;
   bool has_best_ = false;
   double best_ = 0.0;
-  double initial_ = 0.0;
-  int iterations_ = 0;
-  Eigen::VectorXd best_w_;
+  VectorXd best_w_;
+};
+
+// The correction pairs, oldest first, as the reported state
+// [count, s_1 .. s_count, y_1 .. y_count]: what a resumed run needs to go on
+// exactly where the run was.
+int PairCount(const VectorXd& state, Eigen::Index n, int memory) {
+  if (state.size() < 1 || n == 0) return 0;
+  const double c = state(0);
+  if (!(c >= 1 && c <= memory) || c != std::floor(c)) return 0;
+  const int count = static_cast<int>(c);
+  return state.size() == 1 + 2 * count * n ? count : 0;
+}
+
+// Appends the pair (s, y), dropping the oldest one beyond `memory`.
+void PushPair(int memory, const VectorXd& s, const VectorXd& y,
+              VectorXd* state) {
+  const Eigen::Index n = s.size();
+  const int count = PairCount(*state, n, memory);
+  if (count < memory) {
+    const Eigen::Index ys = count * n;
+    state->conservativeResize(1 + 2 * (count + 1) * n);
+    // Move the y block up by one pair to make room for s.
+    std::copy_backward(state->data() + 1 + ys, state->data() + 1 + 2 * ys,
+                       state->data() + 1 + 2 * ys + n);
+    state->segment(1 + ys, n) = s;
+    state->segment(1 + (count + 1) * n + ys, n) = y;
+    (*state)(0) = count + 1;
+    return;
+  }
+  const Eigen::Index block = memory * n;
+  for (Eigen::Index start : {Eigen::Index{1}, 1 + block}) {
+    double* b = state->data() + start;
+    std::copy(b + n, b + block, b);
+  }
+  state->segment(1 + block - n, n) = s;
+  state->segment(1 + 2 * block - n, n) = y;
+}
+
+// LBFGS++'s solver loop (LBFGSSolver::minimize), with its Hessian
+// approximation and Nocedal-Wright line search, written out so that each
+// iteration reports progress and its correction pairs: LBFGSSolver keeps them
+// private, and a resumed run must restore them to continue bit for bit.
+class LbfgsRun {
+ public:
+  LbfgsRun(const LbfgsOptions& options, Objective& objective,
+           IterationCallback* callback)
+      : options_(options),
+        adapter_(objective),
+        monitor_(Rules(options), callback, &summary_) {
+    param_.m = options.memory;
+    param_.epsilon = options.gradient_tolerance;
+    param_.epsilon_rel = options.gradient_tolerance;
+    param_.max_linesearch = options.max_line_search;
+    param_.linesearch = LBFGSpp::LBFGS_LINESEARCH_BACKTRACKING_STRONG_WOLFE;
+    monitor_.set_state(&state_);
+  }
+
+  Summary Run(VectorXd* w) {
+    Iterate(w);
+    if (adapter_.has_best()) {
+      summary_.initial_loss = initial_;
+      if (!accepted_) *w = adapter_.best_w();
+      summary_.final_loss = accepted_ ? fx_ : adapter_.best();
+    } else {
+      termination_ = Termination::kDiverged;
+      summary_.message = "the objective is not finite at the starting point";
+    }
+    // The last iteration when it fell between reports (the history ends
+    // with the outcome).
+    if (summary_.history.empty() ||
+        summary_.history.back().iteration != summary_.iterations) {
+      IterationRecord r;
+      r.iteration = summary_.iterations;
+      r.elapsed_seconds = monitor_.OptimizerSeconds();
+      r.loss = summary_.final_loss;
+      summary_.history.push_back(r);
+    }
+    monitor_.Finish(termination_);
+    return summary_;
+  }
+
+ private:
+  static StopRules Rules(const LbfgsOptions& options) {
+    StopRules rules = options.stop;
+    rules.tolerance = 0.0;  // LBFGS++'s relative test, in Converged()
+    return rules;
+  }
+
+  bool Converged(const VectorXd& x, double previous) const {
+    const double g = grad_.norm();
+    if (g <= param_.epsilon || g <= param_.epsilon_rel * x.norm()) return true;
+    const double tol = options_.stop.tolerance;
+    return tol > 0 &&
+           std::abs(previous - fx_) <=
+               tol * std::max({std::abs(fx_), std::abs(previous), 1.0});
+  }
+
+  void Iterate(VectorXd* x) {
+    const Eigen::Index n = x->size();
+    fx_ = adapter_(*x, grad_);
+    initial_ = fx_;
+    if (!std::isfinite(fx_)) return;
+    bfgs_.reset(static_cast<int>(n), options_.memory);
+    const int pairs = PairCount(options_.initial_state, n, options_.memory);
+    if (pairs > 0) state_ = options_.initial_state;
+    for (int i = 0; i < pairs; ++i) {
+      bfgs_.add_correction(state_.segment(1 + i * n, n),
+                           state_.segment(1 + (pairs + i) * n, n));
+    }
+    if (Converged(*x, std::numeric_limits<double>::quiet_NaN())) return;
+    double step = 1.0;
+    if (pairs > 0) {
+      bfgs_.apply_Hv(grad_, -1.0, drt_);
+    } else {
+      drt_ = -grad_;
+      step = 1.0 / drt_.norm();
+    }
+    for (int k = 1;; ++k) {
+      xp_ = *x;
+      gradp_ = grad_;
+      const double previous = fx_;
+      try {
+        LBFGSpp::LineSearchNocedalWright<double>::LineSearch(
+            adapter_, fx_, *x, grad_, step, drt_, xp_, param_);
+      } catch (const std::exception& e) {
+        // The line search failed: the lowest point evaluated is kept.
+        accepted_ = false;
+        termination_ = Termination::kLineSearchFailure;
+        summary_.message = e.what();
+        return;
+      }
+      if (!std::isfinite(fx_)) {
+        // The line search can end on a rejected (non-finite) trial point.
+        accepted_ = false;
+        termination_ = Termination::kLineSearchFailure;
+        summary_.message =
+            "the line search ended on a point where the loss is not finite; "
+            "the best finite iterate is kept";
+        return;
+      }
+      const bool converged = Converged(*x, previous);
+      if (!converged) {
+        s_ = *x - xp_;
+        y_ = grad_ - gradp_;
+        bfgs_.add_correction(s_, y_);
+        PushPair(options_.memory, s_, y_, &state_);
+        bfgs_.apply_Hv(grad_, -1.0, drt_);
+        step = 1.0;
+      }
+      if (const auto stop = monitor_.EndIteration(k, previous, fx_, 0.0, *x)) {
+        termination_ = *stop;
+        return;
+      }
+      if (converged) {
+        termination_ = Termination::kConverged;
+        return;
+      }
+    }
+  }
+
+  const LbfgsOptions& options_;
+  Adapter adapter_;
+  Summary summary_;
+  internal::RunMonitor monitor_;
+  LBFGSpp::LBFGSParam<double> param_;
+  LBFGSpp::BFGSMat<double> bfgs_;
+  Termination termination_ = Termination::kConverged;
+  bool accepted_ = true;
+  double fx_ = 0.0, initial_ = 0.0;
+  VectorXd grad_, gradp_, xp_, drt_, s_, y_, state_;
 };
 
 }  // namespace
@@ -79,66 +236,7 @@ absl::Status LbfgsOptions::Validate() const {
 
 Summary MinimizeLbfgs(const LbfgsOptions& options, Objective& objective,
                       Eigen::VectorXd* w, IterationCallback* callback) {
-  Summary summary;
-  // The tolerance test runs inside LBFGS++ (past/delta); the monitor handles
-  // the rest.
-  StopRules rules = options.stop;
-  rules.tolerance = 0.0;
-  internal::RunMonitor monitor(rules, callback, &summary);
-  LBFGSpp::LBFGSParam<double> param;
-  param.m = options.memory;
-  param.epsilon = options.gradient_tolerance;
-  param.epsilon_rel = options.gradient_tolerance;
-  param.max_iterations = options.stop.max_iterations;
-  param.max_linesearch = options.max_line_search;
-  param.linesearch = LBFGSpp::LBFGS_LINESEARCH_BACKTRACKING_STRONG_WOLFE;
-  if (options.stop.tolerance > 0.0) {
-    param.past = 1;
-    param.delta = options.stop.tolerance;
-  }
-  LBFGSpp::LBFGSSolver<double, LBFGSpp::LineSearchNocedalWright> solver(param);
-  Adapter adapter(objective, &monitor);
-  Eigen::VectorXd x = *w;
-  double fx = 0.0;
-  Termination termination = Termination::kConverged;
-  try {
-    const int k = solver.minimize(adapter, x, fx);
-    termination = k >= options.stop.max_iterations ? Termination::kMaxIterations
-                                                   : Termination::kConverged;
-    if (!std::isfinite(fx)) {
-      // LBFGS++ 0.1 can end its line search on a rejected (non-finite) trial
-      // point, whose zero gradient then passes the convergence test.
-      termination = Termination::kLineSearchFailure;
-      summary.message =
-          "the line search ended on a point where the loss is not finite; "
-          "the best finite iterate is kept";
-    }
-  } catch (const StopRequest& stop) {
-    termination = stop.termination;
-  } catch (const std::exception& e) {
-    // LBFGS++ signals line-search trouble by exception; the best point so far
-    // is kept.
-    termination = Termination::kLineSearchFailure;
-    summary.message = e.what();
-  }
-  if (adapter.has_best()) {
-    *w = adapter.best_w();
-    summary.initial_loss = adapter.initial();
-    summary.final_loss = adapter.best();
-  } else {
-    termination = Termination::kDiverged;
-    summary.message = "the objective is not finite at the starting point";
-  }
-  if (summary.history.empty() ||
-      summary.history.back().loss != summary.final_loss) {
-    IterationRecord r;
-    r.iteration = summary.iterations;
-    r.elapsed_seconds = monitor.OptimizerSeconds();
-    r.loss = summary.final_loss;
-    summary.history.push_back(r);
-  }
-  monitor.Finish(termination);
-  return summary;
+  return LbfgsRun(options, objective, callback).Run(w);
 }
 
 }  // namespace sparrow::core

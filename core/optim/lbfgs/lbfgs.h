@@ -1,11 +1,9 @@
-// Full-batch L-BFGS through LBFGS++ (Nocedal-Wright strong-Wolfe line search),
-// with Sparrow's progress, cancellation and deadline rules.
-//
-// LBFGS++ has no iteration callback and reports failures by exception; this
-// wrapper reports progress whenever the objective reaches a new best value (one
-// record per accepted line-search point), stops the solver by throwing from
-// inside the objective when the callback or the deadline says so, and turns
-// LBFGS++'s exceptions into Summary terminations.
+// Full-batch L-BFGS with LBFGS++'s Hessian approximation and Nocedal-Wright
+// strong-Wolfe line search, with Sparrow's progress, cancellation and deadline
+// rules. One iteration is one line search; each reports its correction pairs
+// as the optimizer state, so that a resumed run continues bit for bit. A
+// failed line search (LBFGS++ reports it by exception) ends the run with the
+// lowest point evaluated.
 #ifndef SPARROW_CORE_OPTIM_LBFGS_LBFGS_H_
 #define SPARROW_CORE_OPTIM_LBFGS_LBFGS_H_
 
@@ -24,6 +22,9 @@ struct LbfgsOptions {
   // Iterations are LBFGS++ iterations; the tolerance test is LBFGS++'s
   // relative one, |f_prev - f| <= tolerance * max(|f|, |f_prev|, 1).
   StopRules stop;
+  // Resume: a state reported in IterationRecord::optimizer_state (the
+  // correction pairs); empty or not matching = start without memory.
+  Eigen::VectorXd initial_state;
 
   absl::Status Validate() const;
 };

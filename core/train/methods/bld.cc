@@ -92,13 +92,17 @@ absl::StatusOr<MethodResult> RunMethod(const BlingOptions& options,
   return RunLayered(options, config, setup, w, callback, MinimizeBling);
 }
 
+// The tolerance (B2LD) or step (BLInG) goes on from the checkpoint's, and the
+// random orders from its sweep or epoch.
 void ResumeMethod(const ResumePoint& point, const TrainConfig&,
                   B2ldOptions* options) {
   if (UsableStep(point)) options->epsilon0 = point.step_size;
+  options->iterations_before = point.iteration;
 }
 void ResumeMethod(const ResumePoint& point, const TrainConfig&,
                   BlingOptions* options) {
   if (UsableStep(point)) options->alpha0 = point.step_size;
+  options->iterations_before = point.iteration;
 }
 
 }  // namespace sparrow::core

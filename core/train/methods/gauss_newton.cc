@@ -166,13 +166,15 @@ absl::StatusOr<MethodResult> RunMethod(const NailmOptions& options,
 
 // NAILS's line search starts afresh every epoch: nothing to carry.
 void ResumeMethod(const ResumePoint&, const TrainConfig&, NailsOptions*) {}
-// NAILM's damping continues from the checkpoint's (its step size). Under ADMM
-// the step size reported is the ADMM iteration's, not a damping.
+// NAILM's damping continues from the checkpoint's: the step size reported is
+// the damping of the accepted step, and the next epoch starts from it divided
+// by c3, as in the uninterrupted run. Under ADMM the step size reported is the
+// ADMM iteration's, not a damping.
 void ResumeMethod(const ResumePoint& point, const TrainConfig& config,
                   NailmOptions* options) {
   if (std::isfinite(point.step_size) && point.step_size > 0 &&
       config.penalty.kind == PenaltyKind::kNone) {
-    options->lambda0 = point.step_size;
+    options->lambda0 = point.step_size / options->c3;
   }
 }
 

@@ -18,7 +18,10 @@ absl::StatusOr<MethodResult> RunMethod(const LbfgsOptions& options,
   return result;
 }
 
-// L-BFGS's memory starts afresh from the checkpoint's iterate.
-void ResumeMethod(const ResumePoint&, const TrainConfig&, LbfgsOptions*) {}
+// L-BFGS goes on with the checkpoint's correction pairs.
+void ResumeMethod(const ResumePoint& point, const TrainConfig&,
+                  LbfgsOptions* options) {
+  options->initial_state = point.state;
+}
 
 }  // namespace sparrow::core

@@ -15,6 +15,7 @@ TEST(LbfgsTest, MinimizesRosenbrock) {
   EXPECT_LT((w - Eigen::VectorXd::Ones(10)).norm(), 1e-5) << s.BriefReport();
   EXPECT_LT(s.final_loss, 1e-10);
   EXPECT_FALSE(s.history.empty());
+  EXPECT_LT(s.iterations, 100) << s.BriefReport();  // 79 (2026-11-27)
 }
 
 TEST(LbfgsTest, SolvesLeastSquares) {

@@ -92,7 +92,8 @@ TEST(OptimizerTest, ResumeCarriesWhatEachMethodKeeps) {
   EXPECT_EQ(std::get<AdamOptions>(c.optimizer).initial_state, p.state);
   c.optimizer = NailmOptions();
   ResumeMethod(p, &c);
-  EXPECT_EQ(std::get<NailmOptions>(c.optimizer).lambda0, 0.25);
+  EXPECT_EQ(std::get<NailmOptions>(c.optimizer).lambda0,
+            0.25 / NailmOptions().c3);
   c.optimizer = B2ldOptions();
   ResumeMethod(p, &c);
   EXPECT_EQ(std::get<B2ldOptions>(c.optimizer).epsilon0, 0.25);

@@ -693,9 +693,16 @@ TEST_F(JobAuthTest, QueueAboveMaxQueuedPerTenantIsResourceExhausted) {
 
 // ---- graceful shutdown and restart ----
 
+// The resumed job also ends with the uninterrupted run's model, bit for bit,
+// including the choice of the best iterate on validation data.
 TEST_F(JobServiceTest, ShutdownCheckpointsARunningJobThatTheRestartResumes) {
   constexpr int kEpochs = 1500;
-  const v1::Job job = SubmitOrDie(SmallSpec(dataset_, kEpochs));
+  v1::JobSpec spec = SmallSpec(dataset_, kEpochs);
+  spec.mutable_split()->mutable_train(0)->set_last(250);
+  auto* validation = spec.mutable_split()->add_validation();
+  validation->set_first(251);
+  validation->set_last(300);
+  const v1::Job job = SubmitOrDie(spec);
   // A watcher through the shutdown.
   std::vector<v1::ProgressEvent> before;
   grpc::Status watch_status;
@@ -781,6 +788,18 @@ TEST_F(JobServiceTest, ShutdownCheckpointsARunningJobThatTheRestartResumes) {
   v1::TrainedModel model;
   ASSERT_TRUE(GetModel(job.id(), &model).ok());
   EXPECT_EQ(model.epochs(), kEpochs);
+
+  const v1::Job again = SubmitOrDie(spec);
+  WaitForState(again.id(), v1::Job::SUCCEEDED);
+  v1::TrainedModel uninterrupted;
+  ASSERT_TRUE(GetModel(again.id(), &uninterrupted).ok());
+  ASSERT_GT(model.parameters_size(), 0);
+  EXPECT_TRUE(std::equal(model.parameters().begin(), model.parameters().end(),
+                         uninterrupted.parameters().begin(),
+                         uninterrupted.parameters().end()))
+      << "the resumed job's model differs from the uninterrupted run's";
+  EXPECT_EQ(model.metrics().validation_rmse(),
+            uninterrupted.metrics().validation_rmse());
 }
 
 TEST_F(JobServiceTest, QueuedJobsSurviveARestart) {

@@ -1,0 +1,71 @@
+#include "core/train/resume.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "core/train/methods.h"
+
+namespace sparrow::core {
+namespace {
+
+absl::Status CheckPoint(const ResumePoint& p) {
+  const char* bad = nullptr;
+  if (p.iteration < 0) {
+    bad = "a negative iteration";
+  } else if (!std::isfinite(p.elapsed_seconds) || p.elapsed_seconds < 0) {
+    bad = "a negative or non-finite elapsed time";
+  } else if (!p.params.allFinite()) {
+    bad = "non-finite parameters";
+  } else if (!p.state.allFinite()) {
+    bad = "a non-finite optimizer state";
+  } else if (!p.best_params.allFinite() ||
+             (p.best_params.size() > 0 &&
+              !std::isfinite(p.best_validation_metric)) ||
+             p.reports_since_best < 0) {
+    bad = "an invalid best iterate on validation data";
+  }
+  if (bad == nullptr) return absl::OkStatus();
+  return absl::DataLossError(
+      absl::StrCat("the job's checkpoint has ", bad,
+                   "; it cannot come from a run of this job"));
+}
+
+}  // namespace
+
+void KeepCheckpoint(const IterationRecord& r, int iterations_before,
+                    double seconds_before, ResumePoint* point) {
+  point->iteration = iterations_before + r.iteration;
+  point->elapsed_seconds = seconds_before + r.elapsed_seconds;
+  if (r.params != nullptr) point->params = *r.params;
+  if (r.optimizer_state != nullptr) point->state = *r.optimizer_state;
+  point->step_size = r.step_size;
+  // The best iterate changes only with its metric: copy it then only.
+  if (r.best_params != nullptr &&
+      (point->best_params.size() == 0 ||
+       r.best_validation_metric != point->best_validation_metric)) {
+    point->best_params = *r.best_params;
+  }
+  point->best_validation_metric = r.best_validation_metric;
+  point->reports_since_best = r.reports_since_best;
+}
+
+absl::Status Resume(const ResumePoint& point, TrainConfig* config) {
+  if (absl::Status s = CheckPoint(point); !s.ok()) return s;
+  config->initial_params = point.params;
+  int* budget = IterationBudget(config);
+  *budget = std::max(1, *budget - std::min(*budget, point.iteration));
+  double& max_seconds = Stop(config->optimizer).max_seconds;
+  if (max_seconds > 0) {
+    max_seconds = std::max(1e-3, max_seconds - point.elapsed_seconds);
+  }
+  ResumeMethod(point, config);
+  config->resume_best_params = point.best_params;
+  config->resume_best_metric = point.best_params.size() > 0
+                                   ? point.best_validation_metric
+                                   : std::numeric_limits<double>::infinity();
+  config->resume_reports_since_best = point.reports_since_best;
+  return absl::OkStatus();
+}
+
+}  // namespace sparrow::core

@@ -1,0 +1,230 @@
+// Resume reproduces: for each optimizer, a run checkpointed at a report and
+// resumed from that checkpoint ends with the model of the uninterrupted run,
+// bit for bit, and reports the same losses after the checkpoint. Validation
+// data is present, so the trainer's choice of the best iterate is resumed too.
+#include "core/train/resume.h"
+
+#include <string>
+#include <vector>
+
+#include "core/data/synthetic.h"
+#include "core/train/trainer.h"
+#include "gtest/gtest.h"
+
+namespace sparrow::core {
+namespace {
+
+// Keeps the checkpoint of every report (of an attempt after `before`
+// iterations) and aborts at iteration `stop_at` (never when 0), as a sparrowd
+// shutdown does. Records the reported (iteration, loss) pairs.
+class Checkpointer : public IterationCallback {
+ public:
+  explicit Checkpointer(int stop_at, int before = 0)
+      : stop_at_(stop_at), before_(before) {}
+  CallbackResult OnIteration(IterationRecord* r) override {
+    KeepCheckpoint(*r, before_, 0.0, &point);
+    losses.emplace_back(point.iteration, r->loss);
+    return point.iteration == stop_at_ ? CallbackResult::kAbort
+                                       : CallbackResult::kContinue;
+  }
+  ResumePoint point;
+  std::vector<std::pair<int, double>> losses;
+
+ private:
+  int stop_at_;
+  int before_;
+};
+
+data::SequenceData Tanks(int samples, uint64_t seed) {
+  data::CascadedTanksOptions o;
+  o.samples = samples;
+  o.noise_std = 0.02;
+  o.seed = seed;
+  auto g = data::GenerateCascadedTanks(o);
+  EXPECT_TRUE(g.ok()) << g.status();
+  data::SequenceData s;
+  s.n_u = 1;
+  s.n_y = 1;
+  s.input_names = {"u"};
+  s.output_names = {"y"};
+  s.traces.push_back({g->u, g->y});
+  return s;
+}
+
+TrainData SequenceData() {
+  TrainData d;
+  d.train_seq = Tanks(300, 1);
+  d.validation_seq = Tanks(200, 2);
+  return d;
+}
+
+TrainData TableData() {
+  Rng rng(4);
+  TrainData d;
+  auto make = [&](int n, data::TableData* t) {
+    t->x.resize(2, n);
+    t->y.resize(1, n);
+    for (int j = 0; j < n; ++j) {
+      const double a = 4 * rng.Uniform() - 2, b = 4 * rng.Uniform() - 2;
+      t->x.col(j) << a, b;
+      t->y(0, j) = 10 + 5 * std::sin(a) + b;
+    }
+    t->input_names = {"a", "b"};
+    t->output_names = {"y"};
+  };
+  make(300, &d.train_table);
+  make(100, &d.validation_table);
+  return d;
+}
+
+TrainConfig RnnConfig(OptimizerOptions optimizer) {
+  TrainConfig c;
+  StateSpaceRnnSpec& rnn = c.model.kind.emplace<StateSpaceRnnKind>().rnn;
+  rnn.nx = 2;
+  rnn.fx_hidden = {4};
+  rnn.fy_hidden = {4};
+  c.model.init_scale = 0.5;
+  c.rho_x0 = 1e-3;
+  c.rho_theta = 1e-4;
+  c.optimizer = std::move(optimizer);
+  Stop(c.optimizer).max_iterations = 24;
+  Stop(c.optimizer).tolerance = 0.0;
+  c.seed = 3;
+  return c;
+}
+
+TrainConfig MlpConfig(OptimizerOptions optimizer) {
+  TrainConfig c;
+  c.model.kind = MlpKind{};
+  c.model.hidden = {6, 6};
+  c.model.activation = Activation::kSigmoid;
+  c.model.bias = false;
+  c.optimizer = std::move(optimizer);
+  Stop(c.optimizer).max_iterations = 12;
+  c.seed = 5;
+  return c;
+}
+
+// Runs `config` uninterrupted and interrupted at `stop_at` then resumed from
+// the checkpoint there; both must end at the same model, bit for bit.
+void ExpectResumeReproduces(const std::string& name, const TrainConfig& config,
+                            const TrainData& data, int stop_at) {
+  SCOPED_TRACE(name);
+  Checkpointer whole(0);
+  auto uninterrupted = Train(config, data, &whole);
+  ASSERT_TRUE(uninterrupted.ok()) << uninterrupted.status();
+  ASSERT_GT(uninterrupted->summary.iterations, stop_at)
+      << uninterrupted->summary.BriefReport();
+
+  Checkpointer first(stop_at);
+  auto interrupted = Train(config, data, &first);
+  ASSERT_TRUE(interrupted.ok()) << interrupted.status();
+  ASSERT_EQ(first.point.iteration, stop_at);
+  TrainConfig resumed_config = config;
+  ASSERT_TRUE(Resume(first.point, &resumed_config).ok());
+  Checkpointer second(0, stop_at);
+  auto resumed = Train(resumed_config, data, &second);
+  ASSERT_TRUE(resumed.ok()) << resumed.status();
+
+  EXPECT_EQ(resumed->model.params, uninterrupted->model.params)
+      << "max difference "
+      << (resumed->model.params - uninterrupted->model.params)
+             .cwiseAbs()
+             .maxCoeff();
+  std::vector<std::pair<int, double>> after;
+  for (const auto& [iteration, loss] : whole.losses) {
+    if (iteration > stop_at) after.emplace_back(iteration, loss);
+  }
+  EXPECT_EQ(second.losses, after);
+  EXPECT_EQ(resumed->metrics.validation_rmse,
+            uninterrupted->metrics.validation_rmse);
+}
+
+TEST(ResumeTest, NailsReproduces) {
+  ExpectResumeReproduces("nails", RnnConfig(NailsOptions()), SequenceData(),
+                         10);
+}
+
+TEST(ResumeTest, NailmReproduces) {
+  ExpectResumeReproduces("nailm", RnnConfig(NailmOptions()), SequenceData(),
+                         10);
+  // The linear part is fitted at every start; a resume keeps the iterate's.
+  TrainConfig c = RnnConfig(NailmOptions());
+  std::get<StateSpaceRnnKind>(c.model.kind).rnn.linear = true;
+  ExpectResumeReproduces("nailm, linear part", c, SequenceData(), 10);
+}
+
+TEST(ResumeTest, AdamReproduces) {
+  AdamOptions adam;
+  adam.learning_rate = 0.01;
+  TrainConfig c = RnnConfig(adam);
+  c.bptt_window = 50;
+  ExpectResumeReproduces("adam, truncated BPTT", c, SequenceData(), 10);
+  c = MlpConfig(adam);
+  c.batch_size = 32;
+  ExpectResumeReproduces("adam, minibatches", c, TableData(), 5);
+}
+
+TEST(ResumeTest, LbfgsReproduces) {
+  ExpectResumeReproduces("lbfgs", RnnConfig(LbfgsOptions()), SequenceData(),
+                         10);
+}
+
+TEST(ResumeTest, B2ldReproduces) {
+  B2ldOptions b2ld;
+  ExpectResumeReproduces("b2ld", MlpConfig(b2ld), TableData(), 5);
+  b2ld.order = LayerOrder::kReshuffled;
+  ExpectResumeReproduces("b2ld, reshuffled layers", MlpConfig(b2ld),
+                         TableData(), 5);
+}
+
+TEST(ResumeTest, BlingReproduces) {
+  BlingOptions bling;
+  bling.batch_size = 50;
+  ExpectResumeReproduces("bling", MlpConfig(bling), TableData(), 5);
+  bling.minibatch = MinibatchOrder::kReshuffled;
+  ExpectResumeReproduces("bling, reshuffled minibatches", MlpConfig(bling),
+                         TableData(), 5);
+}
+
+// A best iterate from before the checkpoint that no later one beats stays the
+// model: the resumed run goes on comparing against it.
+TEST(ResumeTest, TheBestIterateBeforeTheCheckpointStaysTheModel) {
+  TrainConfig c = RnnConfig(NailmOptions());
+  const TrainData data = SequenceData();
+  Checkpointer first(3);
+  ASSERT_TRUE(Train(c, data, &first).ok());
+  ResumePoint p = first.point;
+  ASSERT_GT(p.best_params.size(), 0);
+  p.best_params = Eigen::VectorXd::Constant(p.params.size(), 0.125);
+  p.best_validation_metric = 0.0;  // no iterate can beat it
+  ASSERT_TRUE(Resume(p, &c).ok());
+  auto resumed = Train(c, data, nullptr);
+  ASSERT_TRUE(resumed.ok()) << resumed.status();
+  EXPECT_EQ(resumed->model.params, p.best_params);
+  // A best iterate that does not fit the model is refused.
+  c.resume_best_params = Eigen::VectorXd::Zero(2);
+  EXPECT_FALSE(Train(c, data, nullptr).ok());
+}
+
+// A checkpoint that no run can have written is refused with DATA_LOSS.
+TEST(ResumeTest, RefusesImpossibleCheckpoints) {
+  TrainConfig c = RnnConfig(NailmOptions());
+  ResumePoint p;
+  p.params = Eigen::VectorXd::Zero(3);
+  p.iteration = -1;
+  EXPECT_EQ(Resume(p, &c).code(), absl::StatusCode::kDataLoss);
+  p.iteration = 1;
+  p.state = Eigen::VectorXd::Constant(1, std::nan(""));
+  EXPECT_EQ(Resume(p, &c).code(), absl::StatusCode::kDataLoss);
+  p.state.resize(0);
+  p.best_params = Eigen::VectorXd::Zero(3);
+  p.best_validation_metric = std::numeric_limits<double>::infinity();
+  EXPECT_EQ(Resume(p, &c).code(), absl::StatusCode::kDataLoss);
+  p.best_validation_metric = 0.5;
+  EXPECT_TRUE(Resume(p, &c).ok());
+  EXPECT_EQ(c.resume_best_metric, 0.5);
+}
+
+}  // namespace
+}  // namespace sparrow::core
