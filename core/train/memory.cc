@@ -25,10 +25,11 @@ int64_t Saturate(double bytes) {
 }
 
 // L-BFGS correction pairs the method keeps (at least the default 10 counted
-// for every method).
+// for every method). L-BFGS's are held four times: by the solver, as its
+// reported state, and in the last and the sent checkpoint of a job.
 int CorrectionPairs(const OptimizerOptions& o) {
   if (const auto* lbfgs = std::get_if<LbfgsOptions>(&o)) {
-    return std::max(lbfgs->memory, 10);
+    return std::max(4 * lbfgs->memory, 10);
   }
   if (const auto* b2ld = std::get_if<B2ldOptions>(&o)) {
     return std::max(b2ld->memory, 10);

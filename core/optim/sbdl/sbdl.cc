@@ -114,6 +114,8 @@ class ProximalNewton {
     }
     return v0;
   }
+  double mu() const { return mu_; }
+  void set_mu(double mu) { mu_ = mu; }
 
  private:
   SbdlObjective* objective_;
@@ -304,7 +306,11 @@ class SbdlRun {
   void UpdateResult(int t, double sigma2);
   std::optional<Termination> EndIteration(int t, double previous, double v,
                                           double sigma2, int epochs);
-  bool KeepBest();
+  bool MetricImproved();
+  void KeepBest(bool improved, int newly_pruned);
+  bool Stalled(int outer);
+  void Pack(int outer, int newly_pruned);
+  bool Restore(const SbdlOptions::Resume& resume);
 
   const SbdlOptions& options_;
   const std::vector<DenseBlock>& layers_;
@@ -330,6 +336,8 @@ class SbdlRun {
   double best_metric_ = std::numeric_limits<double>::infinity();
   bool have_best_metric_ = false;
   int stalled_ = 0;  // outer iterations without a change of support or metric
+  int before_ = 0;   // outer iterations of the run this one resumes
+  Eigen::VectorXd packed_;  // the reported state (Pack)
 };
 
 SbdlRun::SbdlRun(const SbdlOptions& options,
@@ -363,12 +371,17 @@ SbdlRun::SbdlRun(const SbdlOptions& options,
   adam_.Initialize(n_);
   adam_.set_proximal(&penalty_);
   best_ = state_;
+  monitor_.set_state(&packed_);
+  if (options.resume.state.size() > 0) Restore(options.resume);
 }
 
 Summary SbdlRun::Run(SbdlResult* result) {
   summary_.initial_loss = objective_.Evaluate(*w_, nullptr);
   double previous = summary_.initial_loss;
-  for (int t = 1;; ++t) {
+  // A resumed run that had stalled at its checkpoint ends at once.
+  const bool done = before_ > 0 && Stalled(before_);
+  for (int t = 1; !done; ++t) {
+    const int outer = before_ + t;
     int epochs = 0;
     double v = InnerSolve(previous, &epochs);
     if (!std::isfinite(v)) {
@@ -377,7 +390,7 @@ Summary SbdlRun::Run(SbdlResult* result) {
       summary_.message = absl::StrFormat(
           "the training loss became non-finite in outer iteration %d; try a "
           "smaller learning_rate or a larger newton_damping",
-          t);
+          outer);
       monitor_.Finish(Termination::kDiverged);
       break;
     }
@@ -386,26 +399,18 @@ Summary SbdlRun::Run(SbdlResult* result) {
     const double sigma2 = NoiseVarianceAt(*w_);
     state_.noise_variance = sigma2;
     const int newly_pruned = ReweightAndPrune(sigma2);
-    UpdateResult(t, sigma2);
+    UpdateResult(outer, sigma2);
     if (newly_pruned > 0) v = objective_.Evaluate(*w_, nullptr);
 
+    Pack(outer, newly_pruned);
     const auto stop = EndIteration(t, previous, v, sigma2, epochs);
-    const bool improved = KeepBest();
-    stalled_ = (newly_pruned == 0 && !improved) ? stalled_ + 1 : 0;
-    last_good_ = *w_;
+    KeepBest(MetricImproved(), newly_pruned);
     previous = v;
     if (stop) {
       monitor_.Finish(*stop);
       break;
     }
-    if (options_.stall_iterations > 0 && t > 1 &&
-        stalled_ >= options_.stall_iterations) {
-      summary_.message = absl::StrCat(
-          "the support and the validation metric did not change for ", stalled_,
-          " outer iterations");
-      monitor_.Finish(Termination::kConverged);
-      break;
-    }
+    if (Stalled(outer)) break;
   }
   *w_ = best_w_;
   *result = std::move(best_);
@@ -525,9 +530,101 @@ std::optional<Termination> SbdlRun::EndIteration(int t, double previous,
        {"inner_epochs", static_cast<double>(epochs)}});
 }
 
-// Keeps the iterate with the best validation metric (the latest one while no
-// metric is finite). Returns whether the metric improved.
-bool SbdlRun::KeepBest() {
+// Whether the stall test ends the run after outer iteration `outer`.
+bool SbdlRun::Stalled(int outer) {
+  if (options_.stall_iterations == 0 || outer <= 1 ||
+      stalled_ < options_.stall_iterations) {
+    return false;
+  }
+  summary_.message =
+      absl::StrCat("the support and the validation metric did not change for ",
+                   stalled_, " outer iterations");
+  monitor_.Finish(Termination::kConverged);
+  return true;
+}
+
+// After the metric's verdict: the kept iterate, the stall count and the last
+// good iterate.
+void SbdlRun::KeepBest(bool improved, int newly_pruned) {
+  if (!have_best_metric_ || improved) {
+    best_w_ = *w_;
+    best_ = state_;
+  }
+  stalled_ = (newly_pruned == 0 && !improved) ? stalled_ + 1 : 0;
+  last_good_ = *w_;
+}
+
+// The state after outer iteration `outer`, before its validation metric is
+// known: [outer, sigma^2, stalled, newly pruned, Newton's mu, pruned groups,
+// the kept result's sigma^2, outer iterations and pruned groups; omega and
+// upsilon per group; the mask, variance, upsilon and omega per parameter; the
+// kept iterate and its mask, variance, upsilon and omega; Adam's state].
+void SbdlRun::Pack(int outer, int newly_pruned) {
+  const Eigen::Index n = n_, g = static_cast<Eigen::Index>(num_groups_);
+  Eigen::VectorXd adam;
+  adam_.PackState(&adam);
+  packed_.resize(9 + 2 * g + 9 * n + adam.size());
+  packed_.head(9) << outer, state_.noise_variance, stalled_, newly_pruned,
+      newton_.mu(), state_.pruned_groups, best_.noise_variance,
+      best_.outer_iterations, best_.pruned_groups;
+  Eigen::Index at = 9;
+  auto put = [&](const Eigen::VectorXd& v) {
+    packed_.segment(at, v.size()) = v;
+    at += v.size();
+  };
+  put(Eigen::Map<const Eigen::VectorXd>(omega_.data(), g));
+  put(Eigen::Map<const Eigen::VectorXd>(upsilon_.data(), g));
+  for (const Eigen::VectorXd* v :
+       {&state_.mask, &state_.variance, &state_.upsilon, &state_.omega,
+        &best_w_, &best_.mask, &best_.variance, &best_.upsilon, &best_.omega}) {
+    put(*v);
+  }
+  put(adam);
+}
+
+// Restores a Pack()ed state and applies the checkpoint's validation verdict,
+// which came after it. False (and nothing changed) when it does not fit.
+bool SbdlRun::Restore(const SbdlOptions::Resume& resume) {
+  const Eigen::VectorXd& p = resume.state;
+  const Eigen::Index n = n_, g = static_cast<Eigen::Index>(num_groups_);
+  const Eigen::Index fixed = 9 + 2 * g + 9 * n;
+  if (p.size() <= fixed || !p.allFinite() || !(p(0) >= 1) || !(p(2) >= 0) ||
+      !(p(3) >= 0) || !(p(4) > 0) || p(0) > 1e9 || p(2) > 1e9 || p(3) > 1e9) {
+    return false;
+  }
+  if (!adam_.UnpackState(p.tail(p.size() - fixed))) return false;
+  before_ = static_cast<int>(p(0));
+  state_.noise_variance = p(1);
+  stalled_ = static_cast<int>(p(2));
+  const int newly_pruned = static_cast<int>(p(3));
+  newton_.set_mu(p(4));
+  state_.pruned_groups = static_cast<int>(p(5));
+  best_.noise_variance = p(6);
+  best_.outer_iterations = static_cast<int>(p(7));
+  best_.pruned_groups = static_cast<int>(p(8));
+  state_.outer_iterations = before_;
+  Eigen::Index at = 9;
+  for (std::vector<double>* v : {&omega_, &upsilon_}) {
+    for (Eigen::Index i = 0; i < g; ++i) (*v)[i] = p(at + i);
+    at += g;
+  }
+  for (Eigen::VectorXd* v :
+       {&state_.mask, &state_.variance, &state_.upsilon, &state_.omega,
+        &best_w_, &best_.mask, &best_.variance, &best_.upsilon, &best_.omega}) {
+    *v = p.segment(at, n);
+    at += n;
+  }
+  SetPenaltyWeights(state_.noise_variance);
+  have_best_metric_ = resume.has_metric;
+  if (resume.has_metric) best_metric_ = resume.best_metric;
+  KeepBest(resume.improved, newly_pruned);
+  return true;
+}
+
+// Whether the validation metric just reported improved on the best so far.
+// Once a metric is finite, the kept iterate is the best one's (before, the
+// latest iterate).
+bool SbdlRun::MetricImproved() {
   const double metric = summary_.history.empty()
                             ? std::numeric_limits<double>::quiet_NaN()
                             : summary_.history.back().validation_metric;
@@ -538,10 +635,6 @@ bool SbdlRun::KeepBest() {
       best_metric_ = metric;
       improved = true;
     }
-  }
-  if (!have_best_metric_ || improved) {
-    best_w_ = *w_;
-    best_ = state_;
   }
   return improved;
 }

@@ -25,6 +25,7 @@
 #define SPARROW_CORE_OPTIM_SBDL_SBDL_H_
 
 #include <cstdint>
+#include <limits>
 #include <vector>
 
 #include "Eigen/Core"
@@ -80,6 +81,17 @@ struct SbdlOptions {
   // convergence test).
   StopRules stop = {10};
   uint64_t seed = 0;  // minibatch order
+  // Resume: a state reported in IterationRecord::optimizer_state (empty or
+  // not matching = start afresh from the iterate), and what the trainer's
+  // validation tracking knew at the checkpoint: whether a metric was finite
+  // so far, whether the checkpoint's iterate improved it, and the best one.
+  struct Resume {
+    Eigen::VectorXd state;
+    bool has_metric = false;
+    bool improved = false;
+    double best_metric = std::numeric_limits<double>::infinity();
+  };
+  Resume resume;
 
   // `num_layers` is the number of weight matrices lambda must match.
   absl::Status Validate(int num_layers) const;

@@ -44,8 +44,16 @@ absl::StatusOr<MethodResult> RunMethod(const SbdlOptions& options,
   return result;
 }
 
-// SBDL's hyperparameters and inner state start afresh from the checkpoint's
-// weights.
-void ResumeMethod(const ResumePoint&, const TrainConfig&, SbdlOptions*) {}
+// SBDL goes on with the checkpoint's hyperparameters, mask, kept iterate and
+// inner state; the trainer's validation tracking says whether the
+// checkpoint's iterate was the best so far.
+void ResumeMethod(const ResumePoint& point, const TrainConfig&,
+                  SbdlOptions* options) {
+  options->resume.state = point.state;
+  options->resume.has_metric = point.best_params.size() > 0;
+  options->resume.improved =
+      options->resume.has_metric && point.reports_since_best == 0;
+  options->resume.best_metric = point.best_validation_metric;
+}
 
 }  // namespace sparrow::core

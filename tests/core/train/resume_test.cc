@@ -187,6 +187,20 @@ TEST(ResumeTest, BlingReproduces) {
                          TableData(), 5);
 }
 
+TEST(ResumeTest, SbdlReproduces) {
+  SbdlOptions sbdl;
+  sbdl.inner_epochs = 15;
+  sbdl.learning_rate = 0.01;
+  sbdl.stall_iterations = 0;
+  TrainConfig c = MlpConfig(sbdl);
+  c.batch_size = 64;
+  ExpectResumeReproduces("sbdl, proximal Adam", c, TableData(), 4);
+  sbdl.inner = SbdlOptions::Inner::kProximalNewton;
+  sbdl.stall_iterations = 3;
+  ExpectResumeReproduces("sbdl, proximal Newton", MlpConfig(sbdl), TableData(),
+                         4);
+}
+
 // A best iterate from before the checkpoint that no later one beats stays the
 // model: the resumed run goes on comparing against it.
 TEST(ResumeTest, TheBestIterateBeforeTheCheckpointStaysTheModel) {
