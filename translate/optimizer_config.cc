@@ -326,6 +326,13 @@ absl::StatusOr<core::StopRules> ToStopRules(const v1::Stopping& s) {
     return core::OptionError("stopping.report_every", s.report_every(), ">= 0");
   }
   if (s.report_every() != 0) stop.report_every = s.report_every();
+  if (s.stall_epochs() < -1) {
+    return core::OptionError("stopping.stall_epochs", s.stall_epochs(),
+                             ">= 1, 0 (the default 100) or -1 (never)");
+  }
+  stop.stall_window = s.stall_epochs() == 0    ? 100
+                      : s.stall_epochs() == -1 ? 0
+                                               : s.stall_epochs();
   return stop;
 }
 

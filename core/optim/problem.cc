@@ -20,6 +20,8 @@ const char* TerminationName(Termination t) {
       return "early_stopped";
     case Termination::kUserAbort:
       return "user_abort";
+    case Termination::kStalled:
+      return "stalled";
   }
   return "unknown";
 }

@@ -50,6 +50,7 @@ enum class Termination {
   kDiverged,           // the objective became NaN/Inf
   kEarlyStopped,  // the callback asked to finish (e.g. validation patience)
   kUserAbort,     // the callback asked to abort (cancellation)
+  kStalled,       // the loss stopped falling (StopRules::stall_window)
 };
 const char* TerminationName(Termination t);
 
@@ -76,6 +77,10 @@ struct IterationRecord {
   const Eigen::VectorXd* best_params = nullptr;
   double best_validation_metric = std::numeric_limits<double>::infinity();
   int reports_since_best = 0;
+  // The stall test's reference and the iterations since (StopRules), for a
+  // checkpoint.
+  double stall_reference = std::numeric_limits<double>::quiet_NaN();
+  int stall_since = 0;
   // Method-specific quantities, e.g. ADMM's primal and dual residuals.
   std::vector<std::pair<std::string, double>> extras;
 };

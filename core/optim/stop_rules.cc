@@ -19,6 +19,12 @@ absl::Status StopRules::Validate() const {
   if (report_every < 1) {
     return OptionError("stop.report_every", report_every, ">= 1");
   }
+  if (stall_window < 0) {
+    return OptionError("stop.stall_window", stall_window, ">= 0");
+  }
+  if (stall_since < 0) {
+    return OptionError("stop.stall_since", stall_since, ">= 0");
+  }
   return absl::OkStatus();
 }
 

@@ -25,11 +25,12 @@ int64_t Saturate(double bytes) {
 }
 
 // L-BFGS correction pairs the method keeps (at least the default 10 counted
-// for every method). L-BFGS's are held four times: by the solver, as its
-// reported state, and in the last and the sent checkpoint of a job.
+// for every method). L-BFGS's are held up to seven times: by the solver, as
+// its reported state, in the last and the sent checkpoint of a job and the
+// message sending it, and on a resume in the request and the options.
 int CorrectionPairs(const OptimizerOptions& o) {
   if (const auto* lbfgs = std::get_if<LbfgsOptions>(&o)) {
-    return std::max(4 * lbfgs->memory, 10);
+    return std::max(7 * lbfgs->memory, 10);
   }
   if (const auto* b2ld = std::get_if<B2ldOptions>(&o)) {
     return std::max(b2ld->memory, 10);
@@ -69,7 +70,10 @@ absl::StatusOr<MemoryEstimate> EstimateMemory(const TrainConfig& config,
   // L-BFGS's correction pairs, and one gradient per minibatch thread.
   const int memory = CorrectionPairs(config.optimizer);
   const int threads = config.threads > 1 ? config.threads : 0;
-  e.parameters = Saturate(kDouble * n * (12 + 2 * memory + threads));
+  // SBDL's reported state is about 11 n, held as L-BFGS's pairs are (4 times).
+  const int sbdl =
+      std::holds_alternative<SbdlOptions>(config.optimizer) ? 44 : 0;
+  e.parameters = Saturate(kDouble * n * (12 + 2 * memory + threads + sbdl));
   // A minibatch keeps one batch of activations; Gauss-Newton's tapes and the
   // block methods' cached layer outputs keep every sample.
   const double batch =

@@ -58,7 +58,7 @@ bool UsesGaussNewton(const OptimizerOptions& options);
 // (learning rate, damping, ...; NaN when none), the method's internal state
 // (IterationRecord::optimizer_state; empty when none) and the trainer's best
 // iterate on validation data (empty when none) with its metric and the
-// reports since.
+// reports since, and the stall test's state (StopRules).
 struct ResumePoint {
   int iteration = 0;
   double elapsed_seconds = 0.0;
@@ -68,6 +68,10 @@ struct ResumePoint {
   Eigen::VectorXd best_params;
   double best_validation_metric = std::numeric_limits<double>::infinity();
   int reports_since_best = 0;
+  // The stall test's reference (NaN = none) and the iterations since.
+  double stall_reference = std::numeric_limits<double>::quiet_NaN();
+  int stall_since = 0;
+  double loss = std::numeric_limits<double>::quiet_NaN();  // reported
 };
 
 // The outcome of a method's run.

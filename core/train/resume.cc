@@ -9,10 +9,13 @@
 namespace sparrow::core {
 namespace {
 
-absl::Status CheckPoint(const ResumePoint& p) {
+absl::Status CheckPoint(const ResumePoint& p, int budget) {
   const char* bad = nullptr;
-  if (p.iteration < 0) {
-    bad = "a negative iteration";
+  if (p.iteration < 0 || p.iteration > budget) {
+    bad = "an iteration outside the job's budget";
+  } else if (p.best_params.size() != 0 && p.params.size() != 0 &&
+             p.best_params.size() != p.params.size()) {
+    bad = "a best iterate of another size than the parameters";
   } else if (!std::isfinite(p.elapsed_seconds) || p.elapsed_seconds < 0) {
     bad = "a negative or non-finite elapsed time";
   } else if (!p.params.allFinite()) {
@@ -24,6 +27,8 @@ absl::Status CheckPoint(const ResumePoint& p) {
               !std::isfinite(p.best_validation_metric)) ||
              p.reports_since_best < 0) {
     bad = "an invalid best iterate on validation data";
+  } else if (std::isinf(p.stall_reference) || p.stall_since < 0) {
+    bad = "an invalid stall test state";
   }
   if (bad == nullptr) return absl::OkStatus();
   return absl::DataLossError(
@@ -48,17 +53,25 @@ void KeepCheckpoint(const IterationRecord& r, int iterations_before,
   }
   point->best_validation_metric = r.best_validation_metric;
   point->reports_since_best = r.reports_since_best;
+  point->stall_reference = r.stall_reference;
+  point->stall_since = r.stall_since;
+  point->loss =
+      std::isfinite(r.loss) ? r.loss : std::numeric_limits<double>::quiet_NaN();
 }
 
 absl::Status Resume(const ResumePoint& point, TrainConfig* config) {
-  if (absl::Status s = CheckPoint(point); !s.ok()) return s;
-  config->initial_params = point.params;
   int* budget = IterationBudget(config);
+  if (absl::Status s = CheckPoint(point, *budget); !s.ok()) return s;
+  config->initial_params = point.params;
   *budget = std::max(1, *budget - std::min(*budget, point.iteration));
-  double& max_seconds = Stop(config->optimizer).max_seconds;
+  double& max_seconds = Stop(config->optimizer).max_seconds;  // every attempt
   if (max_seconds > 0) {
     max_seconds = std::max(1e-3, max_seconds - point.elapsed_seconds);
   }
+  StopRules& stop = Stop(config->optimizer);
+  stop.stall_reference = point.stall_reference;
+  stop.stall_since = point.stall_since;
+  if (std::isfinite(point.loss)) stop.resume_loss = point.loss;
   ResumeMethod(point, config);
   config->resume_best_params = point.best_params;
   config->resume_best_metric = point.best_params.size() > 0

@@ -175,6 +175,13 @@ absl::Status ValidateModelAndData(const TrainConfig& c) {
 
 // Uses config.initial_params (a warm start or resume) when given.
 absl::Status ApplyInitialParams(const TrainConfig& config, Model* model) {
+  const Eigen::VectorXd& best = config.resume_best_params;
+  if (best.size() != 0 &&
+      (best.size() != model->params.size() || !best.allFinite())) {
+    return absl::InvalidArgumentError(
+        "the resumed best iterate on validation data does not fit the model "
+        "or is not finite; it comes from a different spec");
+  }
   if (config.initial_params.size() == 0) return absl::OkStatus();
   if (config.initial_params.size() != model->params.size()) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -185,13 +192,6 @@ absl::Status ApplyInitialParams(const TrainConfig& config, Model* model) {
   if (!config.initial_params.allFinite()) {
     return absl::InvalidArgumentError(
         "the initial parameters contain NaN or Inf");
-  }
-  const Eigen::VectorXd& best = config.resume_best_params;
-  if (best.size() != 0 &&
-      (best.size() != model->params.size() || !best.allFinite())) {
-    return absl::InvalidArgumentError(
-        "the resumed best iterate on validation data does not fit the model "
-        "or is not finite; it comes from a different spec");
   }
   model->params = config.initial_params;
   return absl::OkStatus();

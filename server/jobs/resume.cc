@@ -22,6 +22,9 @@ absl::Status ApplyCheckpoint(const v1::JobCheckpoint& c,
   point.best_params = Vector(c.best_params());
   point.best_validation_metric = c.best_validation_metric();
   point.reports_since_best = c.reports_since_best();
+  if (c.has_stall_reference()) point.stall_reference = c.stall_reference();
+  point.stall_since = c.stall_since();
+  if (c.has_loss()) point.loss = c.loss();
   return core::Resume(point, config);
 }
 

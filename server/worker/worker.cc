@@ -246,8 +246,13 @@ class JobCallback : public core::IterationCallback {
             sent_.best_params.data(),
             sent_.best_params.data() + sent_.best_params.size());
         c.set_best_validation_metric(sent_.best_validation_metric);
-        c.set_reports_since_best(sent_.reports_since_best);
       }
+      c.set_reports_since_best(sent_.reports_since_best);
+      if (std::isfinite(sent_.loss)) c.set_loss(sent_.loss);
+      if (std::isfinite(sent_.stall_reference)) {
+        c.set_stall_reference(sent_.stall_reference);
+      }
+      c.set_stall_since(sent_.stall_since);
     }
     channel_->Send(report);
   }
@@ -389,7 +394,10 @@ Outcome Finished(const v1::WorkerRequest& request, const JobCallback& callback,
   }
   Outcome o;
   o.set_kind(Outcome::SUCCEEDED);
-  o.set_reason("finished");
+  // A stalled run keeps its model, and its reason says what to try.
+  o.set_reason(result.summary.termination == core::Termination::kStalled
+                   ? absl::StrCat("stalled: ", result.summary.message)
+                   : "finished");
   o.set_summary(result.summary.BriefReport());
   o.set_last_iteration(result.summary.iterations);
   *o.mutable_model() = translate::ToProto(request.spec(), result);
@@ -419,8 +427,14 @@ Outcome Train(v1::WorkerRequest* request, JobCallback* callback,
   }
   auto result = core::Train(*config, *data, callback);
   callback->FlushFinal();
-  if (callback->stop() == Stop::kShutdown) callback->Checkpoint();
-  if (callback->stop() != Stop::kNone) return Stopped(*callback, *request);
+  // A run that ended by itself is finished, also when a stop came meanwhile:
+  // resumed from its last checkpoint it would train past its end.
+  const bool aborted = !result.ok() || result->summary.termination ==
+                                           core::Termination::kUserAbort;
+  if (aborted && callback->stop() == Stop::kShutdown) callback->Checkpoint();
+  if (aborted && callback->stop() != Stop::kNone) {
+    return Stopped(*callback, *request);
+  }
   if (!result.ok()) return Failed(std::string(result.status().message()));
   return Finished(*request, *callback, *config, std::move(*result));
 }

@@ -151,7 +151,7 @@ function writeSpecs() {
     },
     regularization: { rho_x0: 0.01, rho_theta: 0.01 },
     optimizer,
-    stopping: { max_epochs: maxEpochs, report_every: reportEvery },
+    stopping: { max_epochs: maxEpochs, report_every: reportEvery, stall_epochs: -1 },
     seed: 1,
   });
   const short = path.join(tmpDir, 'short.json');

@@ -101,7 +101,7 @@ spec_error 's|"nx": 2,|"nx": 2, "activation": "tanh",|' 'use "ACTIVATION_TANH"'
 
 # --- SIGTERM (timeout, SLURM, Kubernetes) and SIGINT stop a local run with its results -----
 spec "$tmp/long.json" '{"state_space_rnn": {"nx": 2, "fx_hidden": [4], "fy_hidden": [4]}}'
-sed -i 's|"optimizer": {"lbfgs": {}}|"optimizer": {"adam": {}}|; s|"max_epochs": 20|"max_epochs": 10000000|' \
+sed -i 's|"optimizer": {"lbfgs": {}}|"optimizer": {"adam": {}}|; s|"max_epochs": 20|"max_epochs": 10000000, "stall_epochs": -1|' \
   "$tmp/long.json"
 for sig in TERM INT; do
   "$bin" run --local "$tmp/long.json" -o "$tmp/stopped_$sig.json" >"$tmp/stop.out" 2>"$tmp/stop.err" &

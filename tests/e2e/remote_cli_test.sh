@@ -216,9 +216,9 @@ JSON
 spec "$tmp/quick.json" '{"adam": {"learning_rate": 0.01}}' '{"max_epochs": 200, "report_every": 10}'
 # Long jobs: bounded by wall time, not by epochs, so they last as long on a loaded machine.
 HIDDEN="64, 64" spec "$tmp/long.json" '{"adam": {"learning_rate": 0.001}}' \
-  '{"max_epochs": 100000000, "max_seconds": 20, "report_every": 10}'
+  '{"max_epochs": 100000000, "max_seconds": 20, "report_every": 10, "stall_epochs": -1}'
 HIDDEN="64, 64" spec "$tmp/restart.json" '{"adam": {"learning_rate": 0.001}}' \
-  '{"max_epochs": 100000000, "max_seconds": 10, "report_every": 10}'
+  '{"max_epochs": 100000000, "max_seconds": 10, "report_every": 10, "stall_epochs": -1}'
 sed 's/"learning_rate": 0.01/"learning_rate": -1/' "$tmp/quick.json" > "$tmp/bad_option.json"
 sed 's/"inputs": \["u"\]/"inputs": ["v"]/' "$tmp/quick.json" > "$tmp/bad_column.json"
 sed 's/"stopping"/"stoping"/' "$tmp/quick.json" > "$tmp/bad_field.json"
@@ -550,7 +550,7 @@ cat > "$tmp/cnn.json" <<JSON
            "init": "torch"},
  "loss": {"kind": "LOSS_SOFTMAX_CROSS_ENTROPY"},
  "optimizer": {"adam": {"learning_rate": 0.01, "batch": {"batch_size": 16, "threads": 2}}},
- "stopping": {"max_epochs": 100000000, "max_seconds": 6, "report_every": 10}, "seed": 3}
+  "stopping": {"max_epochs": 100000000, "max_seconds": 6, "report_every": 10, "stall_epochs": -1}, "seed": 3}
 JSON
 cnn=$(sp submit "$tmp/cnn.json")
 timeout 90 "$bin" watch "$cnn" --json > "$tmp/cnn_watch.json" 2> "$tmp/cnn_watch.err" &

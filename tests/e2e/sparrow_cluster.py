@@ -135,7 +135,7 @@ def spec(tmp, name, seconds=0, epochs=100000000, hidden=32, report_every=1):
     """A NARX MLP trained by Adam on tmp/tanks.csv for `seconds` (0 = no limit) or `epochs`,
     an event every `report_every` epochs."""
     path = os.path.join(tmp, name + ".json")
-    stopping = {"max_epochs": epochs, "report_every": report_every}
+    stopping = {"max_epochs": epochs, "report_every": report_every, "stall_epochs": -1}
     if seconds:
         stopping["max_seconds"] = seconds
     with open(path, "w") as f:

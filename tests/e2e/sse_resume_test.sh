@@ -154,7 +154,7 @@ cat > "$tmp/job.json" <<JSON
   "split": {"train": [{"first": 1, "last": 400}], "test": [{"first": 401, "last": 600}]},
   "model": {"narx_mlp": {"input_lags": 2, "output_lags": 2, "hidden": [64, 64]}},
   "optimizer": {"adam": {"learning_rate": 0.001}},
-  "stopping": {"max_epochs": 100000000, "max_seconds": 6, "report_every": 1},
+  "stopping": {"max_epochs": 100000000, "max_seconds": 6, "report_every": 1, "stall_epochs": -1},
   "seed": 1
 }
 JSON

@@ -59,6 +59,22 @@ TEST(ConfigTest, LinearPartAndItsBlockRows) {
   ExpectError(ToTrainConfig(*spec).status(), "with linear: true");
 }
 
+TEST(ConfigTest, StallEpochsDefaultOffAndErrors) {
+  auto spec = ParseJobSpecJson(kRnnSpec);
+  ASSERT_TRUE(spec.ok());
+  auto config = ToTrainConfig(*spec);
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(core::Stop(config->optimizer).stall_window, 100);
+  spec->mutable_stopping()->set_stall_epochs(-1);
+  EXPECT_EQ(core::Stop(ToTrainConfig(*spec)->optimizer).stall_window, 0);
+  spec->mutable_stopping()->set_stall_epochs(7);
+  EXPECT_EQ(core::Stop(ToTrainConfig(*spec)->optimizer).stall_window, 7);
+  spec->mutable_stopping()->set_stall_epochs(-2);
+  ExpectError(ToTrainConfig(*spec).status(),
+              "stopping.stall_epochs is -2; it must be >= 1, 0 (the default "
+              "100) or -1 (never)");
+}
+
 TEST(ConfigTest, PrecisionIsFloat64OrFloat32) {
   auto spec = ParseJobSpecJson(kRnnSpec);
   ASSERT_TRUE(spec.ok());

@@ -47,6 +47,7 @@ Summary MinimizeAdmm(const AdmmOptions& options,
   // it.
   StopRules rules = options.stop;
   rules.tolerance = 0.0;
+  rules.stall_window = 0;
   internal::RunMonitor monitor(rules, callback, &summary,
                                /*allow_non_finite=*/true);
   const double scale = 1.0 / std::max(1, problem.num_samples());

@@ -211,7 +211,7 @@ GaussNewton::Outcome GaussNewton::Search(Eigen::VectorXd* w, double v0,
         out.accepted = true;
         out.value = v;
         out.step = lambda_;
-        lambda_ /= options_.c3;
+        lambda_ = NailmNextDamping(lambda_, options_.c3);
         return out;
       }
     }

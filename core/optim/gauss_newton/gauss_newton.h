@@ -9,6 +9,7 @@
 #ifndef SPARROW_CORE_OPTIM_GAUSS_NEWTON_GAUSS_NEWTON_H_
 #define SPARROW_CORE_OPTIM_GAUSS_NEWTON_GAUSS_NEWTON_H_
 
+#include <algorithm>
 #include <vector>
 
 #include "Eigen/Core"
@@ -18,6 +19,12 @@
 #include "core/optim/stop_rules.h"
 
 namespace sparrow::core {
+
+// NAILM's damping after an accepted step: lambda / c3, kept above 1e-300 so
+// that it never underflows to 0 (a resumed run restarts from it).
+inline double NailmNextDamping(double lambda, double c3) {
+  return std::max(lambda / c3, 1e-300);
+}
 
 struct GaussNewtonOptions {
   enum class Method {

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cmath>
 #include <optional>
+#include <string>
 
 #include "absl/strings/str_format.h"
 #include "core/optim/problem.h"
@@ -25,7 +26,9 @@ class RunMonitor {
         allow_non_finite_(allow_non_finite),
         callback_(callback),
         summary_(summary),
-        start_(std::chrono::steady_clock::now()) {}
+        start_(std::chrono::steady_clock::now()),
+        stall_reference_(rules.stall_reference),
+        stall_since_(rules.stall_since) {}
 
   // Wall time since the start (what max_seconds bounds).
   double Elapsed() const {
@@ -47,6 +50,11 @@ class RunMonitor {
       std::vector<std::pair<std::string, double>> extras = {}) {
     summary_->iterations = it;
     summary_->final_loss = loss;
+    // A resumed run's first iteration goes on from the checkpoint's loss, as
+    // the uninterrupted run does (a minibatch epoch's loss cannot be redone).
+    if (it == 1 && std::isfinite(rules_.resume_loss)) {
+      previous = rules_.resume_loss;
+    }
     if (!std::isfinite(loss) && !allow_non_finite_) {
       summary_->message = absl::StrFormat(
           "the loss became %s at iteration %d; try a smaller learning rate or "
@@ -61,9 +69,11 @@ class RunMonitor {
     const bool deadline =
         rules_.max_seconds > 0.0 && Elapsed() >= rules_.max_seconds;
     std::optional<Termination> stop;
+    if (Stalled(previous, loss)) stop = Termination::kStalled;
     if (converged) stop = Termination::kConverged;
     if (deadline) stop = Termination::kDeadline;
     if (last && !stop) stop = Termination::kMaxIterations;
+    if (stop == Termination::kStalled) summary_->message = StallMessage();
     const int every = rules_.report_every > 0 ? rules_.report_every : 1;
     if (it % every == 0 || stop) {
       IterationRecord r;
@@ -73,6 +83,8 @@ class RunMonitor {
       r.step_size = step;
       r.params = &params;
       r.optimizer_state = state_;
+      r.stall_reference = stall_reference_;
+      r.stall_since = stall_since_;
       r.extras = std::move(extras);
       CallbackResult answer = CallbackResult::kContinue;
       if (callback_ != nullptr) {
@@ -82,8 +94,12 @@ class RunMonitor {
       }
       r.params = nullptr;
       r.optimizer_state = nullptr;
+      r.best_params = nullptr;
       summary_->history.push_back(r);
-      if (answer == CallbackResult::kAbort) return Termination::kUserAbort;
+      // An abort at the last iteration comes too late: the run has ended.
+      if (answer == CallbackResult::kAbort && !stop) {
+        return Termination::kUserAbort;
+      }
       if (answer == CallbackResult::kFinish && !stop)
         stop = Termination::kEarlyStopped;
     }
@@ -100,6 +116,32 @@ class RunMonitor {
   }
 
  private:
+  // The stall test after an iteration from `previous` to `loss`.
+  bool Stalled(double previous, double loss) {
+    if (rules_.stall_window <= 0 || !std::isfinite(loss)) return false;
+    if (!std::isfinite(stall_reference_)) {
+      stall_reference_ = std::isfinite(previous) ? previous : loss;
+    }
+    // Any move beyond the band, down or up (a first-order method's
+    // transient spike), restarts the count.
+    if (std::abs(loss - stall_reference_) >
+        kStallRelative * std::abs(stall_reference_)) {
+      stall_reference_ = loss;
+      stall_since_ = 0;
+      return false;
+    }
+    return ++stall_since_ >= rules_.stall_window;
+  }
+  std::string StallMessage() const {
+    return absl::StrFormat(
+        "the loss stayed within a relative %g of %.6g for the last %d "
+        "iterations (stopping.stall_epochs; -1 = off). If the fit is poor: "
+        "check the data's normalization, try another init_scale or seed, a "
+        "linear part for a state_space_rnn (\"linear\": true), or another "
+        "optimizer",
+        kStallRelative, stall_reference_, stall_since_);
+  }
+
   StopRules rules_;
   bool allow_non_finite_;
   IterationCallback* callback_;
@@ -107,6 +149,8 @@ class RunMonitor {
   std::chrono::steady_clock::time_point start_;
   double callback_seconds_ = 0.0;
   const Eigen::VectorXd* state_ = nullptr;
+  double stall_reference_;
+  int stall_since_;
 };
 
 }  // namespace sparrow::core::internal

@@ -6,8 +6,10 @@
 #include <cmath>
 #include <exception>
 #include <limits>
+#include <string>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "core/optim/internal/run_monitor.h"
 
 namespace sparrow::core {
@@ -16,8 +18,7 @@ namespace {
 using Eigen::VectorXd;
 
 // The objective as LBFGS++'s line search calls it. A non-finite value or
-// gradient is rejected (the line search backtracks on a larger value); the
-// lowest value evaluated is kept for a line search that fails.
+// gradient is rejected (the line search backtracks on a larger value).
 class Adapter {
  public:
   explicit Adapter(Objective& objective) : objective_(objective) {}
@@ -28,23 +29,11 @@ class Adapter {
       grad.setZero();
       return std::numeric_limits<double>::infinity();
     }
-    if (!has_best_ || f < best_) {
-      has_best_ = true;
-      best_ = f;
-      best_w_ = w;
-    }
     return f;
   }
 
-  bool has_best() const { return has_best_; }
-  double best() const { return best_; }
-  const VectorXd& best_w() const { return best_w_; }
-
  private:
   Objective& objective_;
-  bool has_best_ = false;
-  double best_ = 0.0;
-  VectorXd best_w_;
 };
 
 // The correction pairs, oldest first, as the reported state
@@ -104,11 +93,9 @@ class LbfgsRun {
 
   Summary Run(VectorXd* w) {
     Iterate(w);
-    if (adapter_.has_best()) {
-      summary_.initial_loss = initial_;
-      if (!accepted_) *w = adapter_.best_w();
-      summary_.final_loss = accepted_ ? fx_ : adapter_.best();
-    } else {
+    summary_.initial_loss = initial_;
+    summary_.final_loss = fx_;
+    if (!std::isfinite(initial_)) {
       termination_ = Termination::kDiverged;
       summary_.message = "the objective is not finite at the starting point";
     }
@@ -133,6 +120,14 @@ class LbfgsRun {
     return rules;
   }
 
+  // A failed line search: back to the last accepted iterate.
+  void Fail(VectorXd* x, double previous, const std::string& message) {
+    *x = xp_;
+    fx_ = previous;
+    termination_ = Termination::kLineSearchFailure;
+    summary_.message = message;
+  }
+
   bool Converged(const VectorXd& x, double previous) const {
     const double g = grad_.norm();
     if (g <= param_.epsilon || g <= param_.epsilon_rel * x.norm()) return true;
@@ -154,7 +149,17 @@ class LbfgsRun {
       bfgs_.add_correction(state_.segment(1 + i * n, n),
                            state_.segment(1 + (pairs + i) * n, n));
     }
-    if (Converged(*x, std::numeric_limits<double>::quiet_NaN())) return;
+    if (Converged(*x, std::numeric_limits<double>::quiet_NaN())) {
+      if (pairs == 0 && options_.stop.stall_window > 0) {
+        termination_ = Termination::kStalled;
+        summary_.message = absl::StrFormat(
+            "the gradient is ~0 at the starting point (|g| = %.3g): nothing "
+            "moves. Check init_scale (too small, or saturating activations) "
+            "and the data's normalization",
+            grad_.norm());
+      }
+      return;
+    }
     double step = 1.0;
     if (pairs > 0) {
       bfgs_.apply_Hv(grad_, -1.0, drt_);
@@ -170,19 +175,22 @@ class LbfgsRun {
         LBFGSpp::LineSearchNocedalWright<double>::LineSearch(
             adapter_, fx_, *x, grad_, step, drt_, xp_, param_);
       } catch (const std::exception& e) {
-        // The line search failed: the lowest point evaluated is kept.
-        accepted_ = false;
-        termination_ = Termination::kLineSearchFailure;
-        summary_.message = e.what();
+        Fail(x, previous, e.what());
         return;
       }
+      // An exhausted line search returns its last trial point, which can be
+      // worse or (a rejected point) not finite: the run ends at the last
+      // accepted iterate.
       if (!std::isfinite(fx_)) {
-        // The line search can end on a rejected (non-finite) trial point.
-        accepted_ = false;
-        termination_ = Termination::kLineSearchFailure;
-        summary_.message =
-            "the line search ended on a point where the loss is not finite; "
-            "the best finite iterate is kept";
+        Fail(x, previous,
+             "the line search ended on a point where the loss is not finite; "
+             "the last iterate is kept");
+        return;
+      }
+      if (fx_ > previous) {
+        Fail(x, previous,
+             "the line search ended on a point with a larger loss "
+             "(max_line_search evaluations); the last iterate is kept");
         return;
       }
       const bool converged = Converged(*x, previous);
@@ -212,7 +220,6 @@ class LbfgsRun {
   LBFGSpp::LBFGSParam<double> param_;
   LBFGSpp::BFGSMat<double> bfgs_;
   Termination termination_ = Termination::kConverged;
-  bool accepted_ = true;
   double fx_ = 0.0, initial_ = 0.0;
   VectorXd grad_, gradp_, xp_, drt_, s_, y_, state_;
 };

@@ -2,8 +2,8 @@
 // strong-Wolfe line search, with Sparrow's progress, cancellation and deadline
 // rules. One iteration is one line search; each reports its correction pairs
 // as the optimizer state, so that a resumed run continues bit for bit. A
-// failed line search (LBFGS++ reports it by exception) ends the run with the
-// lowest point evaluated.
+// failed line search (an LBFGS++ exception, or a last trial point that is not
+// finite or raises the loss) ends the run at the last accepted iterate.
 #ifndef SPARROW_CORE_OPTIM_LBFGS_LBFGS_H_
 #define SPARROW_CORE_OPTIM_LBFGS_LBFGS_H_
 

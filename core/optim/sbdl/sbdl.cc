@@ -588,9 +588,9 @@ bool SbdlRun::Restore(const SbdlOptions::Resume& resume) {
   const Eigen::VectorXd& p = resume.state;
   const Eigen::Index n = n_, g = static_cast<Eigen::Index>(num_groups_);
   const Eigen::Index fixed = 9 + 2 * g + 9 * n;
-  if (p.size() <= fixed || !p.allFinite() || !(p(0) >= 1) || !(p(2) >= 0) ||
-      !(p(3) >= 0) || !(p(4) > 0) || p(0) > 1e9 || p(2) > 1e9 || p(3) > 1e9) {
-    return false;
+  if (p.size() <= fixed || !p.allFinite() || !(p(4) > 0)) return false;
+  for (int i : {0, 2, 3, 5, 7, 8}) {  // counts
+    if (!(p(i) >= 0 && p(i) <= 1e9)) return false;
   }
   if (!adam_.UnpackState(p.tail(p.size() - fixed))) return false;
   before_ = static_cast<int>(p(0));

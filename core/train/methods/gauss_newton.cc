@@ -174,7 +174,7 @@ void ResumeMethod(const ResumePoint& point, const TrainConfig& config,
                   NailmOptions* options) {
   if (std::isfinite(point.step_size) && point.step_size > 0 &&
       config.penalty.kind == PenaltyKind::kNone) {
-    options->lambda0 = point.step_size / options->c3;
+    options->lambda0 = NailmNextDamping(point.step_size, options->c3);
   }
 }
 

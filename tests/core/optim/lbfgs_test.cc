@@ -54,6 +54,22 @@ TEST(LbfgsTest, CallbackCancels) {
   EXPECT_EQ(s.iterations, 3);
 }
 
+// A start where the gradient vanishes is a stall, not a convergence, when
+// the run checks for stalls.
+TEST(LbfgsTest, AZeroGradientAtTheStartIsAStall) {
+  testing::Rosenbrock problem(4);
+  Eigen::VectorXd w = Eigen::VectorXd::Ones(4);  // the minimum: g = 0
+  LbfgsOptions options;
+  Summary s = MinimizeLbfgs(options, problem, &w, nullptr);
+  EXPECT_EQ(s.termination, Termination::kConverged);
+  options.stop.stall_window = 100;
+  s = MinimizeLbfgs(options, problem, &w, nullptr);
+  EXPECT_EQ(s.termination, Termination::kStalled);
+  EXPECT_NE(s.message.find("gradient is ~0 at the starting point"),
+            std::string::npos)
+      << s.message;
+}
+
 TEST(LbfgsTest, DefaultOptionsValidate) {
   EXPECT_TRUE(LbfgsOptions().Validate().ok());
   LbfgsOptions o;

@@ -163,11 +163,23 @@ TEST(ResumeTest, AdamReproduces) {
   c = MlpConfig(adam);
   c.batch_size = 32;
   ExpectResumeReproduces("adam, minibatches", c, TableData(), 5);
+  Stop(c.optimizer).report_every = 3;
+  ExpectResumeReproduces("adam, a report every 3 epochs", c, TableData(), 6);
+  SgdOptions sgd;
+  sgd.learning_rate = 0.05;
+  sgd.momentum = 0.9;
+  c = MlpConfig(sgd);
+  c.batch_size = 32;
+  ExpectResumeReproduces("sgd with momentum", c, TableData(), 5);
 }
 
 TEST(ResumeTest, LbfgsReproduces) {
   ExpectResumeReproduces("lbfgs", RnnConfig(LbfgsOptions()), SequenceData(),
                          10);
+  LbfgsOptions short_memory;
+  short_memory.memory = 3;  // the checkpoint holds a full ring of pairs
+  ExpectResumeReproduces("lbfgs, memory 3", RnnConfig(short_memory),
+                         SequenceData(), 10);
 }
 
 TEST(ResumeTest, B2ldReproduces) {

@@ -802,6 +802,21 @@ TEST_F(JobServiceTest, ShutdownCheckpointsARunningJobThatTheRestartResumes) {
             uninterrupted.metrics().validation_rmse());
 }
 
+// A run whose loss stops falling ends "stalled", in words, not silently.
+TEST_F(JobServiceTest, AStalledRunSaysSoInItsReason) {
+  v1::JobSpec spec = SmallSpec(dataset_, 1000);
+  spec.mutable_optimizer()->mutable_adam()->set_learning_rate(1e-12);
+  spec.mutable_stopping()->set_stall_epochs(5);
+  const v1::Job job = SubmitOrDie(spec);
+  const v1::Job done = WaitForState(job.id(), v1::Job::SUCCEEDED);
+  EXPECT_EQ(done.iterations(), 5);
+  const std::string& reason = done.history(done.history_size() - 1).reason();
+  EXPECT_EQ(reason.rfind("stalled: the loss stayed within", 0), 0u) << reason;
+  v1::TrainedModel model;
+  ASSERT_TRUE(GetModel(job.id(), &model).ok());
+  EXPECT_EQ(model.termination(), "stalled");
+}
+
 TEST_F(JobServiceTest, QueuedJobsSurviveARestart) {
   const v1::Job blocker = StartLongJob(dataset_);
   const v1::Job queued = SubmitOrDie(SmallSpec(dataset_, 3));

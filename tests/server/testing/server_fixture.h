@@ -77,6 +77,8 @@ inline v1::JobSpec SmallSpec(const std::string& dataset_id,
   narx->add_hidden(8);
   spec.mutable_optimizer()->mutable_adam()->set_learning_rate(0.01);
   spec.mutable_stopping()->set_max_epochs(max_epochs);
+  // The tests count on a job's epochs: no stall test ends one early.
+  spec.mutable_stopping()->set_stall_epochs(-1);
   spec.set_seed(1);
   return spec;
 }

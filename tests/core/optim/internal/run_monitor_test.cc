@@ -1,0 +1,106 @@
+// The stopping predicates every method shares; here the stall test.
+#include "core/optim/internal/run_monitor.h"
+
+#include "gtest/gtest.h"
+
+namespace sparrow::core::internal {
+namespace {
+
+// Feeds `losses` (from an initial `start`) to a monitor; returns the
+// iteration it stopped at (0 = never) and leaves the summary in *summary.
+int StopsAt(const StopRules& rules, double start,
+            const std::vector<double>& losses, Summary* summary) {
+  RunMonitor monitor(rules, nullptr, summary);
+  const Eigen::VectorXd w = Eigen::VectorXd::Zero(1);
+  double previous = start;
+  for (size_t i = 0; i < losses.size(); ++i) {
+    const int it = static_cast<int>(i) + 1;
+    if (auto stop = monitor.EndIteration(it, previous, losses[i], 0.0, w)) {
+      summary->termination = *stop;
+      return it;
+    }
+    previous = losses[i];
+  }
+  return 0;
+}
+
+StopRules Window(int k) {
+  StopRules rules;
+  rules.max_iterations = 1000;
+  rules.stall_window = k;
+  return rules;
+}
+
+TEST(RunMonitorTest, AConstantLossStallsAfterTheWindow) {
+  Summary s;
+  EXPECT_EQ(StopsAt(Window(5), 1.0, std::vector<double>(20, 1.0), &s), 5);
+  EXPECT_EQ(s.termination, Termination::kStalled);
+  EXPECT_NE(s.message.find("stayed within a relative 1e-06 of 1 for the "
+                           "last 5 iterations"),
+            std::string::npos)
+      << s.message;
+  EXPECT_NE(s.message.find("stall_epochs"), std::string::npos);
+  EXPECT_STREQ(TerminationName(Termination::kStalled), "stalled");
+}
+
+TEST(RunMonitorTest, MovesBeyondTheBandRestartTheCount) {
+  // Falls of 1e-5 relative go on; falls of 1e-8 relative do not count.
+  std::vector<double> losses;
+  double l = 1.0;
+  for (int i = 0; i < 30; ++i) losses.push_back(l *= 1 - 1e-5);
+  Summary s;
+  EXPECT_EQ(StopsAt(Window(3), 1.0, losses, &s), 0);
+  for (int i = 0; i < 10; ++i) losses.push_back(l *= 1 - 1e-8);
+  EXPECT_EQ(StopsAt(Window(3), 1.0, losses, &s), 33);
+  // A spike and its slow recovery (Adam) is movement, not a stall.
+  std::vector<double> spiky = {1.0, 1.0, 1.5, 1.2, 1.1, 1.05, 1.0, 1.0};
+  EXPECT_EQ(StopsAt(Window(3), 1.0, spiky, &s), 0);
+  // Off by default, and the absolute tolerance test wins over a stall.
+  EXPECT_EQ(StopsAt(StopRules{1000}, 1.0, std::vector<double>(50, 1.0), &s), 0);
+  StopRules both = Window(1);
+  both.tolerance = 1e-3;
+  EXPECT_EQ(StopsAt(both, 1.0, {1.0}, &s), 1);
+  EXPECT_EQ(s.termination, Termination::kConverged);
+}
+
+// What a progress record reports restarts the test where it was.
+TEST(RunMonitorTest, TheStallStateResumes) {
+  class Keep : public IterationCallback {
+   public:
+    CallbackResult OnIteration(IterationRecord* r) override {
+      reference = r->stall_reference;
+      since = r->stall_since;
+      return CallbackResult::kContinue;
+    }
+    double reference = 0;
+    int since = 0;
+  } keep;
+  Summary s;
+  RunMonitor monitor(Window(4), &keep, &s);
+  const Eigen::VectorXd w = Eigen::VectorXd::Zero(1);
+  EXPECT_FALSE(monitor.EndIteration(1, 2.0, 1.0, 0.0, w));
+  EXPECT_FALSE(monitor.EndIteration(2, 1.0, 1.0, 0.0, w));
+  EXPECT_EQ(keep.reference, 1.0);
+  EXPECT_EQ(keep.since, 1);
+  StopRules resumed = Window(4);
+  resumed.stall_reference = keep.reference;
+  resumed.stall_since = keep.since;
+  EXPECT_EQ(StopsAt(resumed, 1.0, {1.0, 1.0, 1.0}, &s), 3);
+}
+
+// A resumed run's first iteration compares with the checkpoint's loss, as
+// the uninterrupted run compares with its previous epoch's.
+TEST(RunMonitorTest, TheFirstResumedIterationComparesWithTheCheckpointsLoss) {
+  StopRules rules;
+  rules.tolerance = 1e-3;
+  Summary s;
+  EXPECT_EQ(StopsAt(rules, std::numeric_limits<double>::infinity(), {0.5}, &s),
+            0);
+  rules.resume_loss = 0.5005;
+  EXPECT_EQ(StopsAt(rules, std::numeric_limits<double>::infinity(), {0.5}, &s),
+            1);
+  EXPECT_EQ(s.termination, Termination::kConverged);
+}
+
+}  // namespace
+}  // namespace sparrow::core::internal
