@@ -4,28 +4,12 @@
 
 #include "core/train/trainer.h"
 #include "gtest/gtest.h"
+#include "tests/core/train/testing/small_problems.h"
 
 namespace sparrow::core {
 namespace {
 
-TrainData SineData() {
-  Rng rng(4);
-  TrainData d;
-  auto make = [&](int n, data::TableData* t) {
-    t->x.resize(2, n);
-    t->y.resize(1, n);
-    for (int j = 0; j < n; ++j) {
-      const double a = 4 * rng.Uniform() - 2, b = 4 * rng.Uniform() - 2;
-      t->x.col(j) << a, b;
-      t->y(0, j) = 10 + 5 * std::sin(a) + b;
-    }
-    t->input_names = {"a", "b"};
-    t->output_names = {"y"};
-  };
-  make(500, &d.train_table);
-  make(200, &d.test_table);
-  return d;
-}
+TrainData SineData() { return testing::SineTables(500, 0, 200); }
 
 enum class Kind { kB2ld, kBling };
 

@@ -10,6 +10,7 @@
 #include "core/data/synthetic.h"
 #include "core/train/trainer.h"
 #include "gtest/gtest.h"
+#include "tests/core/train/testing/small_problems.h"
 
 namespace sparrow::core {
 namespace {
@@ -58,38 +59,13 @@ TrainData SequenceData() {
   return d;
 }
 
-TrainData TableData() {
-  Rng rng(4);
-  TrainData d;
-  auto make = [&](int n, data::TableData* t) {
-    t->x.resize(2, n);
-    t->y.resize(1, n);
-    for (int j = 0; j < n; ++j) {
-      const double a = 4 * rng.Uniform() - 2, b = 4 * rng.Uniform() - 2;
-      t->x.col(j) << a, b;
-      t->y(0, j) = 10 + 5 * std::sin(a) + b;
-    }
-    t->input_names = {"a", "b"};
-    t->output_names = {"y"};
-  };
-  make(300, &d.train_table);
-  make(100, &d.validation_table);
-  return d;
-}
+TrainData TableData() { return testing::SineTables(300, 100, 0); }
 
 TrainConfig RnnConfig(OptimizerOptions optimizer) {
-  TrainConfig c;
-  StateSpaceRnnSpec& rnn = c.model.kind.emplace<StateSpaceRnnKind>().rnn;
-  rnn.nx = 2;
-  rnn.fx_hidden = {4};
-  rnn.fy_hidden = {4};
-  c.model.init_scale = 0.5;
-  c.rho_x0 = 1e-3;
-  c.rho_theta = 1e-4;
+  TrainConfig c = testing::SmallRnnConfig();
   c.optimizer = std::move(optimizer);
   Stop(c.optimizer).max_iterations = 24;
   Stop(c.optimizer).tolerance = 0.0;
-  c.seed = 3;
   return c;
 }
 

@@ -4,6 +4,7 @@
 
 #include "core/data/synthetic.h"
 #include "gtest/gtest.h"
+#include "tests/core/train/testing/small_problems.h"
 
 namespace sparrow::core {
 namespace {
@@ -44,18 +45,10 @@ data::SequenceData TeacherData(int samples, uint64_t seed) {
 }
 
 TrainConfig RnnConfig() {
-  TrainConfig c;
-  StateSpaceRnnSpec& rnn = c.model.kind.emplace<StateSpaceRnnKind>().rnn;
-  rnn.nx = 2;
-  rnn.fx_hidden = {4};
-  rnn.fy_hidden = {4};
-  c.model.init_scale = 0.5;
-  c.rho_x0 = 1e-3;
-  c.rho_theta = 1e-4;
+  TrainConfig c = testing::SmallRnnConfig();
   LbfgsOptions lbfgs;
   lbfgs.stop.max_iterations = 300;
   c.optimizer = lbfgs;
-  c.seed = 3;
   return c;
 }
 
