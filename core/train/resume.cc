@@ -64,11 +64,10 @@ absl::Status Resume(const ResumePoint& point, TrainConfig* config) {
   if (absl::Status s = CheckPoint(point, *budget); !s.ok()) return s;
   config->initial_params = point.params;
   *budget = std::max(1, *budget - std::min(*budget, point.iteration));
-  double& max_seconds = Stop(config->optimizer).max_seconds;  // every attempt
-  if (max_seconds > 0) {
-    max_seconds = std::max(1e-3, max_seconds - point.elapsed_seconds);
-  }
   StopRules& stop = Stop(config->optimizer);
+  if (stop.max_seconds > 0) {  // covers every attempt
+    stop.max_seconds = std::max(1e-3, stop.max_seconds - point.elapsed_seconds);
+  }
   stop.stall_reference = point.stall_reference;
   stop.stall_since = point.stall_since;
   if (std::isfinite(point.loss)) stop.resume_loss = point.loss;
