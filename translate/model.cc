@@ -120,6 +120,8 @@ v1::TrainedModel ToProto(const v1::JobSpec& spec,
   out.set_noise_variance(m.noise_variance);
   out.set_epochs(result.summary.iterations);
   out.set_termination(core::TerminationName(result.summary.termination));
+  out.set_partial(result.summary.termination == core::Termination::kUserAbort ||
+                  result.summary.termination == core::Termination::kDiverged);
   out.set_seconds(result.train_seconds);
   out.set_seed(spec.seed());
   out.set_rho_x0(m.rho_x0);

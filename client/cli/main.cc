@@ -23,6 +23,7 @@
 #include "absl/strings/str_format.h"
 #include "client/cli/common.h"
 #include "client/cli/images.h"
+#include "client/cli/model_file.h"
 #include "client/cli/remote.h"
 #include "client/cli/report.h"
 #include "client/cli/usage_hint.h"
@@ -30,7 +31,6 @@
 #include "core/train/methods.h"
 #include "core/train/trainer.h"
 #include "core/util/status_macros.h"
-#include "google/protobuf/util/json_util.h"
 #include "nlohmann/json.hpp"
 #include "translate/config.h"
 #include "translate/data.h"
@@ -174,6 +174,7 @@ absl::StatusOr<LocalRun> LoadLocalRun(const RunFlags& f) {
                            ReadFile(f.spec_path, "the job spec"));
   SPARROW_ASSIGN_OR_RETURN(run.spec, translate::ParseJobSpecJson(text));
   SPARROW_ASSIGN_OR_RETURN(run.config, translate::ToTrainConfig(run.spec));
+  SPARROW_RETURN_IF_ERROR(SetLocalWarmStart(run.spec, &run.config));
   if (run.spec.data().has_images()) {
     SPARROW_ASSIGN_OR_RETURN(
         const core::data::ImageSet images,
@@ -331,26 +332,6 @@ struct PredictFlags {
   bool json = false;
 };
 
-absl::StatusOr<v1::TrainedModel> ReadModel(const std::string& path) {
-  SPARROW_ASSIGN_OR_RETURN(std::string bytes, ReadFile(path, "the model"));
-  v1::TrainedModel model;
-  if (translate::HasJsonSuffix(path)) {
-    google::protobuf::util::JsonParseOptions options;
-    const auto s =
-        google::protobuf::util::JsonStringToMessage(bytes, &model, options);
-    if (!s.ok()) {
-      return absl::InvalidArgumentError(
-          "the model file " + path +
-          " is not a sparrow.v1.TrainedModel in JSON: " +
-          std::string(s.message()));
-    }
-  } else if (!model.ParseFromString(bytes)) {
-    return absl::InvalidArgumentError(
-        "the model file " + path +
-        " is not a binary sparrow.v1.TrainedModel (use a .json name for JSON)");
-  }
-  return model;
-}
 
 // Runs a stored model on a CSV with the model's input columns (and, for
 // sequence models, its output columns: the NARX history / encoder window / x0

@@ -16,6 +16,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "client/cli/images.h"
+#include "client/cli/model_file.h"
 #include "core/train/methods.h"
 #include "core/util/status_macros.h"
 #include "google/protobuf/util/time_util.h"
@@ -265,8 +266,9 @@ void RemoteCommands::AddModelCommands(CLI::App* app) {
   model_->require_subcommand(1);
   model_get_ = model_->add_subcommand(
       "get",
-      "Download the trained model of a succeeded job (.json: JSON, else "
-      "binary protobuf).\n"
+      "Download the trained model of an ended job (.json: JSON, else "
+      "binary protobuf). A cancelled or failed job's is the model it had "
+      "reached, marked partial.\n"
       "Example: sparrow model get job-1a2b3c4d5e6f7a8b -o model.json");
   model_get_->add_option("job", job_, "Job id")->required();
   model_get_->add_option("-o,--output", model_out_, "model.pb or model.json")
@@ -353,6 +355,7 @@ int RemoteCommands::Submit() {
   if (!text.ok()) return Fail(text.status());
   auto spec = translate::ParseJobSpecJson(*text);
   if (!spec.ok()) return Fail(spec.status());
+  if (absl::Status s = InlineWarmStart(&*spec); !s.ok()) return Fail(s);
   auto client = submit_connection_.Connect();
   if (!client.ok()) return Fail(client.status());
   std::string csv_path = data_path_;
@@ -456,18 +459,26 @@ int RemoteCommands::Status() {
   auto job = (*client)->GetJob(job_);
   if (!job.ok()) return Fail(job.status());
   // A finished job's train / validation / test metrics live in its model.
+  // A cancelled or failed job may have kept the model it had reached.
   std::optional<v1::Metrics> metrics;
-  if (job->state() == v1::Job::SUCCEEDED) {
+  std::string partial;
+  if (v1::IsFinal(job->state())) {
     auto model = (*client)->GetModel(job->id());
     if (model.ok()) metrics = model->metrics();
+    if (model.ok() && model->partial()) {
+      partial = absl::StrFormat("partial (%s after %d epochs)",
+                                model->termination(), model->epochs());
+    }
   }
   if (json_) {
     json out = json::parse(translate::ToJson(*job));
     if (metrics) out["metrics"] = json::parse(translate::ToJson(*metrics));
+    if (metrics) out["model_partial"] = !partial.empty();
     std::cout << out.dump(2) << "\n";
   } else {
     PrintJob(*job);
     if (metrics) std::cout << "  metrics: " << MetricsLine(*metrics) << "\n";
+    if (!partial.empty()) std::cout << "  model: " << partial << "\n";
   }
   return kExitOk;
 }
@@ -556,12 +567,21 @@ int RemoteCommands::ModelGet() {
     std::cout << json{{"job_id", job_},
                       {"file", model_out_},
                       {"bytes", exported->data().size()},
-                      {"format", as_json ? "json" : "protobuf"}}
+                      {"format", as_json ? "json" : "protobuf"},
+                      {"partial", exported->partial()},
+                      {"termination", exported->termination()},
+                      {"epochs", exported->epochs()}}
                      .dump(2)
               << "\n";
-  } else {
-    std::cout << absl::StrFormat("model of %s written to %s (%d bytes)\n", job_,
-                                 model_out_, exported->data().size());
+    return kExitOk;
+  }
+  std::cout << absl::StrFormat("model of %s written to %s (%d bytes)\n", job_,
+                               model_out_, exported->data().size());
+  if (exported->partial()) {
+    std::cout << absl::StrFormat(
+        "note: the job did not finish (%s); this is the model it had reached "
+        "after %d epochs\n",
+        exported->termination(), exported->epochs());
   }
   return kExitOk;
 }

@@ -27,9 +27,29 @@ data::Normalizer FitScaling(TrainConfig::Scaling scaling,
 
 }  // namespace
 
+namespace {
+
+// A warm start's scaling, when it has the data's channel count (the trainer
+// then checks that the channels are the same ones, by name).
+const data::Normalizer* WarmScaling(
+    const data::Normalizer* scaling,
+    const std::vector<const Eigen::MatrixXd*>& blocks) {
+  if (scaling == nullptr || blocks.empty() ||
+      scaling->size() != blocks.front()->rows()) {
+    return nullptr;
+  }
+  return scaling;
+}
+
+}  // namespace
+
 data::Normalizer FitInputScaling(
     const TrainConfig& config,
     const std::vector<const Eigen::MatrixXd*>& blocks) {
+  const Model* warm = config.warm_start.get();
+  if (auto* s = WarmScaling(warm ? &warm->input_scaling : nullptr, blocks)) {
+    return *s;
+  }
   return FitScaling(config.scaling, blocks);
 }
 
@@ -37,6 +57,10 @@ data::Normalizer FitInputScaling(
 data::Normalizer FitOutputScaling(
     const TrainConfig& config,
     const std::vector<const Eigen::MatrixXd*>& blocks) {
+  const Model* warm = config.warm_start.get();
+  if (auto* s = WarmScaling(warm ? &warm->output_scaling : nullptr, blocks)) {
+    return *s;
+  }
   return FitScaling(IsClassification(config.loss) ? TrainConfig::Scaling::kNone
                                                   : config.scaling,
                     blocks);
@@ -96,7 +120,7 @@ absl::Status ScaleTraces(const TrainConfig& config, const TrainData& data,
     us.push_back(&t.u);
     ys.push_back(&t.y);
   }
-  model->input_scaling = FitScaling(config.scaling, us);
+  model->input_scaling = FitInputScaling(config, us);
   model->output_scaling = FitOutputScaling(config, ys);
   setup->train_seq = Scaled(s, model->input_scaling, model->output_scaling);
   return absl::OkStatus();

@@ -55,7 +55,8 @@ absl::StatusOr<Eigen::MatrixXd> OneHot(const Eigen::MatrixXd& labels,
 
 // Building blocks of the model families (core/train/models/):
 // Scalings fitted on the training split, per channel; a classification loss
-// leaves its targets unscaled.
+// leaves its targets unscaled. A warm start's scalings instead, when it has
+// the blocks' channel count.
 data::Normalizer FitInputScaling(
     const TrainConfig& config,
     const std::vector<const Eigen::MatrixXd*>& blocks);

@@ -4,6 +4,7 @@
 #include <variant>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "core/data/narx.h"
 #include "core/metrics/metrics.h"
 #include "core/train/methods.h"
@@ -173,7 +174,67 @@ absl::Status ValidateModelAndData(const TrainConfig& c) {
   return FamilyOf(c.model.kind).Check(c);
 }
 
-// Uses config.initial_params (a warm start or resume) when given.
+std::string Describe(const std::vector<std::string>& names) {
+  return absl::StrCat("[", absl::StrJoin(names, ", "), "]");
+}
+
+std::string Describe(const std::vector<ParamBlock>& blocks) {
+  return absl::StrCat(
+      "[",
+      absl::StrJoin(blocks, ", ",
+                    [](std::string* out, const ParamBlock& b) {
+                      absl::StrAppend(out, b.name, " ", b.size);
+                    }),
+      "]");
+}
+
+bool SameBlocks(const std::vector<ParamBlock>& a,
+                const std::vector<ParamBlock>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (a[i].name != b[i].name || a[i].size != b[i].size) return false;
+  }
+  return true;
+}
+
+// Starts *model at the warm start's parameters, which must be a model of the
+// same kind and structure on the same channels.
+absl::Status ApplyWarmStart(const TrainConfig& config, Model* model) {
+  if (config.warm_start == nullptr) return absl::OkStatus();
+  const Model& warm = *config.warm_start;
+  const ModelFamily& family = FamilyOf(model->config.kind);
+  if (warm.config.kind.index() != model->config.kind.index()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "warm_start: the model is a ", FamilyOf(warm.config.kind).name(),
+        " but this spec trains a ", family.name(),
+        "; start from a model of the same kind"));
+  }
+  if (warm.input_names != model->input_names ||
+      warm.output_names != model->output_names) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "warm_start: the model maps inputs ", Describe(warm.input_names),
+        " to outputs ", Describe(warm.output_names), ", but this job's are ",
+        Describe(model->input_names), " and ", Describe(model->output_names),
+        "; use the same data columns"));
+  }
+  const std::vector<ParamBlock> want = family.Blocks(*model);
+  const std::vector<ParamBlock> have = family.Blocks(warm);
+  if (!SameBlocks(want, have) || warm.params.size() != model->params.size()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "warm_start: the model's parameter blocks ", Describe(have),
+        " do not match this spec's ", Describe(want),
+        "; use the same model fields (and, for free initial states, the same "
+        "number of training traces)"));
+  }
+  if (!warm.params.allFinite()) {
+    return absl::InvalidArgumentError(
+        "warm_start: the model's parameters contain NaN or Inf");
+  }
+  model->params = warm.params;
+  return absl::OkStatus();
+}
+
+// Uses config.initial_params (a resume) when given.
 absl::Status ApplyInitialParams(const TrainConfig& config, Model* model) {
   const Eigen::VectorXd& best = config.resume_best_params;
   if (best.size() != 0 &&
@@ -259,7 +320,10 @@ absl::StatusOr<TrainResult> Train(const TrainConfig& config,
   Rng rng(config.seed);
   TrainSetup setup;
   SPARROW_RETURN_IF_ERROR(BuildSetup(config, data, &rng, &model, &setup));
-  SPARROW_RETURN_IF_ERROR(EvaluateLinearStart(model, data, &result.metrics));
+  if (config.warm_start == nullptr) {
+    SPARROW_RETURN_IF_ERROR(EvaluateLinearStart(model, data, &result.metrics));
+  }
+  SPARROW_RETURN_IF_ERROR(ApplyWarmStart(config, &model));
   SPARROW_RETURN_IF_ERROR(ApplyInitialParams(config, &model));
 
   ValidationMonitor monitor(&model, config, data, setup.skip, callback);

@@ -6,6 +6,7 @@
 #define SPARROW_CORE_TRAIN_TRAINER_H_
 
 #include <limits>
+#include <memory>
 
 #include "absl/status/statusor.h"
 #include "core/data/dataset.h"
@@ -53,10 +54,15 @@ struct TrainConfig {
   enum class Scaling { kZScore, kMinMax, kNone };
   Scaling scaling = Scaling::kZScore;
   uint64_t seed = 0;
-  // Warm start / resume from a checkpoint: when not empty, the optimizer starts
-  // from these parameters (the normalized-units vector an IterationRecord
-  // reports) instead of the seeded random initialization. Resume (resume.h)
-  // also sets the method's state and the fields below.
+  // Warm start: training starts from this trained model's parameters instead
+  // of the seeded initialization, and uses its scalings instead of fitting
+  // them on the training split. It must have the config's kind and structure
+  // (the same named parameter blocks) on the same input and output channels.
+  std::shared_ptr<const Model> warm_start;
+  // Resume from a checkpoint: when not empty, the optimizer starts from these
+  // parameters (the normalized-units vector an IterationRecord reports), also
+  // over a warm start. Resume (resume.h) also sets the method's state and the
+  // fields below.
   Eigen::VectorXd initial_params;
   // Resume: the interrupted run's best iterate on validation data (empty when
   // none), its metric and the reports since, where validation tracking goes on.

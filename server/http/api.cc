@@ -136,21 +136,9 @@ Reply Api::Series(const std::string& tenant, const std::string& id,
   return JsonReply(SeriesJson(*series));
 }
 
-absl::StatusOr<v1::TrainedModel> Api::SucceededModel(const std::string& tenant,
-                                                     const std::string& id,
-                                                     v1::Job* job) {
-  SPARROW_ASSIGN_OR_RETURN(*job, jobs_->GetJob(tenant, id));
-  if (job->state() != v1::Job::SUCCEEDED) {
-    return absl::NotFoundError(
-        absl::StrCat("job ", id, " is ", v1::Job::State_Name(job->state()),
-                     "; it has a model once it has SUCCEEDED"));
-  }
-  return store_->GetModel(id);
-}
-
 Reply Api::Model(const std::string& tenant, const std::string& id) {
   v1::Job job;
-  auto model = SucceededModel(tenant, id, &job);
+  auto model = jobs_->GetModel(tenant, id, &job);
   if (!model.ok()) return ErrorReply(model.status());
   auto view = ModelJson(*model);
   return view.ok() ? JsonReply(*view) : ErrorReply(view.status());
@@ -160,7 +148,7 @@ absl::StatusOr<std::shared_ptr<const Fit>> Api::CachedFit(
     const std::string& tenant, const std::string& id) {
   v1::Job job;
   SPARROW_ASSIGN_OR_RETURN(v1::TrainedModel model,
-                           SucceededModel(tenant, id, &job));
+                           jobs_->GetModel(tenant, id, &job));
   {
     std::lock_guard<std::mutex> lock(fit_mu_);
     auto it = fits_.find(id);

@@ -53,9 +53,6 @@ class Api {
             const std::string& points);
   Reply Cancel(const std::string& tenant, const std::string& id);
 
-  absl::StatusOr<v1::TrainedModel> SucceededModel(const std::string& tenant,
-                                                  const std::string& id,
-                                                  v1::Job* job);
   absl::StatusOr<std::shared_ptr<const http::Fit>> CachedFit(
       const std::string& tenant, const std::string& id);
 

@@ -18,6 +18,7 @@
 #include "translate/json.h"
 #include "translate/model.h"
 #include "translate/text.h"
+#include "translate/warm_start.h"
 
 namespace sparrow::server {
 namespace {
@@ -139,6 +140,7 @@ absl::StatusOr<int64_t> JobManager::ValidateSubmission(
                                ? ImageChannels(spec, dataset)
                                : CsvChannels(spec, dataset));
   const int n_in = channels.inputs, n_out = channels.outputs;
+  SPARROW_RETURN_IF_ERROR(CheckWarmStart(tenant, spec, n_in, &config));
   if (dataset.format() == v1::DATASET_FORMAT_IMAGES) {
     // The shape fields the spec left at 0 come from the images, as in
     // training (a 3 x 32 x 32 cnn input is not a square of 3072).
@@ -162,6 +164,28 @@ absl::StatusOr<int64_t> JobManager::ValidateSubmission(
                            dataset.size_bytes()));
   SPARROW_RETURN_IF_ERROR(CheckMemory(memory));
   return memory.total;
+}
+
+absl::Status JobManager::CheckWarmStart(const std::string& tenant,
+                                        const v1::JobSpec& spec, int n_inputs,
+                                        core::TrainConfig* config) {
+  std::optional<v1::TrainedModel> source;
+  if (spec.warm_start().has_job_id()) {
+    v1::Job job;
+    absl::StatusOr<v1::TrainedModel> model =
+        GetModel(tenant, spec.warm_start().job_id(), &job);
+    if (!model.ok()) {
+      return absl::Status(model.status().code(),
+                          absl::StrCat("warm_start.job_id: ",
+                                       model.status().message()));
+    }
+    source = *std::move(model);
+  }
+  SPARROW_ASSIGN_OR_RETURN(
+      std::optional<v1::TrainedModel> model,
+      translate::WarmStartModel(spec, source ? &*source : nullptr));
+  if (!model.has_value()) return absl::OkStatus();
+  return translate::ApplyWarmStart(spec, *model, n_inputs, config);
 }
 
 absl::Status JobManager::CheckMemory(const core::MemoryEstimate& memory) const {

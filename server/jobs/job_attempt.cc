@@ -107,6 +107,7 @@ class JobManager::AttemptRunner {
         *request.mutable_dataset(),
         m_->store_->GetDatasetContent(entry_.tenant,
                                       job.spec().data().dataset_id()));
+    SPARROW_RETURN_IF_ERROR(ReadWarmStart(job.spec(), &request));
     const JobManagerOptions& o = m_->options_;
     request.set_memory_limit_bytes(o.worker_memory_limit_override > 0
                                        ? o.worker_memory_limit_override
@@ -128,6 +129,25 @@ class JobManager::AttemptRunner {
     }
     // A worker that dies before it has read the job is seen by Next.
     worker_->Send(request).IgnoreError();
+    return absl::OkStatus();
+  }
+
+  // The model of spec.warm_start.job_id (checked at admission); NOT_FOUND,
+  // which fails the job, when it is no longer there.
+  absl::Status ReadWarmStart(const v1::JobSpec& spec,
+                             v1::WorkerRequest* request) {
+    if (!spec.warm_start().has_job_id()) return absl::OkStatus();
+    v1::Job source;
+    absl::StatusOr<v1::TrainedModel> model =
+        m_->GetModel(entry_.tenant, spec.warm_start().job_id(), &source);
+    const absl::StatusCode code = model.status().code();
+    if (code == absl::StatusCode::kNotFound ||
+        code == absl::StatusCode::kFailedPrecondition) {
+      return absl::NotFoundError(
+          absl::StrCat("warm_start.job_id: ", model.status().message()));
+    }
+    if (!model.ok()) return model.status();
+    *request->mutable_warm_start() = *std::move(model);
     return absl::OkStatus();
   }
 
@@ -270,17 +290,19 @@ class JobManager::AttemptRunner {
         return End(m_->Transition(entry_.tenant, entry_.id,
                                   Fenced({v1::Job::SUCCEEDED, o.reason(),
                                           o.summary(), &o.model(), from})));
-      case Outcome::CANCELLED:
+      case Outcome::CANCELLED:  // with the model it had reached, if any
         return End(m_->Transition(
             entry_.tenant, entry_.id,
-            Fenced({v1::Job::CANCELLED, o.reason(), "", nullptr, from})));
+            Fenced({v1::Job::CANCELLED, o.reason(), "",
+                    o.has_model() ? &o.model() : nullptr, from})));
       case Outcome::STOPPED:
         spdlog::info(
             "job {} tenant {}: checkpointed at iteration {} for the restart",
             entry_.id, entry_.tenant, checkpoint_iteration_);
         return Attempt::kEnded;
       default:  // FAILED, DEADLINE
-        return End(m_->Fail(entry_, o.reason(), fence()));
+        return End(m_->Fail(entry_, o.reason(), fence(),
+                            o.has_model() ? &o.model() : nullptr));
     }
   }
 

@@ -239,6 +239,30 @@ absl::StatusOr<v1::Job> JobManager::GetJob(const std::string& tenant,
   return std::move(record->job);
 }
 
+absl::StatusOr<v1::TrainedModel> JobManager::GetModel(
+    const std::string& tenant, const std::string& id, v1::Job* job) {
+  SPARROW_ASSIGN_OR_RETURN(*job, GetJob(tenant, id));
+  const v1::Job::State state = job->state();
+  std::string name = Lower(state);
+  if (state != v1::Job::SUCCEEDED && state != v1::Job::CANCELLED &&
+      state != v1::Job::FAILED) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "job ", id, " is ", name,
+        "; it has a model once it has ended (watch it with: sparrow watch ", id,
+        ")"));
+  }
+  auto model = store_->GetModel(id);
+  if (state == v1::Job::SUCCEEDED ||
+      model.status().code() != absl::StatusCode::kNotFound) {
+    return model;
+  }
+  return absl::FailedPreconditionError(absl::StrCat(
+      "job ", id, " is ", name,
+      " and kept no model: it ended before its first iteration finished, or "
+      "its worker was stopped in the middle of one (",
+      job->reason(), ")"));
+}
+
 absl::StatusOr<v1::Job> JobManager::Cancel(const std::string& tenant,
                                            const std::string& id) {
   SPARROW_ASSIGN_OR_RETURN(v1::Job job, GetJob(tenant, id));
@@ -397,11 +421,12 @@ void JobManager::Requeue(QueueEntry entry, int store_failures) {
 }
 
 absl::Status JobManager::Fail(const QueueEntry& entry,
-                              const std::string& reason, int32_t fence) {
+                              const std::string& reason, int32_t fence,
+                              const v1::TrainedModel* model) {
   JobTransition t{v1::Job::FAILED,
                   reason,
                   "",
-                  nullptr,
+                  model,
                   {v1::Job::RUNNING, v1::Job::CANCELLING}};
   t.fence = fence;
   return Transition(entry.tenant, entry.id, t).status();

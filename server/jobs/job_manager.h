@@ -120,6 +120,13 @@ class JobManager {
   // A job of the tenant (NOT_FOUND otherwise, also for another tenant's).
   absl::StatusOr<v1::Job> GetJob(const std::string& tenant,
                                  const std::string& id);
+  // The model of an ended job, with the job in *job: a succeeded job's, or
+  // the one a cancelled or failed job had reached (TrainedModel.partial).
+  // FAILED_PRECONDITION for a job still queued or running, or one that ended
+  // before it had a model.
+  absl::StatusOr<v1::TrainedModel> GetModel(const std::string& tenant,
+                                            const std::string& id,
+                                            v1::Job* job);
 
   // Graceful stop: Submit answers UNAVAILABLE; running jobs checkpoint at
   // their next iteration and stay RUNNING in the store, to resume at the next
@@ -196,10 +203,10 @@ class JobManager {
   // Puts a job whose attempt could not be recorded back in the queue, to
   // resume after a growing pause.
   void Requeue(QueueEntry entry, int store_failures);
-  // Stores the FAILED transition of attempt `fence` (the store's error, if
-  // any).
+  // Stores the FAILED transition of attempt `fence`, with the model the run
+  // reached when there is one (the store's error, if any).
   absl::Status Fail(const QueueEntry& entry, const std::string& reason,
-                    int32_t fence);
+                    int32_t fence, const v1::TrainedModel* model = nullptr);
   // The reason of the RUNNING transition that starts an attempt.
   std::string StartReason(const QueueEntry& entry, int store_failures);
   // Stores a transition, publishes its event and logs it.
@@ -210,6 +217,11 @@ class JobManager {
   // will need (RESOURCE_EXHAUSTED over --max-job-memory).
   absl::StatusOr<int64_t> ValidateSubmission(const std::string& tenant,
                                              const v1::JobSpec& spec);
+  // Resolves spec.warm_start (a job id against this tenant's ended jobs) and
+  // checks that its model can start this spec.
+  absl::Status CheckWarmStart(const std::string& tenant,
+                              const v1::JobSpec& spec, int n_inputs,
+                              core::TrainConfig* config);
   absl::Status CheckMemory(const core::MemoryEstimate& estimate) const;
   // Start(): queues or resumes a recovered job, or fails one that no longer
   // passes the limits.

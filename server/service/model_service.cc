@@ -1,8 +1,5 @@
 #include "server/service/model_service.h"
 
-#include <algorithm>
-#include <cctype>
-
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "core/util/status_macros.h"
@@ -14,18 +11,8 @@ namespace sparrow::server {
 
 absl::StatusOr<v1::TrainedModel> ModelService::Load(const std::string& tenant,
                                                     const std::string& job_id) {
-  SPARROW_ASSIGN_OR_RETURN(v1::Job job, deps_.jobs->GetJob(tenant, job_id));
-  if (job.state() != v1::Job::SUCCEEDED) {
-    std::string state = v1::Job::State_Name(job.state());
-    std::transform(state.begin(), state.end(), state.begin(),
-                   [](unsigned char c) { return std::tolower(c); });
-    return absl::FailedPreconditionError(absl::StrCat(
-        "job ", job_id, " is ", state,
-        "; it has a model once it has succeeded (watch it with: sparrow "
-        "watch ",
-        job_id, ")"));
-  }
-  return deps_.store->GetModel(job_id);
+  v1::Job job;
+  return deps_.jobs->GetModel(tenant, job_id, &job);
 }
 
 grpc::ServerUnaryReactor* ModelService::Get(
@@ -58,6 +45,9 @@ grpc::ServerUnaryReactor* ModelService::Export(
           response->set_data(model.SerializeAsString());
           response->set_content_type("application/x-protobuf");
         }
+        response->set_partial(model.partial());
+        response->set_termination(model.termination());
+        response->set_epochs(model.epochs());
         return absl::OkStatus();
       });
 }

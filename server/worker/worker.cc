@@ -32,6 +32,7 @@
 #include "translate/config.h"
 #include "translate/data.h"
 #include "translate/model.h"
+#include "translate/warm_start.h"
 
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 #define SPARROW_SANITIZED 1
@@ -353,6 +354,17 @@ absl::Status CheckOneHotSize(const v1::WorkerRequest& request,
       summary.inputs, summary.outputs, *params, request.max_model_params()));
 }
 
+// The model of spec.warm_start: inline in the spec, or read by sparrowd.
+absl::Status SetWarmStart(const v1::WorkerRequest& request,
+                          core::TrainConfig* config) {
+  auto model = translate::WarmStartModel(
+      request.spec(),
+      request.has_warm_start() ? &request.warm_start() : nullptr);
+  if (!model.ok()) return model.status();
+  if (!model->has_value()) return absl::OkStatus();
+  return translate::ApplyWarmStart(request.spec(), **model, 0, config);
+}
+
 Outcome Stopped(const JobCallback& callback, const v1::WorkerRequest& r) {
   Outcome o;
   o.set_last_iteration(callback.last_iteration());
@@ -374,13 +386,25 @@ Outcome Stopped(const JobCallback& callback, const v1::WorkerRequest& r) {
   return o;
 }
 
+// A resumed attempt trained only the iterations after the checkpoint: the
+// model and the summary count the whole run.
+void CountWholeRun(const JobCallback& callback, core::TrainResult* result) {
+  result->summary.iterations += callback.iteration_offset();
+  result->summary.seconds += callback.elapsed_offset();
+  result->train_seconds += callback.elapsed_offset();
+}
+
+v1::TrainedModel JobModel(const v1::WorkerRequest& request,
+                          const core::TrainConfig& config,
+                          const core::TrainResult& result) {
+  v1::TrainedModel model = translate::ToProto(request.spec(), result);
+  model.set_seed(config.seed);
+  return model;
+}
+
 Outcome Finished(const v1::WorkerRequest& request, const JobCallback& callback,
                  const core::TrainConfig& config, core::TrainResult result) {
-  // A resumed attempt trained only the iterations after the checkpoint: the
-  // model and the summary count the whole run.
-  result.summary.iterations += callback.iteration_offset();
-  result.summary.seconds += callback.elapsed_offset();
-  result.train_seconds += callback.elapsed_offset();
+  CountWholeRun(callback, &result);
   if (result.summary.termination == core::Termination::kDiverged) {
     std::string reason = result.summary.message.empty()
                              ? result.summary.BriefReport()
@@ -390,7 +414,12 @@ Outcome Finished(const v1::WorkerRequest& request, const JobCallback& callback,
                       "; try a smaller learning rate or stronger "
                       "regularization");
     }
-    return Failed(std::move(reason));
+    Outcome o = Failed(std::move(reason));
+    // The iterate where it diverged, kept (marked partial) when finite.
+    if (result.summary.iterations > 0 && result.model.params.allFinite()) {
+      *o.mutable_model() = JobModel(request, config, result);
+    }
+    return o;
   }
   Outcome o;
   o.set_kind(Outcome::SUCCEEDED);
@@ -400,8 +429,23 @@ Outcome Finished(const v1::WorkerRequest& request, const JobCallback& callback,
                    : "finished");
   o.set_summary(result.summary.BriefReport());
   o.set_last_iteration(result.summary.iterations);
-  *o.mutable_model() = translate::ToProto(request.spec(), result);
-  o.mutable_model()->set_seed(config.seed);
+  *o.mutable_model() = JobModel(request, config, result);
+  return o;
+}
+
+// A cancelled run, or one stopped at the deadline, keeps the model it had
+// reached, marked partial; a run stopped for a restart goes on instead.
+Outcome StoppedWithModel(const v1::WorkerRequest& request,
+                         const JobCallback& callback,
+                         const core::TrainConfig& config,
+                         absl::StatusOr<core::TrainResult> result) {
+  Outcome o = Stopped(callback, request);
+  if (!result.ok() || callback.stop() == Stop::kShutdown) return o;
+  CountWholeRun(callback, &*result);
+  if (result->summary.iterations == 0) return o;
+  *o.mutable_model() = JobModel(request, config, *result);
+  o.mutable_model()->set_termination(
+      callback.stop() == Stop::kCancel ? "cancelled" : "deadline");
   return o;
 }
 
@@ -421,6 +465,9 @@ Outcome Train(v1::WorkerRequest* request, JobCallback* callback,
   if (absl::Status s = CheckOneHotSize(*request, *config, summary); !s.ok()) {
     return Failed(std::string(s.message()));
   }
+  if (absl::Status s = SetWarmStart(*request, &*config); !s.ok()) {
+    return Failed(std::string(s.message()));
+  }
   if (request->resume()) {
     absl::Status s = ApplyCheckpoint(request->checkpoint(), &*config);
     if (!s.ok()) return Failed(std::string(s.message()));
@@ -433,7 +480,7 @@ Outcome Train(v1::WorkerRequest* request, JobCallback* callback,
                                            core::Termination::kUserAbort;
   if (aborted && callback->stop() == Stop::kShutdown) callback->Checkpoint();
   if (aborted && callback->stop() != Stop::kNone) {
-    return Stopped(*callback, *request);
+    return StoppedWithModel(*request, *callback, *config, std::move(result));
   }
   if (!result.ok()) return Failed(std::string(result.status().message()));
   return Finished(*request, *callback, *config, std::move(*result));

@@ -3,6 +3,7 @@
 // unfinished jobs' models, and bearer-token tenancy.
 #include "server/service/model_service.h"
 
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -202,7 +203,7 @@ TEST_F(ModelServiceTest, UnknownJobIsNotFound) {
             grpc::StatusCode::INVALID_ARGUMENT);
 }
 
-TEST_F(ModelServiceTest, UnfinishedJobsHaveNoModel) {
+TEST_F(ModelServiceTest, OnlyEndedJobsHaveAModel) {
   const v1::Job running = StartLongJob(dataset_);
   const v1::Job queued = SubmitOrDie(SmallSpec(dataset_, 3));
   v1::Job cancelled = SubmitOrDie(SmallSpec(dataset_, 3));
@@ -219,9 +220,19 @@ TEST_F(ModelServiceTest, UnfinishedJobsHaveNoModel) {
     EXPECT_EQ(Predict(job.id(), csv_).error_code(),
               grpc::StatusCode::FAILED_PRECONDITION);
   }
+  EXPECT_NE(GetModel(cancelled.id()).error_message().find("kept no model"),
+            std::string::npos);
+  // A job cancelled while it runs keeps the model it had reached, marked.
   CancelAndWait(running.id());
-  EXPECT_EQ(GetModel(running.id()).error_code(),
-            grpc::StatusCode::FAILED_PRECONDITION);
+  v1::TrainedModel partial;
+  grpc::Status s = GetModel(running.id(), &partial);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_TRUE(partial.partial());
+  EXPECT_EQ(partial.termination(), "cancelled");
+  EXPECT_GE(partial.epochs(), 1);
+  EXPECT_GT(partial.parameters_size(), 0);
+  for (double p : partial.parameters()) ASSERT_TRUE(std::isfinite(p));
+  EXPECT_TRUE(Predict(running.id(), csv_).ok());
   // The queued job then runs, and has a model once it has succeeded.
   WaitForState(queued.id(), v1::Job::SUCCEEDED);
   EXPECT_TRUE(GetModel(queued.id()).ok());
