@@ -63,10 +63,10 @@ absl::Status ApplyWarmStart(const v1::JobSpec& spec,
         v1::LossKind_Name(KindOf(spec.loss())), "; use the same loss"));
   }
   if (n_inputs > 0 && model.num_inputs() != n_inputs) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "warm_start: the model has ", model.num_inputs(),
-        " input columns but this job has ", n_inputs,
-        "; use the same data columns"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("warm_start: the model has ", model.num_inputs(),
+                     " input columns but this job has ", n_inputs,
+                     "; use the same data columns"));
   }
   absl::StatusOr<core::Model> start = FromProto(model);
   if (!start.ok()) {

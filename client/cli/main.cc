@@ -332,7 +332,6 @@ struct PredictFlags {
   bool json = false;
 };
 
-
 // Runs a stored model on a CSV with the model's input columns (and, for
 // sequence models, its output columns: the NARX history / encoder window / x0
 // estimate read them).

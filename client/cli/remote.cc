@@ -262,7 +262,7 @@ void RemoteCommands::AddJobCommands(CLI::App* app) {
 }
 
 void RemoteCommands::AddModelCommands(CLI::App* app) {
-  model_ = app->add_subcommand("model", "Trained models of finished jobs");
+  model_ = app->add_subcommand("model", "Trained models of ended jobs");
   model_->require_subcommand(1);
   model_get_ = model_->add_subcommand(
       "get",

@@ -179,13 +179,12 @@ std::string Describe(const std::vector<std::string>& names) {
 }
 
 std::string Describe(const std::vector<ParamBlock>& blocks) {
-  return absl::StrCat(
-      "[",
-      absl::StrJoin(blocks, ", ",
-                    [](std::string* out, const ParamBlock& b) {
-                      absl::StrAppend(out, b.name, " ", b.size);
-                    }),
-      "]");
+  return absl::StrCat("[",
+                      absl::StrJoin(blocks, ", ",
+                                    [](std::string* out, const ParamBlock& b) {
+                                      absl::StrAppend(out, b.name, " ", b.size);
+                                    }),
+                      "]");
 }
 
 bool SameBlocks(const std::vector<ParamBlock>& a,

@@ -175,9 +175,9 @@ absl::Status JobManager::CheckWarmStart(const std::string& tenant,
     absl::StatusOr<v1::TrainedModel> model =
         GetModel(tenant, spec.warm_start().job_id(), &job);
     if (!model.ok()) {
-      return absl::Status(model.status().code(),
-                          absl::StrCat("warm_start.job_id: ",
-                                       model.status().message()));
+      return absl::Status(
+          model.status().code(),
+          absl::StrCat("warm_start.job_id: ", model.status().message()));
     }
     source = *std::move(model);
   }

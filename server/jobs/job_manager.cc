@@ -239,8 +239,9 @@ absl::StatusOr<v1::Job> JobManager::GetJob(const std::string& tenant,
   return std::move(record->job);
 }
 
-absl::StatusOr<v1::TrainedModel> JobManager::GetModel(
-    const std::string& tenant, const std::string& id, v1::Job* job) {
+absl::StatusOr<v1::TrainedModel> JobManager::GetModel(const std::string& tenant,
+                                                      const std::string& id,
+                                                      v1::Job* job) {
   SPARROW_ASSIGN_OR_RETURN(*job, GetJob(tenant, id));
   const v1::Job::State state = job->state();
   std::string name = Lower(state);

@@ -415,8 +415,9 @@ Outcome Finished(const v1::WorkerRequest& request, const JobCallback& callback,
                       "regularization");
     }
     Outcome o = Failed(std::move(reason));
-    // The iterate where it diverged, kept (marked partial) when finite.
-    if (result.summary.iterations > 0 && result.model.params.allFinite()) {
+    // The last finite iterate, kept (marked partial) when its fit is finite.
+    const core::Metrics& m = result.metrics;
+    if (std::isfinite(m.train_rmse) || std::isfinite(m.train_accuracy)) {
       *o.mutable_model() = JobModel(request, config, result);
     }
     return o;

@@ -118,6 +118,34 @@ for sig in TERM INT; do
   then ok; else bad "SIG$sig: rc=$rc out=$(cat "$tmp/stop.out") err=$(cat "$tmp/stop.err")"; fi
 done
 
+# A stopped run's model says so.
+if /usr/bin/python3 -c "import json, sys; m = json.load(open(sys.argv[1])); assert m['partial'] and m['termination'] == 'user_abort', m['termination']" \
+     "$tmp/stopped_TERM.json"; then ok; else bad "the SIGTERM model is not marked partial"; fi
+
+# --- warm start from a model file ----------------------------------------------------------
+warm_spec() {  # warm_spec FILE SOURCE_JSON: ok.json starting from SOURCE_JSON
+  sed 's|"stopping"|"warm_start": {"model_path": "'"$2"'"}, "stopping"|' "$tmp/ok.json" > "$1"
+}
+warm_spec "$tmp/warm.json" "$tmp/model.json"
+cold=$("$bin" run --local "$tmp/ok.json" --json 2>/dev/null)
+warm=$("$bin" run --local "$tmp/warm.json" --json 2>/dev/null)
+if python3 - "$cold" "$warm" "$tmp/model.json" <<'PY'
+import json, sys
+cold, warm = json.loads(sys.argv[1]), json.loads(sys.argv[2])
+start = json.load(open(sys.argv[3]))
+# The warm run starts where the 20-epoch model ended: its first loss is below the cold run's,
+# and it ends no worse than that model on the training data.
+assert warm["loss_history"]["loss"][0] < cold["loss_history"]["loss"][0], (warm, cold)
+assert warm["train_rmse"] <= start["metrics"]["train_rmse"] * (1 + 1e-9), (warm, start["metrics"])
+PY
+then ok; else bad "warm start: cold=$cold warm=$warm"; fi
+sed 's|"fx_hidden": \[4\]|"fx_hidden": [5]|' "$tmp/warm.json" > "$tmp/warm_wide.json"
+expect 2 "parameter blocks" "$bin" run --local "$tmp/warm_wide.json"
+sed 's|"model_path": "[^"]*"|"job_id": "job-1"|' "$tmp/warm.json" > "$tmp/warm_job.json"
+expect 2 "sparrow model get JOB -o model.json" "$bin" run --local "$tmp/warm_job.json"
+warm_spec "$tmp/warm_missing.json" "$tmp/none.json"
+expect 2 "none.json" "$bin" run --local "$tmp/warm_missing.json"
+
 # NAILM with an l1 penalty through ADMM: a sparse model, saved and run again by predict.
 sed 's|"optimizer": {"lbfgs": {}}|"regularization": {"l1": {"tau": 2.0}}, "optimizer": {"nailm": {"admm_iterations": 15, "admm_rho": 10}}|' \
   "$tmp/ok.json" > "$tmp/sparse.json"

@@ -438,12 +438,33 @@ check "second job waits in the queue" [ "$(jget "$tmp/out" 'd["state"]')" == QUE
 expect_json 0 id state -- sp cancel "$queued" --json
 check "cancel of a queued job: CANCELLED at once" [ "$(jget "$tmp/out" 'd["state"]')" == CANCELLED ]
 expect 1 "cancelled" sp watch "$queued"
+for ((i = 0; i < 200; i++)); do  # a finished iteration, so that the job has a model to keep
+  sp status "$long" --json > "$tmp/ws.json" 2>/dev/null &&
+    [[ $(jget "$tmp/ws.json" 'int(d.get("iterations", 0))') -ge 1 ]] && break
+  sleep 0.1
+done
 expect 0 "cancelling" sp cancel "$long"
 run sp watch "$long" --json
 check "watch of a cancelled job: exit 1 ($rc)" [ $rc -eq 1 ]
 check "watch of a cancelled job: ends with CANCELLED, seqs dense" events_ok "$tmp/out" 1 CANCELLED
 expect 2 "already" sp cancel "$long"
 expect 1 "cancelled" sp watch "$long"
+# The cancelled running job keeps the model it had reached, marked; the queued one has none.
+expect 0 "note: the job did not finish (cancelled)" sp model get "$long" -o "$tmp/partial.json"
+expect_json 0 partial termination epochs -- sp model get "$long" -o "$tmp/partial.pb" --json
+check "model get --json of a cancelled job: partial" [ "$(jget "$tmp/out" 'd["partial"]')" == True ]
+expect 0 "model: partial (cancelled after" sp status "$long"
+expect 2 "is cancelled and kept no model" sp model get "$queued" -o "$tmp/x.json"
+# Warm starts: from the cancelled job by its id, and from its model file (sent inline).
+HIDDEN="64, 64" spec "$tmp/warm.json" '{"adam": {"learning_rate": 0.001}}' '{"max_epochs": 20}'
+sed 's|"stopping"|"warm_start": {"job_id": "'"$long"'"}, "stopping"|' "$tmp/warm.json" > "$tmp/warm_id.json"
+sed 's|"stopping"|"warm_start": {"model_path": "'"$tmp/partial.json"'"}, "stopping"|' "$tmp/warm.json" > "$tmp/warm_file.json"
+expect 0 "succeeded" sp submit "$tmp/warm_id.json" --watch
+expect 0 "succeeded" sp submit "$tmp/warm_file.json" --watch
+sed 's|"job_id": "[^"]*"|"job_id": "job-0000000000000000"|' "$tmp/warm_id.json" > "$tmp/warm_none.json"
+expect 2 "warm_start.job_id: job job-0000000000000000 not found" sp submit "$tmp/warm_none.json"
+sed 's|"stopping"|"warm_start": {"job_id": "'"$long"'"}, "stopping"|' "$tmp/quick.json" > "$tmp/warm_narrow.json"
+expect 1 "parameter blocks" sp submit "$tmp/warm_narrow.json" --watch
 
 # list
 expect 0 "$job1" sp list

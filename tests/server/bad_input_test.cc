@@ -63,9 +63,16 @@ class BadInputTest : public ServiceFixture {
     ASSERT_TRUE(SubmitRequest(request, &job, kTokenA).ok());
     job_ = WaitForState(job.id(), v1::Job::SUCCEEDED, kTokenA).id();
     bob_job_ = TrainedJob(bob_dataset_, kTokenB, 5).id();
+    // Cancelled while it waits behind a running job (one worker): it never
+    // ran, so it has no model.
+    const std::string running =
+        SubmitOrDie(SmallSpec(dataset_, 100000), kTokenA).id();
+    WaitForState(running, v1::Job::RUNNING, kTokenA);
     cancelled_job_ = SubmitOrDie(SmallSpec(dataset_, 100000), kTokenA).id();
     EXPECT_TRUE(CancelJob(cancelled_job_, nullptr, kTokenA).ok());
     WaitForState(cancelled_job_, v1::Job::CANCELLED, kTokenA);
+    EXPECT_TRUE(CancelJob(running, nullptr, kTokenA).ok());
+    WaitForState(running, v1::Job::CANCELLED, kTokenA);
   }
 
   // ---- request builders (all as tenant A unless said otherwise) ----
@@ -535,9 +542,10 @@ std::vector<BadInput> BadInputTest::Catalogue() {
                [=] { return GetModel(unknown_job, nullptr, kTokenA); }});
   c.push_back({"model of another tenant's job", StatusCode::NOT_FOUND,
                [=] { return GetModel(bob_job_, nullptr, kTokenA); }});
-  c.push_back({"model of a cancelled job", StatusCode::FAILED_PRECONDITION,
+  c.push_back({"model of a job cancelled before it ran",
+               StatusCode::FAILED_PRECONDITION,
                [=] { return GetModel(cancelled_job_, nullptr, kTokenA); },
-               "cancelled"});
+               "kept no model"});
   c.push_back({"export in an invalid format", StatusCode::INVALID_ARGUMENT,
                [=] {
                  return Export(job_,
@@ -553,7 +561,7 @@ std::vector<BadInput> BadInputTest::Catalogue() {
                [=] { return PredictCsv(unknown_job, csv_); }});
   c.push_back({"predict with another tenant's model", StatusCode::NOT_FOUND,
                [=] { return PredictCsv(bob_job_, csv_); }});
-  c.push_back({"predict with an unfinished job's model",
+  c.push_back({"predict with a job that kept no model",
                StatusCode::FAILED_PRECONDITION,
                [=] { return PredictCsv(cancelled_job_, csv_); }});
   c.push_back({"predict with a CSV missing the model's columns",
@@ -598,7 +606,7 @@ TEST_F(BadInputTest, EveryMalformedRequestGetsItsCodeAndTheServerStaysUp) {
   std::vector<std::string> jobs =
       AllJobIds(v1::Job::STATE_UNSPECIFIED, kTokenA);
   ASSERT_EQ(datasets.size(), 1u);
-  ASSERT_EQ(jobs.size(), 2u);
+  ASSERT_EQ(jobs.size(), 3u);
   for (const BadInput& bad : catalogue) {
     SCOPED_TRACE(bad.name);
     const grpc::Status s = bad.call();

@@ -588,8 +588,12 @@ TEST_F(JobDeadlineTest, JobAboveTheDeadlineFailsNamingTheFlag) {
   ASSERT_TRUE(Watch(job.id(), 0, &events).ok());
   EXPECT_EQ(events.back().state(), v1::Job::FAILED);
   EXPECT_EQ(events.back().reason(), failed.reason());
-  EXPECT_EQ(GetModel(job.id()).error_code(),
-            grpc::StatusCode::FAILED_PRECONDITION);
+  // It keeps the model it had reached, marked as such.
+  v1::TrainedModel model;
+  ASSERT_TRUE(GetModel(job.id(), &model).ok());
+  EXPECT_TRUE(model.partial());
+  EXPECT_EQ(model.termination(), "deadline");
+  EXPECT_EQ(model.epochs(), failed.iterations());
 }
 
 // ---- tenancy ----

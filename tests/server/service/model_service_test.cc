@@ -223,6 +223,7 @@ TEST_F(ModelServiceTest, OnlyEndedJobsHaveAModel) {
   EXPECT_NE(GetModel(cancelled.id()).error_message().find("kept no model"),
             std::string::npos);
   // A job cancelled while it runs keeps the model it had reached, marked.
+  WaitForIterations(running.id(), 1);
   CancelAndWait(running.id());
   v1::TrainedModel partial;
   grpc::Status s = GetModel(running.id(), &partial);
@@ -256,6 +257,49 @@ TEST_F(ModelServiceTest, FailedJobHasNoModel) {
       << s.error_message();
   EXPECT_NE(s.error_message().find("failed"), std::string::npos)
       << s.error_message();
+}
+
+TEST_F(ModelServiceTest, AJobWarmStartsFromAnotherJobsModel) {
+  v1::TrainedModel source;
+  ASSERT_TRUE(GetModel(job_.id(), &source).ok());
+  // One tiny SGD step from the model: it stays where the model is.
+  v1::JobSpec spec = SmallSpec(dataset_, 1);
+  spec.mutable_optimizer()->mutable_sgd()->set_learning_rate(1e-9);
+  spec.mutable_warm_start()->set_job_id(job_.id());
+  const v1::Job warm = WaitForFinal(SubmitOrDie(spec).id());
+  ASSERT_EQ(warm.state(), v1::Job::SUCCEEDED) << warm.reason();
+  v1::TrainedModel model;
+  ASSERT_TRUE(GetModel(warm.id(), &model).ok());
+  ASSERT_EQ(model.parameters_size(), source.parameters_size());
+  for (int i = 0; i < model.parameters_size(); ++i) {
+    ASSERT_NEAR(model.parameters(i), source.parameters(i), 1e-6) << i;
+  }
+  EXPECT_NEAR(model.metrics().test_rmse(), source.metrics().test_rmse(),
+              1e-6 * source.metrics().test_rmse());
+  EXPECT_EQ(model.input_scaling().mean(0), source.input_scaling().mean(0));
+  EXPECT_EQ(model.epochs(), 1);
+
+  // Refused at submission: an unknown job, one without a model yet.
+  v1::SubmitJobRequest request;
+  *request.mutable_spec() = spec;
+  request.mutable_spec()->mutable_warm_start()->set_job_id(
+      "job-0000000000000000");
+  grpc::Status s = SubmitRequest(request, nullptr);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::NOT_FOUND) << s.error_message();
+  EXPECT_NE(s.error_message().find("warm_start.job_id"), std::string::npos)
+      << s.error_message();
+  const v1::Job running = StartLongJob(dataset_);
+  request.mutable_spec()->mutable_warm_start()->set_job_id(running.id());
+  s = SubmitRequest(request, nullptr);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::FAILED_PRECONDITION)
+      << s.error_message();
+  CancelAndWait(running.id());
+  // Another structure passes submission and fails the job, saying why.
+  spec.mutable_model()->mutable_narx_mlp()->set_hidden(0, 9);
+  const v1::Job wider = WaitForFinal(SubmitOrDie(spec).id());
+  EXPECT_EQ(wider.state(), v1::Job::FAILED);
+  EXPECT_NE(wider.reason().find("parameter blocks"), std::string::npos)
+      << wider.reason();
 }
 
 // ---- tenancy ----

@@ -3,6 +3,7 @@
 #define SPARROW_TESTS_CORE_TRAIN_TESTING_SMALL_PROBLEMS_H_
 
 #include <cmath>
+#include <utility>
 
 #include "core/train/trainer.h"
 #include "core/util/random.h"
@@ -30,6 +31,34 @@ inline TrainData SineTables(int train, int validation, int test) {
   make(validation, &d.validation_table);
   make(test, &d.test_table);
   return d;
+}
+
+// `traces` traces of `samples` samples of a damped second-order system
+// driven by a seeded random-phase sum of sines: input "u", output "y".
+inline data::SequenceData SineTraces(int traces, int samples) {
+  Rng rng(7);
+  data::SequenceData s;
+  s.n_u = 1;
+  s.n_y = 1;
+  s.input_names = {"u"};
+  s.output_names = {"y"};
+  for (int k = 0; k < traces; ++k) {
+    const double phase = 6.0 * rng.Uniform();
+    data::Trace t;
+    t.u.resize(1, samples);
+    t.y.resize(1, samples);
+    double x1 = 0.0, x2 = 0.0;
+    for (int j = 0; j < samples; ++j) {
+      const double u = std::sin(0.11 * j + phase) + 0.5 * std::sin(0.37 * j);
+      t.u(0, j) = u;
+      t.y(0, j) = x1 + 0.1 * std::tanh(x1);
+      const double next = 1.5 * x1 - 0.7 * x2 + 0.2 * u;
+      x2 = x1;
+      x1 = next;
+    }
+    s.traces.push_back(std::move(t));
+  }
+  return s;
 }
 
 // A state-space RNN with nx 2 and 4 + 4 tanh units, light regularization,

@@ -1,0 +1,97 @@
+#include "translate/warm_start.h"
+
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
+#include "tests/translate/testing/spec_fixture.h"
+#include "translate/config.h"
+#include "translate/data.h"
+#include "translate/json.h"
+#include "translate/model.h"
+
+namespace sparrow::translate {
+namespace {
+
+// The model of kRnnSpec trained for `epochs` on Csv(200).
+v1::TrainedModel TrainedRnn(int epochs) {
+  auto spec =
+      ParseJobSpecJson(Replace(kRnnSpec, "\"max_epochs\": 30",
+                               absl::StrCat("\"max_epochs\": ", epochs)));
+  EXPECT_TRUE(spec.ok()) << spec.status();
+  auto config = ToTrainConfig(*spec);
+  EXPECT_TRUE(config.ok()) << config.status();
+  auto data = LoadTrainData(*spec, *config, Csv(200));
+  EXPECT_TRUE(data.ok()) << data.status();
+  auto result = core::Train(*config, *data, nullptr);
+  EXPECT_TRUE(result.ok()) << result.status();
+  return ToProto(*spec, *result);
+}
+
+v1::JobSpec Spec(const std::string& warm_start) {
+  auto spec = ParseJobSpecJson(Replace(
+      kRnnSpec, "\"seed\": 7", "\"seed\": 7, \"warm_start\": " + warm_start));
+  EXPECT_TRUE(spec.ok()) << spec.status();
+  return *spec;
+}
+
+TEST(WarmStartTest, ASpecWithoutOneHasNone) {
+  auto spec = ParseJobSpecJson(kRnnSpec);
+  ASSERT_TRUE(spec.ok());
+  auto model = WarmStartModel(*spec, nullptr);
+  ASSERT_TRUE(model.ok());
+  EXPECT_FALSE(model->has_value());
+}
+
+TEST(WarmStartTest, SaysWhereAnUnresolvedSourceCanBeRead) {
+  ExpectError(WarmStartModel(Spec(R"({"job_id": "job-1"})"), nullptr).status(),
+              "sparrow model get");
+  ExpectError(
+      WarmStartModel(Spec(R"({"model_path": "m.json"})"), nullptr).status(),
+      "sparrow submit");
+  ExpectError(WarmStartModel(Spec("{}"), nullptr).status(),
+              "one of job_id, model_path or model");
+  v1::JobSpec bad = Spec("{}");
+  bad.mutable_warm_start()->set_model("not a model");
+  ExpectError(WarmStartModel(bad, nullptr).status(), "TrainedModel");
+}
+
+TEST(WarmStartTest, TrainingGoesOnFromTheModel) {
+  const v1::TrainedModel first = TrainedRnn(10);
+  v1::JobSpec spec = Spec("{}");
+  spec.mutable_warm_start()->set_model(first.SerializeAsString());
+  auto model = WarmStartModel(spec, nullptr);
+  ASSERT_TRUE(model.ok() && model->has_value()) << model.status();
+  auto config = ToTrainConfig(spec);
+  ASSERT_TRUE(config.ok());
+  ASSERT_TRUE(ApplyWarmStart(spec, **model, 1, &*config).ok());
+  ASSERT_NE(config->warm_start, nullptr);
+  auto data = LoadTrainData(spec, *config, Csv(200));
+  ASSERT_TRUE(data.ok());
+  auto result = core::Train(*config, *data, nullptr);
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_LT(result->summary.final_loss, result->summary.initial_loss);
+  // The resolved source of a job id or file is used the same way.
+  auto resolved = WarmStartModel(Spec(R"({"job_id": "job-1"})"), &first);
+  ASSERT_TRUE(resolved.ok() && resolved->has_value());
+  EXPECT_EQ((*resolved)->parameters_size(), first.parameters_size());
+}
+
+TEST(WarmStartTest, RefusesAnotherKindLossOrInputCount) {
+  const v1::TrainedModel first = TrainedRnn(2);
+  v1::JobSpec spec = Spec(R"({"job_id": "job-1"})");
+  auto config = ToTrainConfig(spec);
+  ASSERT_TRUE(config.ok());
+  ExpectError(ApplyWarmStart(spec, first, 2, &*config), "1 input columns");
+  v1::JobSpec bce = spec;
+  bce.mutable_loss()->set_kind(v1::LOSS_BINARY_CROSS_ENTROPY);
+  ExpectError(ApplyWarmStart(bce, first, 1, &*config),
+              "LOSS_BINARY_CROSS_ENTROPY");
+  v1::JobSpec narx = spec;
+  narx.mutable_model()->mutable_narx_mlp()->set_input_lags(2);
+  ExpectError(ApplyWarmStart(narx, first, 1, &*config), "another kind");
+  EXPECT_EQ(config->warm_start, nullptr);
+}
+
+}  // namespace
+}  // namespace sparrow::translate
