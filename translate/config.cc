@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
+#include "core/train/stages.h"
 #include "core/util/option_error.h"
 #include "core/util/status_macros.h"
 #include "translate/layered_config.h"
@@ -280,6 +281,66 @@ absl::StatusOr<core::ModelConfig> ToModelConfig(const v1::ModelSpec& m,
   return c;
 }
 
+namespace {
+
+absl::Status InStage(int k, const absl::Status& s) {
+  if (s.ok()) return s;
+  return absl::Status(s.code(), absl::StrCat("stages[", k, "].", s.message()));
+}
+
+// One stage: its optimizer with its stopping rules (the job's when unset),
+// batch and ADMM options, and NARX training mode (the model's when unset).
+absl::StatusOr<core::TrainStage> ToStage(const v1::JobSpec& spec, int k,
+                                         const core::TrainConfig& c) {
+  const v1::Stage& s = spec.stages(k);
+  const v1::Stopping& stopping =
+      s.has_stopping() ? s.stopping() : spec.stopping();
+  absl::StatusOr<core::StopRules> stop = ToStopRules(stopping);
+  if (!stop.ok()) return InStage(k, stop.status());
+  core::TrainConfig own = c;
+  absl::StatusOr<core::OptimizerOptions> optimizer =
+      ToOptimizer(s.optimizer(), *stop, &own);
+  if (!optimizer.ok()) return InStage(k, optimizer.status());
+  core::TrainStage stage;
+  stage.name = s.name();
+  stage.optimizer = *std::move(optimizer);
+  stage.patience = stopping.patience();
+  stage.batch_size = own.batch_size;
+  stage.bptt_window = own.bptt_window;
+  stage.shuffle = own.shuffle;
+  stage.threads = own.threads;
+  stage.admm = own.admm;
+  if (s.has_simulation_error() && !c.model.is<core::NarxMlpKind>()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "stages[", k,
+        "].simulation_error is for narx_mlp models; remove it"));
+  }
+  if (c.model.is<core::NarxMlpKind>()) {
+    stage.simulation_error =
+        s.has_simulation_error()
+            ? s.simulation_error()
+            : c.model.as<core::NarxMlpKind>().simulation_error;
+  }
+  return stage;
+}
+
+// JobSpec.stages: every stage's own fields, the first one's in the config.
+absl::Status ToStages(const v1::JobSpec& spec, core::TrainConfig* c) {
+  if (spec.optimizer().method_case() != v1::OptimizerSpec::METHOD_NOT_SET) {
+    return absl::InvalidArgumentError(
+        "optimizer: leave it unset when the spec has stages; each stage has "
+        "its own (stages[0].optimizer, ...)");
+  }
+  for (int k = 0; k < spec.stages_size(); ++k) {
+    SPARROW_ASSIGN_OR_RETURN(core::TrainStage stage, ToStage(spec, k, *c));
+    c->stages.push_back(std::move(stage));
+  }
+  core::UseStage(c->stages[0], c);
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::StatusOr<core::TrainConfig> ToTrainConfig(const v1::JobSpec& spec) {
   core::TrainConfig c;
   SPARROW_ASSIGN_OR_RETURN(c.loss, ToLoss(spec.loss()));
@@ -287,11 +348,15 @@ absl::StatusOr<core::TrainConfig> ToTrainConfig(const v1::JobSpec& spec) {
   c.rho_x0 = spec.regularization().rho_x0();
   c.rho_theta = spec.regularization().rho_theta();
   SPARROW_RETURN_IF_ERROR(ToPenalty(spec.regularization(), &c.penalty));
-  SPARROW_ASSIGN_OR_RETURN(const core::StopRules stop,
-                           ToStopRules(spec.stopping()));
-  c.patience = spec.stopping().patience();
-  SPARROW_ASSIGN_OR_RETURN(c.optimizer,
-                           ToOptimizer(spec.optimizer(), stop, &c));
+  if (spec.stages().empty()) {
+    SPARROW_ASSIGN_OR_RETURN(const core::StopRules stop,
+                             ToStopRules(spec.stopping()));
+    c.patience = spec.stopping().patience();
+    SPARROW_ASSIGN_OR_RETURN(c.optimizer,
+                             ToOptimizer(spec.optimizer(), stop, &c));
+  } else {
+    SPARROW_RETURN_IF_ERROR(ToStages(spec, &c));
+  }
   SPARROW_ASSIGN_OR_RETURN(c.scaling, ToScaling(spec.normalization()));
   c.seed = spec.seed();
   SPARROW_RETURN_IF_ERROR(c.Validate());

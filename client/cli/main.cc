@@ -70,6 +70,7 @@ class ProgressPrinter : public core::IterationCallback {
         step_name_(std::move(step_name)) {}
   core::CallbackResult OnIteration(core::IterationRecord* r) override {
     if (g_stop_signal != 0) return core::CallbackResult::kAbort;
+    if (r->stage_start) return core::CallbackResult::kContinue;
     const bool due = r->iteration == 1 || r->iteration >= max_epochs_ ||
                      r->elapsed_seconds >= printed_at_ + kProgressSeconds;
     if (enabled_ && due) {

@@ -81,6 +81,17 @@ struct IterationRecord {
   // checkpoint.
   double stall_reference = std::numeric_limits<double>::quiet_NaN();
   int stall_since = 0;
+  // A multi-stage run (core/train/stages.h): the stage (0-based) and the
+  // iteration and optimizer seconds, on this run's clock, at which it started
+  // (negative for a stage resumed part-way), for a checkpoint.
+  int stage = 0;
+  int stage_start_iteration = 0;
+  double stage_start_seconds = 0.0;
+  // Not an iteration: the record a multi-stage run makes between two stages,
+  // with the next stage's starting point (params) and no loss, so that a
+  // checkpoint of it resumes that stage from its start. Progress displays
+  // skip it.
+  bool stage_start = false;
   // Method-specific quantities, e.g. ADMM's primal and dual residuals.
   std::vector<std::pair<std::string, double>> extras;
 };

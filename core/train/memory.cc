@@ -8,6 +8,7 @@
 #include "absl/strings/str_format.h"
 #include "core/train/methods.h"
 #include "core/train/model_registry.h"
+#include "core/train/stages.h"
 #include "core/util/status_macros.h"
 
 namespace sparrow::core {
@@ -47,10 +48,11 @@ int GaussNewtonThreads(const OptimizerOptions& o) {
 
 }  // namespace
 
-absl::StatusOr<MemoryEstimate> EstimateMemory(const TrainConfig& config,
-                                              int inputs, int outputs,
-                                              int64_t rows,
-                                              int64_t file_bytes) {
+namespace {
+
+absl::StatusOr<MemoryEstimate> EstimateStage(const TrainConfig& config,
+                                             int inputs, int outputs,
+                                             int64_t rows, int64_t file_bytes) {
   SPARROW_ASSIGN_OR_RETURN(int64_t params,
                            CountParameters(config.model, inputs, outputs));
   const double n = static_cast<double>(params);
@@ -102,6 +104,26 @@ absl::StatusOr<MemoryEstimate> EstimateMemory(const TrainConfig& config,
     e.dominant = absl::StrFormat("the data (%d rows)", rows);
   }
   return e;
+}
+
+}  // namespace
+
+// A multi-stage run needs what its largest stage needs.
+absl::StatusOr<MemoryEstimate> EstimateMemory(const TrainConfig& config,
+                                              int inputs, int outputs,
+                                              int64_t rows,
+                                              int64_t file_bytes) {
+  if (!IsStaged(config)) {
+    return EstimateStage(config, inputs, outputs, rows, file_bytes);
+  }
+  MemoryEstimate largest;
+  for (int k = 0; k < static_cast<int>(config.stages.size()); ++k) {
+    SPARROW_ASSIGN_OR_RETURN(
+        MemoryEstimate e, EstimateStage(StageConfig(config, k), inputs,
+                                        outputs, rows, file_bytes));
+    if (k == 0 || e.total > largest.total) largest = e;
+  }
+  return largest;
 }
 
 std::string FormatBytes(int64_t bytes) {

@@ -30,6 +30,8 @@ void ResumeMethod(const ResumePoint& point, TrainConfig* config);
 // method's stop.max_iterations, or ADMM's when a non-smooth penalty is set.
 // The server shortens it when a job resumes; the CLI shows progress against
 // it.
+// A multi-stage run: the const overload gives the sum over its stages, the
+// mutable one its first stage's.
 int* IterationBudget(TrainConfig* config);
 int IterationBudget(const TrainConfig& config);
 

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/train/methods.h"
+#include "core/train/stages.h"
 
 namespace sparrow::core {
 
@@ -76,6 +77,14 @@ auto* Budget(Config* config) {
 
 int* IterationBudget(TrainConfig* config) { return Budget(config); }
 
-int IterationBudget(const TrainConfig& config) { return *Budget(&config); }
+int IterationBudget(const TrainConfig& config) {
+  if (!IsStaged(config)) return *Budget(&config);
+  int total = 0;
+  for (int k = 0; k < static_cast<int>(config.stages.size()); ++k) {
+    const TrainConfig stage = StageConfig(config, k);
+    total += *Budget(&stage);
+  }
+  return total;
+}
 
 }  // namespace sparrow::core

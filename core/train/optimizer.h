@@ -72,6 +72,11 @@ struct ResumePoint {
   double stall_reference = std::numeric_limits<double>::quiet_NaN();
   int stall_since = 0;
   double loss = std::numeric_limits<double>::quiet_NaN();  // reported
+  // A multi-stage run: the stage, and the iteration and seconds (of the
+  // whole run) at which it started.
+  int stage = 0;
+  int stage_start_iteration = 0;
+  double stage_start_seconds = 0.0;
 };
 
 // The outcome of a method's run.

@@ -2,9 +2,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "absl/strings/str_cat.h"
 #include "core/train/methods.h"
+#include "core/train/stages.h"
+#include "core/util/status_macros.h"
 
 namespace sparrow::core {
 namespace {
@@ -57,9 +60,63 @@ void KeepCheckpoint(const IterationRecord& r, int iterations_before,
   point->stall_since = r.stall_since;
   point->loss =
       std::isfinite(r.loss) ? r.loss : std::numeric_limits<double>::quiet_NaN();
+  if (r.stage_start) {  // nothing of the stage before carries over
+    point->state.resize(0);
+    point->best_params.resize(0);
+    point->best_validation_metric = std::numeric_limits<double>::infinity();
+    point->reports_since_best = 0;
+  }
+  point->stage = r.stage;
+  point->stage_start_iteration = iterations_before + r.stage_start_iteration;
+  point->stage_start_seconds = seconds_before + r.stage_start_seconds;
 }
 
-absl::Status Resume(const ResumePoint& point, TrainConfig* config) {
+namespace {
+
+// A multi-stage run goes on in the checkpoint's stage: the stages before it
+// are done, and *local counts the iterations and seconds of that stage only.
+absl::Status ResumeStage(const ResumePoint& point, TrainConfig* config,
+                         ResumePoint* local) {
+  if (!IsStaged(*config) && point.stage == 0) return absl::OkStatus();
+  const int stages = static_cast<int>(config->stages.size());
+  if (point.stage < 0 || point.stage >= stages ||
+      point.stage_start_iteration < 0 ||
+      point.stage_start_iteration > point.iteration ||
+      !(point.stage_start_seconds >= 0) ||
+      point.stage_start_seconds > point.elapsed_seconds) {
+    return absl::DataLossError(absl::StrCat(
+        "the job's checkpoint is in stage ", point.stage + 1,
+        " at an impossible place (the job has ", stages,
+        " stages); it cannot come from a run of this job"));
+  }
+  if (point.stage > 0) {
+    UseStage(config->stages[point.stage], config);
+    config->stages.erase(config->stages.begin(),
+                         config->stages.begin() + point.stage);
+  }
+  config->stage_offset = point.stage;
+  config->stage_iterations_done = point.iteration - point.stage_start_iteration;
+  config->stage_seconds_done = point.elapsed_seconds - point.stage_start_seconds;
+  local->iteration = config->stage_iterations_done;
+  local->elapsed_seconds = config->stage_seconds_done;
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status Resume(const ResumePoint& checkpoint, TrainConfig* config) {
+  ResumePoint point = checkpoint;
+  SPARROW_RETURN_IF_ERROR(ResumeStage(checkpoint, config, &point));
+  if (IsStaged(*config) && point.iteration == 0) {
+    // The start of a stage: its starting point, then the stage as it is.
+    if (!point.params.allFinite()) {
+      return absl::DataLossError(
+          "the job's checkpoint has non-finite parameters; it cannot come "
+          "from a run of this job");
+    }
+    config->initial_params = point.params;
+    return absl::OkStatus();
+  }
   int* budget = IterationBudget(config);
   if (absl::Status s = CheckPoint(point, *budget); !s.ok()) return s;
   config->initial_params = point.params;

@@ -11,6 +11,7 @@
 #include "core/train/model_registry.h"
 #include "core/train/optimizer.h"
 #include "core/train/setup.h"
+#include "core/train/stages.h"
 #include "core/util/option_error.h"
 #include "core/util/status_macros.h"
 
@@ -298,6 +299,15 @@ absl::Status EvaluateAll(const TrainData& data, const TrainSetup& setup,
 }  // namespace
 
 absl::Status TrainConfig::Validate() const {
+  if (IsStaged(*this)) {
+    for (int k = 0; k < static_cast<int>(stages.size()); ++k) {
+      if (absl::Status s = StageConfig(*this, k).Validate(); !s.ok()) {
+        return absl::Status(s.code(), absl::StrCat("stages[", stage_offset + k,
+                                                   "]: ", s.message()));
+      }
+    }
+    return absl::OkStatus();
+  }
   SPARROW_RETURN_IF_ERROR(ValidateModelAndData(*this));
   if (penalty.kind != Penalty::Kind::kNone && !UsesGaussNewton(optimizer)) {
     return absl::InvalidArgumentError(
@@ -310,6 +320,7 @@ absl::Status TrainConfig::Validate() const {
 absl::StatusOr<TrainResult> Train(const TrainConfig& config,
                                   const TrainData& data,
                                   IterationCallback* callback) {
+  if (IsStaged(config)) return TrainStages(config, data, callback);
   SPARROW_RETURN_IF_ERROR(config.Validate());
   TrainResult result;
   Model& model = result.model;

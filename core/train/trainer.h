@@ -7,6 +7,8 @@
 
 #include <limits>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "core/data/dataset.h"
@@ -17,6 +19,22 @@
 #include "core/train/optimizer.h"
 
 namespace sparrow::core {
+
+// One stage of a multi-stage run (TrainConfig::stages, core/train/stages.h):
+// the fields of TrainConfig that a stage sets for itself.
+struct TrainStage {
+  std::string name;
+  OptimizerOptions optimizer = AdamOptions();  // stopping rules included
+  int patience = 0;
+  int batch_size = 0;
+  int bptt_window = 0;
+  bool shuffle = true;
+  int threads = 1;
+  AdmmOptions admm;
+  // narx_mlp: train on the simulation error (1) or one step ahead (0);
+  // -1 = as the model says.
+  int simulation_error = -1;
+};
 
 struct TrainConfig {
   ModelConfig model;
@@ -54,6 +72,14 @@ struct TrainConfig {
   enum class Scaling { kZScore, kMinMax, kNone };
   Scaling scaling = Scaling::kZScore;
   uint64_t seed = 0;
+  // A multi-stage run when it has two or more: the stages run in order, each
+  // from the model the one before ended with. `optimizer` and `patience` are
+  // then those of the first (a resumed run's first stage is the checkpoint's,
+  // and the fields below say where it is in the whole run).
+  std::vector<TrainStage> stages;
+  int stage_offset = 0;                // the first stage's index in the run
+  int stage_iterations_done = 0;       // of the first stage, before a resume
+  double stage_seconds_done = 0.0;
   // Warm start: training starts from this trained model's parameters instead
   // of the seeded initialization, and uses its scalings instead of fitting
   // them on the training split. It must have the config's kind and structure

@@ -25,6 +25,9 @@ absl::Status ApplyCheckpoint(const v1::JobCheckpoint& c,
   if (c.has_stall_reference()) point.stall_reference = c.stall_reference();
   point.stall_since = c.stall_since();
   if (c.has_loss()) point.loss = c.loss();
+  point.stage = c.stage();
+  point.stage_start_iteration = c.stage_start_iteration();
+  point.stage_start_seconds = c.stage_start_seconds();
   return core::Resume(point, config);
 }
 

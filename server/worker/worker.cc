@@ -189,6 +189,7 @@ class JobCallback : public core::IterationCallback {
   double elapsed_offset() const { return elapsed_offset_; }
 
   core::CallbackResult OnIteration(core::IterationRecord* r) override {
+    if (r->stage_start) return StartStage(*r);
     const absl::Time now = absl::Now();
     Record(*r, now);
     core::KeepCheckpoint(*r, iteration_offset_, elapsed_offset_, &last_);
@@ -213,6 +214,19 @@ class JobCallback : public core::IterationCallback {
     if (request_.deadline_seconds() > 0 &&
         absl::ToDoubleSeconds(now - start_) > request_.deadline_seconds()) {
       RequestStop(Stop::kDeadline);
+    }
+    return stop() == Stop::kNone ? core::CallbackResult::kContinue
+                                 : core::CallbackResult::kAbort;
+  }
+
+  // Between two stages: every event so far is sent, and a checkpoint from
+  // here on resumes the next stage from its start.
+  core::CallbackResult StartStage(const core::IterationRecord& r) {
+    FlushFinal();
+    core::KeepCheckpoint(r, iteration_offset_, elapsed_offset_, &last_);
+    {
+      std::lock_guard<std::mutex> lock(sent_mu_);
+      sent_ = last_;
     }
     return stop() == Stop::kNone ? core::CallbackResult::kContinue
                                  : core::CallbackResult::kAbort;
@@ -254,6 +268,9 @@ class JobCallback : public core::IterationCallback {
         c.set_stall_reference(sent_.stall_reference);
       }
       c.set_stall_since(sent_.stall_since);
+      c.set_stage(sent_.stage);
+      c.set_stage_start_iteration(sent_.stage_start_iteration);
+      c.set_stage_start_seconds(sent_.stage_start_seconds);
     }
     channel_->Send(report);
   }

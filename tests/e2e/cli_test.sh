@@ -146,6 +146,22 @@ expect 2 "sparrow model get JOB -o model.json" "$bin" run --local "$tmp/warm_job
 warm_spec "$tmp/warm_missing.json" "$tmp/none.json"
 expect 2 "none.json" "$bin" run --local "$tmp/warm_missing.json"
 
+# --- stages: Adam, then L-BFGS from where Adam ended ---------------------------------------
+sed 's|"optimizer": {"lbfgs": {}},|"stages": [{"name": "warm-up", "optimizer": {"adam": {"learning_rate": 0.01}}, "stopping": {"max_epochs": 5}}, {"optimizer": {"lbfgs": {}}}],|' \
+  "$tmp/ok.json" > "$tmp/staged.json"
+out=$("$bin" run --local "$tmp/staged.json" --json 2>/dev/null)
+if python3 - "$out" <<'PY'
+import json, sys
+d = json.loads(sys.argv[1])
+assert 5 < d["epochs"] <= 25, d["epochs"]
+h = d["loss_history"]["iteration"]
+assert h == sorted(h) and h[-1] == d["epochs"], h
+PY
+then ok; else bad "staged run: $out"; fi
+expect 0 "warm-up (adam): max_iterations after 5; stage 2 (lbfgs)" "$bin" run --local "$tmp/staged.json"
+sed 's|"stages"|"optimizer": {"adam": {}}, "stages"|' "$tmp/staged.json" > "$tmp/staged_both.json"
+expect 2 "leave it unset when the spec has stages" "$bin" run --local "$tmp/staged_both.json"
+
 # NAILM with an l1 penalty through ADMM: a sparse model, saved and run again by predict.
 sed 's|"optimizer": {"lbfgs": {}}|"regularization": {"l1": {"tau": 2.0}}, "optimizer": {"nailm": {"admm_iterations": 15, "admm_rho": 10}}|' \
   "$tmp/ok.json" > "$tmp/sparse.json"

@@ -45,11 +45,18 @@ def tiny(spec):
     stop.pop("patience", None)
     penalty = any(k in s.get("regularization", {})
                   for k in ("l1", "l0", "group_lasso", "quantization", "binary"))
-    for name, opt in s.get("optimizer", {}).items():
-        if name in ("nails", "nailm") and penalty:
-            opt["admm_iterations"] = 2
-        if name == "sbdl":
-            opt["outer_iterations"] = 2
+    optimizers = [s.get("optimizer", {})]
+    for stage in s.get("stages", []):  # each stage with its own stopping, if any
+        if "stopping" in stage:
+            stage["stopping"].update(max_epochs=2, max_seconds=3)
+            stage["stopping"].pop("patience", None)
+        optimizers.append(stage.get("optimizer", {}))
+    for optimizer in optimizers:
+        for name, opt in optimizer.items():
+            if name in ("nails", "nailm") and penalty:
+                opt["admm_iterations"] = 2
+            if name == "sbdl":
+                opt["outer_iterations"] = 2
     return s
 
 

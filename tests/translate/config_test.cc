@@ -5,7 +5,9 @@
 #include <sstream>
 #include <string>
 #include <utility>
+#include <variant>
 
+#include "core/train/methods.h"
 #include "gtest/gtest.h"
 #include "tests/translate/testing/spec_fixture.h"
 #include "translate/json.h"
@@ -166,6 +168,65 @@ TEST(ConfigTest, EveryExampleSpecIsValid) {
     ++count;
   }
   EXPECT_GE(count, 2);
+}
+
+}  // namespace
+}  // namespace sparrow::translate
+
+namespace sparrow::translate {
+namespace {
+
+// kRnnSpec trained in stages instead of by its optimizer.
+std::string Staged(const std::string& stages) {
+  return Replace(Replace(kRnnSpec, "\"optimizer\": {\"lbfgs\": {}},", ""),
+                 "\"seed\": 7", "\"seed\": 7, \"stages\": " + stages);
+}
+
+TEST(ConfigTest, StagesHaveTheirOwnOptimizerAndStopping) {
+  auto spec = ParseJobSpecJson(Staged(R"([
+    {"name": "warm-up", "optimizer": {"adam": {"learning_rate": 0.01,
+                                               "batch": {"bptt_window": 40}}},
+     "stopping": {"max_epochs": 50, "patience": 3}},
+    {"optimizer": {"nailm": {}}}])"));
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  auto config = ToTrainConfig(*spec);
+  ASSERT_TRUE(config.ok()) << config.status();
+  ASSERT_EQ(config->stages.size(), 2u);
+  EXPECT_EQ(config->stages[0].name, "warm-up");
+  // The first stage's fields are the config's; the second keeps the job's
+  // stopping (max_epochs 30) and its own batch options.
+  EXPECT_TRUE(std::holds_alternative<core::AdamOptions>(config->optimizer));
+  EXPECT_EQ(config->patience, 3);
+  EXPECT_EQ(config->bptt_window, 40);
+  EXPECT_EQ(core::Stop(config->stages[0].optimizer).max_iterations, 50);
+  EXPECT_TRUE(
+      std::holds_alternative<core::NailmOptions>(config->stages[1].optimizer));
+  EXPECT_EQ(core::Stop(config->stages[1].optimizer).max_iterations, 30);
+  EXPECT_EQ(config->stages[1].bptt_window, 0);
+  EXPECT_EQ(config->stages[1].patience, 0);
+  EXPECT_EQ(core::IterationBudget(*config), 80);
+}
+
+TEST(ConfigTest, StagesAreCheckedAndNamed) {
+  auto both = ParseJobSpecJson(Replace(kRnnSpec, "\"seed\": 7",
+                                       "\"seed\": 7, \"stages\": [{\"optimizer\":"
+                                       " {\"adam\": {}}}]"));
+  ASSERT_TRUE(both.ok());
+  ExpectError(ToTrainConfig(*both).status(), "leave it unset");
+  auto bad = ParseJobSpecJson(
+      Staged(R"([{"optimizer": {"adam": {}}},
+                 {"optimizer": {"adam": {"learning_rate": -1}}}])"));
+  ASSERT_TRUE(bad.ok());
+  ExpectError(ToTrainConfig(*bad).status(),
+              "stages[1]: optimizer.adam.learning_rate");
+  auto none = ParseJobSpecJson(Staged(R"([{"optimizer": {}}])"));
+  ASSERT_TRUE(none.ok());
+  ExpectError(ToTrainConfig(*none).status(), "stages[0].optimizer");
+  auto narx_only = ParseJobSpecJson(
+      Staged(R"([{"optimizer": {"adam": {}}, "simulation_error": true}])"));
+  ASSERT_TRUE(narx_only.ok());
+  ExpectError(ToTrainConfig(*narx_only).status(),
+              "stages[0].simulation_error is for narx_mlp models");
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/data/synthetic.h"
+#include "core/train/stages.h"
 #include "core/train/trainer.h"
 #include "gtest/gtest.h"
 #include "tests/core/train/testing/small_problems.h"
@@ -24,7 +25,7 @@ class Checkpointer : public IterationCallback {
       : stop_at_(stop_at), before_(before) {}
   CallbackResult OnIteration(IterationRecord* r) override {
     KeepCheckpoint(*r, before_, 0.0, &point);
-    losses.emplace_back(point.iteration, r->loss);
+    if (!r->stage_start) losses.emplace_back(point.iteration, r->loss);
     return point.iteration == stop_at_ ? CallbackResult::kAbort
                                        : CallbackResult::kContinue;
   }
@@ -187,6 +188,26 @@ TEST(ResumeTest, SbdlReproduces) {
   sbdl.stall_iterations = 3;
   ExpectResumeReproduces("sbdl, proximal Newton", MlpConfig(sbdl), TableData(),
                          4);
+}
+
+// A multi-stage run resumes in the stage of its checkpoint: in the first, in
+// the second, and at the start of the second (the record between stages).
+TEST(ResumeTest, AMultiStageRunReproducesInEveryStage) {
+  AdamOptions adam;
+  adam.learning_rate = 0.01;
+  adam.stop.max_iterations = 8;
+  adam.stop.tolerance = 0.0;
+  NailmOptions nailm;
+  nailm.stop.max_iterations = 10;
+  nailm.stop.tolerance = 0.0;
+  TrainConfig c = RnnConfig(adam);
+  c.stages.resize(2);
+  c.stages[0].optimizer = adam;
+  c.stages[1].optimizer = nailm;
+  UseStage(c.stages[0], &c);
+  ExpectResumeReproduces("in the first stage", c, SequenceData(), 5);
+  ExpectResumeReproduces("at the start of the second", c, SequenceData(), 8);
+  ExpectResumeReproduces("in the second stage", c, SequenceData(), 12);
 }
 
 // A best iterate from before the checkpoint that no later one beats stays the

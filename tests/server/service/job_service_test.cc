@@ -806,6 +806,47 @@ TEST_F(JobServiceTest, ShutdownCheckpointsARunningJobThatTheRestartResumes) {
             uninterrupted.metrics().validation_rmse());
 }
 
+// A multi-stage job stopped by a shutdown in its second stage resumes there,
+// and ends with the uninterrupted job's model.
+TEST_F(JobServiceTest, AStagedJobResumesInItsStage) {
+  constexpr int kFirst = 15, kSecond = 1500;
+  v1::JobSpec spec = SmallSpec(dataset_, kSecond);
+  spec.clear_optimizer();
+  v1::Stage* first = spec.add_stages();
+  first->mutable_optimizer()->mutable_adam()->set_learning_rate(0.01);
+  *first->mutable_stopping() = spec.stopping();
+  first->mutable_stopping()->set_max_epochs(kFirst);
+  spec.add_stages()->mutable_optimizer()->mutable_sgd()->set_learning_rate(
+      0.01);
+  const v1::Job job = SubmitOrDie(spec);
+  WaitForIterations(job.id(), kFirst + 15);  // a checkpoint in stage 2
+  server_->Shutdown(absl::Seconds(5));
+  server_.reset();
+  StartServer();
+  const v1::Job done = WaitForState(job.id(), v1::Job::SUCCEEDED);
+  EXPECT_EQ(done.attempts(), 2);
+  EXPECT_EQ(done.iterations(), kFirst + kSecond);
+  std::vector<v1::ProgressEvent> events;
+  ASSERT_TRUE(Watch(job.id(), 0, &events).ok());
+  int iteration = 0;
+  for (const v1::ProgressEvent& e : events) {
+    if (e.kind() != v1::ProgressEvent::ITERATION) continue;
+    ASSERT_EQ(e.iteration(), ++iteration);
+    ASSERT_EQ(e.extras().at("stage"), iteration <= kFirst ? 1 : 2);
+  }
+  v1::TrainedModel model, uninterrupted;
+  ASSERT_TRUE(GetModel(job.id(), &model).ok());
+  EXPECT_EQ(model.epochs(), kFirst + kSecond);
+  const v1::Job again = SubmitOrDie(spec);
+  WaitForState(again.id(), v1::Job::SUCCEEDED);
+  ASSERT_TRUE(GetModel(again.id(), &uninterrupted).ok());
+  ASSERT_GT(model.parameters_size(), 0);
+  EXPECT_TRUE(std::equal(model.parameters().begin(), model.parameters().end(),
+                         uninterrupted.parameters().begin(),
+                         uninterrupted.parameters().end()))
+      << "the resumed job's model differs from the uninterrupted run's";
+}
+
 // A run whose loss stops falling ends "stalled", in words, not silently.
 TEST_F(JobServiceTest, AStalledRunSaysSoInItsReason) {
   v1::JobSpec spec = SmallSpec(dataset_, 1000);
