@@ -312,8 +312,7 @@ absl::StatusOr<core::TrainStage> ToStage(const v1::JobSpec& spec, int k,
   stage.admm = own.admm;
   if (s.has_simulation_error() && !c.model.is<core::NarxMlpKind>()) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "stages[", k,
-        "].simulation_error is for narx_mlp models; remove it"));
+        "stages[", k, "].simulation_error is for narx_mlp models; remove it"));
   }
   if (c.model.is<core::NarxMlpKind>()) {
     stage.simulation_error =

@@ -223,10 +223,81 @@ int64_t CountCsvDataRows(absl::string_view csv) {
   return std::max<int64_t>(0, lines - 1);
 }
 
+namespace {
+
+// Whether the CSV's header has every one of `names`.
+bool HasColumns(std::string_view csv, const std::vector<std::string>& names) {
+  absl::StatusOr<std::vector<std::string>> header =
+      core::data::ParseCsvHeader(csv);
+  if (!header.ok()) return false;
+  for (const std::string& name : names) {
+    if (std::find(header->begin(), header->end(), name) == header->end()) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// Fills the fit of the predicted samples against the measured outputs y.
+void AddFit(const Eigen::MatrixXd& y, int first, PredictOutput* out) {
+  const Eigen::Index n = y.cols() - first;
+  const double bfr = core::Bfr(y.rightCols(n), out->y.rightCols(n));
+  if (std::isfinite(bfr)) {
+    out->bfr = bfr;
+    out->rmse = core::Rmse(y.rightCols(n), out->y.rightCols(n));
+  }
+}
+
+// Simulation of a state_space_rnn from x0 = 0 or a given x0: the inputs
+// alone, and the outputs for the fit when the CSV has them.
+absl::StatusOr<PredictOutput> PredictFromState(const core::Model& m,
+                                               std::string_view csv,
+                                               const PredictOptions& options) {
+  const auto* rnn = std::get_if<core::StateSpaceRnnKind>(&m.config.kind);
+  if (rnn == nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "a zero or given x0 is for state_space_rnn models; this is a ",
+        core::FamilyOf(m.config.kind).name(), " model"));
+  }
+  if (options.one_step || options.intervals) {
+    return absl::InvalidArgumentError(
+        "a zero or given x0 starts a free-run simulation; leave out one-step "
+        "prediction and intervals");
+  }
+  Eigen::VectorXd x0 = Eigen::VectorXd::Zero(rnn->rnn.nx);
+  if (options.initial_state == PredictOptions::InitialState::kGiven) {
+    x0 = Eigen::Map<const Eigen::VectorXd>(
+        options.x0.data(), static_cast<Eigen::Index>(options.x0.size()));
+  }
+  const bool fit = HasColumns(csv, m.output_names);
+  std::vector<std::string> columns = m.input_names;
+  if (fit) {
+    columns.insert(columns.end(), m.output_names.begin(), m.output_names.end());
+  }
+  SPARROW_ASSIGN_OR_RETURN(const Eigen::MatrixXd channels,
+                           ReadChannels(csv, columns));
+  const auto nu = static_cast<Eigen::Index>(m.input_names.size());
+  SPARROW_ASSIGN_OR_RETURN(
+      core::SequencePrediction p,
+      core::SimulateFromState(m, channels.topRows(nu), x0));
+  PredictOutput out;
+  out.output_names = m.output_names;
+  out.y = std::move(p.y);
+  out.x0.assign(p.x0.data(), p.x0.data() + p.x0.size());
+  if (fit) AddFit(channels.bottomRows(channels.rows() - nu), 0, &out);
+  return out;
+}
+
+}  // namespace
+
 absl::StatusOr<PredictOutput> Predict(const v1::TrainedModel& model,
                                       absl::string_view csv,
                                       const PredictOptions& options) {
   SPARROW_ASSIGN_OR_RETURN(core::Model m, FromProto(model));
+  if (options.initial_state != PredictOptions::InitialState::kEstimate) {
+    return PredictFromState(m, std::string_view(csv.data(), csv.size()),
+                            options);
+  }
   if (options.x0_samples < 0) {
     return core::OptionError("x0_samples", options.x0_samples,
                              ">= 0 (0 = the model's own setting)");
@@ -270,12 +341,8 @@ absl::StatusOr<PredictOutput> Predict(const v1::TrainedModel& model,
     SPARROW_ASSIGN_OR_RETURN(p, core::Simulate(m, u, y));
   }
   out.y = std::move(p.y);
-  const Eigen::Index n = y.cols() - p.first;
-  const double bfr = core::Bfr(y.rightCols(n), out.y.rightCols(n));
-  if (std::isfinite(bfr)) {
-    out.bfr = bfr;
-    out.rmse = core::Rmse(y.rightCols(n), out.y.rightCols(n));
-  }
+  out.x0.assign(p.x0.data(), p.x0.data() + p.x0.size());
+  AddFit(y, p.first, &out);
   return out;
 }
 

@@ -27,6 +27,15 @@ struct PredictOptions {
   // > 0 overrides the model's x0_estimation_samples (samples used to estimate
   // a free initial state); 0 keeps the model's. Must be >= 0.
   int x0_samples = 0;
+  // state_space_rnn: where free-run simulation starts. kEstimate: a free x0
+  // estimated from the first x0_samples measured outputs (an encoder model's
+  // encoder window); kZero: x0 = 0, the state the scaled model rests in;
+  // kGiven: `x0` (nx values, the model's normalized state units). kZero and
+  // kGiven read the inputs alone, and the outputs only for the fit when the
+  // CSV has them.
+  enum class InitialState { kEstimate, kZero, kGiven };
+  InitialState initial_state = InitialState::kEstimate;
+  std::vector<double> x0;
 };
 
 struct PredictOutput {
@@ -41,6 +50,9 @@ struct PredictOutput {
   // copied ones left out). Absent for static models, and when the BFR is not
   // finite (no predicted sample, or constant measured outputs).
   std::optional<double> bfr, rmse;
+  // state_space_rnn with a free, zero or given initial state: the initial
+  // state of the simulation (normalized state units); else empty.
+  std::vector<double> x0;
 
   // The predictions as CSV: header <name>_pred per output (then, with
   // intervals, <name>_lower95 per output and <name>_upper95 per output: the

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "nlohmann/json.hpp"
 
 namespace sparrow::cli {
@@ -47,11 +48,12 @@ absl::StatusOr<std::string> ReadFile(const std::string& path,
 
 int PrintPrediction(int64_t samples, std::optional<double> bfr,
                     std::optional<double> rmse, const std::string& file,
-                    bool json) {
+                    bool json, const std::vector<double>& x0) {
   nlohmann::json j = {{"samples", samples}};
   if (bfr) j["bfr"] = *bfr;
   if (rmse) j["rmse"] = *rmse;
   if (!file.empty()) j["file"] = file;
+  if (!x0.empty()) j["x0"] = x0;
   if (json) {
     std::cout << j.dump(2) << "\n";
     return kExitOk;
@@ -61,6 +63,14 @@ int PrintPrediction(int64_t samples, std::optional<double> bfr,
   if (rmse) std::cout << absl::StrFormat(", RMSE %.6g", *rmse);
   if (!file.empty()) std::cout << " -> " << file;
   std::cout << "\n";
+  if (!x0.empty()) {
+    std::cout << "initial state x0 = "
+              << absl::StrJoin(x0, ",",
+                               [](std::string* out, double v) {
+                                 absl::StrAppendFormat(out, "%.17g", v);
+                               })
+              << " (reuse it with --x0)\n";
+  }
   return kExitOk;
 }
 

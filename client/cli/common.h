@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "CLI/CLI.hpp"
 #include "absl/status/status.h"
@@ -30,10 +31,11 @@ absl::StatusOr<std::string> ReadFile(const std::string& path,
                                      const std::string& what);
 
 // Prints what `predict` printed: "predicted N samples: BFR .., RMSE .. ->
-// FILE", or the same as JSON. Returns kExitOk.
+// FILE" and the initial state of a state-space simulation, or the same as
+// JSON. Returns kExitOk.
 int PrintPrediction(int64_t samples, std::optional<double> bfr,
                     std::optional<double> rmse, const std::string& file,
-                    bool json);
+                    bool json, const std::vector<double>& x0 = {});
 
 // --server / --token / --tls / --tls-ca, defaulting to SPARROW_ADDR and
 // SPARROW_TOKEN.

@@ -8,6 +8,7 @@
 // cancelled or interrupted, 2 usage or input error, 3 server or connection
 // error.
 #include <atomic>
+#include <cmath>
 #include <csignal>
 #include <cstdio>
 #include <fstream>
@@ -20,7 +21,9 @@
 
 #include "CLI/CLI.hpp"
 #include "absl/status/statusor.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
 #include "client/cli/common.h"
 #include "client/cli/images.h"
 #include "client/cli/model_file.h"
@@ -329,6 +332,7 @@ struct PredictFlags {
   bool intervals = false;
   int x0_samples = 0;                // 0: the model's own count
   CLI::Option* x0_option = nullptr;  // whether --x0-samples was given
+  std::string x0 = "estimate";       // --x0: estimate, zero or V1,V2,...
   std::string out;
   bool json = false;
 };
@@ -361,6 +365,29 @@ absl::Status CheckX0Samples(const PredictFlags& f) {
       f.x0_samples));
 }
 
+// --x0: "estimate", "zero" or the state's values, comma-separated.
+absl::Status ParseX0(const std::string& text,
+                     translate::PredictOptions* options) {
+  using InitialState = translate::PredictOptions::InitialState;
+  if (text == "estimate") return absl::OkStatus();
+  if (text == "zero") {
+    options->initial_state = InitialState::kZero;
+    return absl::OkStatus();
+  }
+  options->initial_state = InitialState::kGiven;
+  for (absl::string_view part : absl::StrSplit(text, ',')) {
+    double v = 0.0;
+    if (!absl::SimpleAtod(part, &v) || !std::isfinite(v)) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "--x0 %s: use estimate, zero, or the initial state's nx finite "
+          "values separated by commas (e.g. --x0 0.1,-0.3)",
+          text));
+    }
+    options->x0.push_back(v);
+  }
+  return absl::OkStatus();
+}
+
 int Predict(const PredictFlags& f, RemoteCommands* remote) {
   if (f.one_step && f.simulate) {
     return Fail(absl::InvalidArgumentError(
@@ -380,7 +407,16 @@ int Predict(const PredictFlags& f, RemoteCommands* remote) {
           "(sparrow predict --local --model FILE --input FILE)"));
     }
     if (absl::Status s = CheckX0Samples(f); !s.ok()) return Fail(s);
+    translate::PredictOptions x0;
+    if (absl::Status s = ParseX0(f.x0, &x0); !s.ok()) return Fail(s);
     RemotePredictArgs args;
+    using InitialState = translate::PredictOptions::InitialState;
+    args.initial_state = x0.initial_state == InitialState::kZero
+                             ? v1::PredictRequest::X0_ZERO
+                         : x0.initial_state == InitialState::kGiven
+                             ? v1::PredictRequest::X0_GIVEN
+                             : v1::PredictRequest::X0_ESTIMATE;
+    args.x0 = x0.x0;
     args.job = job;
     args.input = f.input;
     args.images = f.images;
@@ -405,6 +441,7 @@ int Predict(const PredictFlags& f, RemoteCommands* remote) {
   options.one_step = f.one_step;
   options.intervals = f.intervals;
   options.x0_samples = f.x0_samples;
+  if (absl::Status s = ParseX0(f.x0, &options); !s.ok()) return Fail(s);
   auto output = translate::Predict(*proto, *csv, options);
   if (!output.ok()) return Fail(output.status());
   if (!f.out.empty()) {
@@ -413,7 +450,7 @@ int Predict(const PredictFlags& f, RemoteCommands* remote) {
     if (!out) return Fail(absl::InvalidArgumentError("cannot write " + f.out));
   }
   return PrintPrediction(output->y.cols(), output->bfr, output->rmse, f.out,
-                         f.json);
+                         f.json, output->x0);
 }
 
 struct DatagenFlags {
@@ -548,7 +585,8 @@ CLI::App* AddPredictCommand(CLI::App* app, PredictFlags* flags) {
   pred_cmd->add_option(
       "--input", pred.input,
       "CSV with the model's input columns (sequence models: and its output "
-      "columns, read for the initial state / NARX history)");
+      "columns, read for the initial state / NARX history, and for the fit "
+      "only with --x0 zero or values)");
   pred_cmd->add_option("--images", pred.images,
                        "Instead of --input: an IDX image file (gzip'd or not) "
                        "or an image dataset; prints each image's class");
@@ -564,6 +602,12 @@ CLI::App* AddPredictCommand(CLI::App* app, PredictFlags* flags) {
   pred.x0_option = pred_cmd->add_option(
       "--x0-samples", pred.x0_samples,
       "Samples used to estimate a free initial state (default: the model's)");
+  pred_cmd->add_option(
+      "--x0", pred.x0,
+      "state_space_rnn: where the simulation starts: estimate (from the "
+      "first --x0-samples measured outputs; the default), zero, or the "
+      "state's nx values, e.g. 0.1,-0.3 (as a previous prediction printed "
+      "it). zero and values read the inputs alone");
   pred_cmd->add_option("-o,--output", pred.out,
                        "Write the predictions to this CSV (images: index, "
                        "class, probability, p0, p1, ...)");

@@ -632,6 +632,8 @@ int RemoteCommands::Predict(const RemotePredictArgs& a) {
   request.set_one_step(a.one_step);
   request.set_intervals(a.intervals);
   request.set_x0_samples(a.x0_samples);
+  request.set_initial_state(a.initial_state);
+  request.mutable_x0()->Add(a.x0.begin(), a.x0.end());
   auto response = (*client)->Predict(request);
   if (!response.ok()) return Fail(response.status());
   if (!a.out.empty()) {
@@ -644,7 +646,9 @@ int RemoteCommands::Predict(const RemotePredictArgs& a) {
   std::optional<double> bfr, rmse;
   if (response->has_bfr()) bfr = response->bfr();
   if (response->has_rmse()) rmse = response->rmse();
-  return PrintPrediction(response->samples(), bfr, rmse, a.out, a.json);
+  return PrintPrediction(
+      response->samples(), bfr, rmse, a.out, a.json,
+      std::vector<double>(response->x0().begin(), response->x0().end()));
 }
 
 int RemoteCommands::Health() {

@@ -20,6 +20,10 @@ struct RemotePredictArgs {
   bool one_step = false;
   bool intervals = false;
   int x0_samples = 0;
+  // --x0: where a state-space simulation starts (PredictRequest).
+  v1::PredictRequest::InitialState initial_state =
+      v1::PredictRequest::X0_ESTIMATE;
+  std::vector<double> x0;
   std::string out;
   bool json = false;
 };

@@ -119,8 +119,8 @@ absl::StatusOr<MemoryEstimate> EstimateMemory(const TrainConfig& config,
   MemoryEstimate largest;
   for (int k = 0; k < static_cast<int>(config.stages.size()); ++k) {
     SPARROW_ASSIGN_OR_RETURN(
-        MemoryEstimate e, EstimateStage(StageConfig(config, k), inputs,
-                                        outputs, rows, file_bytes));
+        MemoryEstimate e, EstimateStage(StageConfig(config, k), inputs, outputs,
+                                        rows, file_bytes));
     if (k == 0 || e.total > largest.total) largest = e;
   }
   return largest;

@@ -147,6 +147,25 @@ absl::StatusOr<SequencePrediction> Simulate(const Model& m,
   return out;
 }
 
+absl::StatusOr<SequencePrediction> SimulateFromState(
+    const Model& m, const Eigen::MatrixXd& u_raw, const Eigen::VectorXd& x0) {
+  if (u_raw.rows() != m.input_scaling.size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the inputs have ", u_raw.rows(),
+                     " channels; the model has ", m.input_scaling.size()));
+  }
+  if (!u_raw.allFinite()) {
+    return absl::InvalidArgumentError("the data contains NaN or Inf");
+  }
+  Eigen::MatrixXd u = u_raw;
+  m.input_scaling.Apply(&u);
+  SPARROW_ASSIGN_OR_RETURN(
+      SequencePrediction out,
+      FamilyOf(m.config.kind).SimulateFromStateScaled(m, u, x0));
+  m.output_scaling.Invert(&out.y);
+  return out;
+}
+
 absl::StatusOr<SequencePrediction> PredictOneStep(
     const Model& m, const Eigen::MatrixXd& u_raw,
     const Eigen::MatrixXd& y_raw) {

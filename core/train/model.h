@@ -93,6 +93,9 @@ struct SequencePrediction {
       y;  // ny x N; columns before `first` copy the measured outputs
   int first =
       0;  // first genuinely predicted sample (encoder / NARX history excluded)
+  // state_space_rnn with free or given initial states: the initial state of
+  // the simulation, in the model's normalized state units; else empty.
+  Eigen::VectorXd x0;
 };
 
 // Free-run simulation of a NARX or state-space model on inputs u (nu x N, data
@@ -102,6 +105,14 @@ struct SequencePrediction {
 absl::StatusOr<SequencePrediction> Simulate(const Model& model,
                                             const Eigen::MatrixXd& u,
                                             const Eigen::MatrixXd& y);
+// Free-run simulation of a state_space_rnn model from the initial state x0
+// (nx values, the model's normalized state units; zero is the state the
+// scaled model rests in) on inputs u alone (nu x N, data units); no encoder
+// or x0 estimate, so every sample is predicted. InvalidArgument for another
+// kind or an x0 of the wrong size or not finite.
+absl::StatusOr<SequencePrediction> SimulateFromState(const Model& model,
+                                                     const Eigen::MatrixXd& u,
+                                                     const Eigen::VectorXd& x0);
 // One-step-ahead prediction of a NARX model (measured past outputs), data
 // units.
 absl::StatusOr<SequencePrediction> PredictOneStep(const Model& model,

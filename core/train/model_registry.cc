@@ -15,6 +15,14 @@ absl::StatusOr<SequencePrediction> ModelFamily::SimulateScaled(
                    "state_space_rnn model"));
 }
 
+absl::StatusOr<SequencePrediction> ModelFamily::SimulateFromStateScaled(
+    const Model&, const Eigen::MatrixXd&, const Eigen::VectorXd&) const {
+  return absl::InvalidArgumentError(
+      absl::StrCat("a ", name(),
+                   " model has no initial state to choose; only "
+                   "state_space_rnn models do"));
+}
+
 absl::StatusOr<Eigen::MatrixXd> ModelFamily::PredictRowsScaled(
     const Model&, const Eigen::MatrixXd&) const {
   return absl::InvalidArgumentError("row-wise prediction needs an mlp model");

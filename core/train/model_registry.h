@@ -70,6 +70,12 @@ class ModelFamily {
   virtual absl::StatusOr<SequencePrediction> SimulateScaled(
       const Model& model, const Eigen::MatrixXd& u,
       const Eigen::MatrixXd& y) const;
+  // Free-run simulation from the initial state x0 (the model's normalized
+  // state units) on inputs u alone (normalized), in normalized units.
+  // InvalidArgument for a model without a state.
+  virtual absl::StatusOr<SequencePrediction> SimulateFromStateScaled(
+      const Model& model, const Eigen::MatrixXd& u,
+      const Eigen::VectorXd& x0) const;
   // Predictions on rows x (inputs x M, normalized), normalized.
   // InvalidArgument for a sequence model.
   virtual absl::StatusOr<Eigen::MatrixXd> PredictRowsScaled(

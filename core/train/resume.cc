@@ -84,10 +84,10 @@ absl::Status ResumeStage(const ResumePoint& point, TrainConfig* config,
       point.stage_start_iteration > point.iteration ||
       !(point.stage_start_seconds >= 0) ||
       point.stage_start_seconds > point.elapsed_seconds) {
-    return absl::DataLossError(absl::StrCat(
-        "the job's checkpoint is in stage ", point.stage + 1,
-        " at an impossible place (the job has ", stages,
-        " stages); it cannot come from a run of this job"));
+    return absl::DataLossError(
+        absl::StrCat("the job's checkpoint is in stage ", point.stage + 1,
+                     " at an impossible place (the job has ", stages,
+                     " stages); it cannot come from a run of this job"));
   }
   if (point.stage > 0) {
     UseStage(config->stages[point.stage], config);
@@ -96,7 +96,8 @@ absl::Status ResumeStage(const ResumePoint& point, TrainConfig* config,
   }
   config->stage_offset = point.stage;
   config->stage_iterations_done = point.iteration - point.stage_start_iteration;
-  config->stage_seconds_done = point.elapsed_seconds - point.stage_start_seconds;
+  config->stage_seconds_done =
+      point.elapsed_seconds - point.stage_start_seconds;
   local->iteration = config->stage_iterations_done;
   local->elapsed_seconds = config->stage_seconds_done;
   return absl::OkStatus();

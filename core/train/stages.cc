@@ -76,8 +76,8 @@ void AddStage(const TrainConfig& stage_config, const std::string& name,
                         TerminationName(stage.summary.termination),
                         stage.summary.iterations);
   const Metrics linear = run->metrics;
-  const double initial = first ? stage.summary.initial_loss
-                               : total.initial_loss;
+  const double initial =
+      first ? stage.summary.initial_loss : total.initial_loss;
   std::vector<IterationRecord> history = std::move(total.history);
   *run = std::move(stage);
   run->summary.history = std::move(history);
@@ -159,14 +159,13 @@ absl::StatusOr<TrainResult> TrainStages(const TrainConfig& config,
       run.summary.termination = Termination::kUserAbort;
       break;
     }
-    StageCallback stage_callback(
-        callback, config.stage_offset + k, done, seconds,
-        k == 0 ? -config.stage_iterations_done : done,
-        k == 0 ? -config.stage_seconds_done : seconds);
+    StageCallback stage_callback(callback, config.stage_offset + k, done,
+                                 seconds,
+                                 k == 0 ? -config.stage_iterations_done : done,
+                                 k == 0 ? -config.stage_seconds_done : seconds);
     SPARROW_ASSIGN_OR_RETURN(TrainResult stage,
                              Train(c, data, &stage_callback));
-    AddStage(c, StageName(config, k), std::move(stage), k == 0, &run,
-             &reports);
+    AddStage(c, StageName(config, k), std::move(stage), k == 0, &run, &reports);
     const Termination end = run.summary.termination;
     if (end == Termination::kUserAbort || end == Termination::kDiverged) {
       break;
@@ -178,9 +177,9 @@ absl::StatusOr<TrainResult> TrainStages(const TrainConfig& config,
   run.summary.message =
       last.empty() ? reports : absl::StrCat(reports, "; ", last);
   run.train_seconds = run.summary.seconds;
-  run.ms_per_epoch = run.summary.iterations > 0 ? 1000.0 * run.summary.seconds /
-                                                      run.summary.iterations
-                                                : 0.0;
+  run.ms_per_epoch = run.summary.iterations > 0
+                         ? 1000.0 * run.summary.seconds / run.summary.iterations
+                         : 0.0;
   return run;
 }
 

@@ -77,8 +77,8 @@ struct TrainConfig {
   // then those of the first (a resumed run's first stage is the checkpoint's,
   // and the fields below say where it is in the whole run).
   std::vector<TrainStage> stages;
-  int stage_offset = 0;                // the first stage's index in the run
-  int stage_iterations_done = 0;       // of the first stage, before a resume
+  int stage_offset = 0;           // the first stage's index in the run
+  int stage_iterations_done = 0;  // of the first stage, before a resume
   double stage_seconds_done = 0.0;
   // Warm start: training starts from this trained model's parameters instead
   // of the seeded initialization, and uses its scalings instead of fitting

@@ -84,6 +84,27 @@ absl::Status PredictCsv(const v1::TrainedModel& model,
   options.one_step = request.one_step();
   options.intervals = request.intervals();
   options.x0_samples = request.x0_samples();
+  switch (request.initial_state()) {
+    case v1::PredictRequest::X0_ESTIMATE:
+      break;
+    case v1::PredictRequest::X0_ZERO:
+      options.initial_state = translate::PredictOptions::InitialState::kZero;
+      break;
+    case v1::PredictRequest::X0_GIVEN:
+      options.initial_state = translate::PredictOptions::InitialState::kGiven;
+      options.x0.assign(request.x0().begin(), request.x0().end());
+      break;
+    default:
+      return absl::InvalidArgumentError(
+          absl::StrCat("initial_state is ", request.initial_state(),
+                       "; use X0_ESTIMATE (0), X0_ZERO (1) or X0_GIVEN (2)"));
+  }
+  if (options.initial_state !=
+          translate::PredictOptions::InitialState::kGiven &&
+      request.x0_size() > 0) {
+    return absl::InvalidArgumentError(
+        "x0 is set but initial_state is not X0_GIVEN; set both or neither");
+  }
   SPARROW_ASSIGN_OR_RETURN(translate::PredictOutput out,
                            translate::Predict(model, request.csv(), options));
   std::string csv = out.Csv();
@@ -93,6 +114,7 @@ absl::Status PredictCsv(const v1::TrainedModel& model,
   response->set_samples(out.y.cols());
   if (out.bfr.has_value()) response->set_bfr(*out.bfr);
   if (out.rmse.has_value()) response->set_rmse(*out.rmse);
+  response->mutable_x0()->Add(out.x0.begin(), out.x0.end());
   return absl::OkStatus();
 }
 

@@ -174,6 +174,21 @@ assert d["epochs"] == 15, d
 PY
 then ok; else bad "nailm + l1: $out"; fi
 expect 0 "predicted 600 samples: BFR" "$bin" predict --local --model "$tmp/sparse_model.json" --input "$tmp/tanks.csv"
+# The initial state: printed when estimated, given back it reproduces the run from the inputs
+# alone; x0 = 0 needs no output column either.
+cut -d, -f1 "$tmp/tanks.csv" > "$tmp/tanks_u.csv"
+"$bin" predict --local --model "$tmp/sparse_model.json" --input "$tmp/tanks.csv" --json \
+  -o "$tmp/pred_est.csv" > "$tmp/pred_est.json" 2>&1
+x0=$(python3 -c "import json, sys; print(','.join(repr(v) for v in json.load(open(sys.argv[1]))['x0']))" "$tmp/pred_est.json")
+expect 0 "predicted 600 samples -> $tmp/pred_given.csv" \
+  "$bin" predict --local --model "$tmp/sparse_model.json" --input "$tmp/tanks_u.csv" --x0 "$x0" -o "$tmp/pred_given.csv"
+cmp -s "$tmp/pred_est.csv" "$tmp/pred_given.csv" && ok || bad "--x0 of the estimate: other predictions"
+expect 0 "initial state x0 = 0,0" \
+  "$bin" predict --local --model "$tmp/sparse_model.json" --input "$tmp/tanks_u.csv" --x0 zero
+expect 2 "--x0 1,x: use estimate, zero" \
+  "$bin" predict --local --model "$tmp/sparse_model.json" --input "$tmp/tanks_u.csv" --x0 1,x
+expect 2 "x0 has 1 values" \
+  "$bin" predict --local --model "$tmp/sparse_model.json" --input "$tmp/tanks_u.csv" --x0 0.5
 expect 2 "--x0-samples -1: the initial state" \
   "$bin" predict --local --model "$tmp/sparse_model.json" --input "$tmp/tanks.csv" --x0-samples -1
 expect 2 "--x0-samples 0: the initial state is estimated from at least 1 sample" \

@@ -208,13 +208,13 @@ TEST(ConfigTest, StagesHaveTheirOwnOptimizerAndStopping) {
 }
 
 TEST(ConfigTest, StagesAreCheckedAndNamed) {
-  auto both = ParseJobSpecJson(Replace(kRnnSpec, "\"seed\": 7",
-                                       "\"seed\": 7, \"stages\": [{\"optimizer\":"
-                                       " {\"adam\": {}}}]"));
+  auto both =
+      ParseJobSpecJson(Replace(kRnnSpec, "\"seed\": 7",
+                               "\"seed\": 7, \"stages\": [{\"optimizer\":"
+                               " {\"adam\": {}}}]"));
   ASSERT_TRUE(both.ok());
   ExpectError(ToTrainConfig(*both).status(), "leave it unset");
-  auto bad = ParseJobSpecJson(
-      Staged(R"([{"optimizer": {"adam": {}}},
+  auto bad = ParseJobSpecJson(Staged(R"([{"optimizer": {"adam": {}}},
                  {"optimizer": {"adam": {"learning_rate": -1}}}])"));
   ASSERT_TRUE(bad.ok());
   ExpectError(ToTrainConfig(*bad).status(),

@@ -224,6 +224,46 @@ TEST_F(PredictTest, X0SamplesOverridesTheModelsSetting) {
   EXPECT_NE(out->y, by_default->y);
 }
 
+// The estimated x0 is returned; given back, it reproduces the simulation
+// from the inputs alone; x0 = 0 needs no output column either.
+TEST_F(PredictTest, StateSpaceSimulationFromAZeroOrGivenState) {
+  auto estimated = Predict(rnn().proto, csv(), {});
+  ASSERT_TRUE(estimated.ok()) << estimated.status();
+  ASSERT_EQ(estimated->x0.size(), 2u);
+  std::string inputs_only = "u\n";
+  for (int k = 0; k < kSamples; ++k) {
+    absl::StrAppendFormat(&inputs_only, "%.17g\n", trace().u(0, k));
+  }
+  PredictOptions given;
+  given.initial_state = PredictOptions::InitialState::kGiven;
+  given.x0 = estimated->x0;
+  auto again = Predict(rnn().proto, inputs_only, given);
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(again->y, estimated->y);
+  EXPECT_EQ(again->x0, estimated->x0);
+  EXPECT_FALSE(again->bfr.has_value());  // no measured outputs
+  // With the outputs in the CSV, the fit over every sample.
+  auto fitted = Predict(rnn().proto, csv(), given);
+  ASSERT_TRUE(fitted.ok()) << fitted.status();
+  ExpectFit(*fitted, 0);
+
+  PredictOptions zero;
+  zero.initial_state = PredictOptions::InitialState::kZero;
+  auto rest = Predict(rnn().proto, inputs_only, zero);
+  ASSERT_TRUE(rest.ok()) << rest.status();
+  EXPECT_EQ(rest->x0, std::vector<double>(2, 0.0));
+  EXPECT_EQ(rest->y.cols(), kSamples);
+
+  given.x0 = {1.0};
+  EXPECT_THAT(Predict(rnn().proto, inputs_only, given).status().message(),
+              HasSubstr("x0 has 1 values; this model's state has 2 (nx)"));
+  EXPECT_THAT(Predict(narx().proto, csv(), zero).status().message(),
+              HasSubstr("for state_space_rnn models; this is a narx_mlp"));
+  zero.one_step = true;
+  EXPECT_THAT(Predict(rnn().proto, csv(), zero).status().message(),
+              HasSubstr("leave out one-step"));
+}
+
 TEST_F(PredictTest, NegativeX0SamplesIsRejected) {
   PredictOptions options;
   options.x0_samples = -1;

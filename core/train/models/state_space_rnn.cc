@@ -177,11 +177,35 @@ class StateSpaceRnnFamily : public ModelFamily {
           m.config.as<StateSpaceRnnKind>().x0_estimation_samples, m.loss,
           m.rho_x0);
       rnn.SimulateFrom(m.params.data(), x0, u, 0, &tape);
+      out.x0 = x0;
     } else {
       rnn.Simulate(m.params.data(), u, y, 0, &tape);
     }
     out.y = y;
     out.y.rightCols(tape.steps) = tape.outputs();
+    return out;
+  }
+
+  absl::StatusOr<SequencePrediction> SimulateFromStateScaled(
+      const Model& m, const Eigen::MatrixXd& u,
+      const Eigen::VectorXd& x0) const override {
+    const StateSpaceRnn rnn(Rnn(m.config));
+    if (x0.size() != Rnn(m.config).nx) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("x0 has ", x0.size(), " values; this model's state has ",
+                       Rnn(m.config).nx, " (nx)"));
+    }
+    if (!x0.allFinite()) {
+      return absl::InvalidArgumentError("x0 contains NaN or Inf");
+    }
+    if (u.cols() == 0) {
+      return absl::InvalidArgumentError("the sequence has no samples");
+    }
+    StateSpaceRnn::Tape tape;
+    rnn.SimulateFrom(m.params.data(), x0, u, 0, &tape);
+    SequencePrediction out;
+    out.y = tape.outputs();
+    out.x0 = x0;
     return out;
   }
 

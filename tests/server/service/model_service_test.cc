@@ -192,6 +192,34 @@ TEST_F(ModelServiceTest, PredictRefusesBadRequests) {
       << s.error_message();
 }
 
+TEST_F(ModelServiceTest, AChosenInitialStateNeedsAStateSpaceModel) {
+  v1::PredictRequest request;
+  request.set_job_id(job_.id());
+  request.set_csv(csv_);
+  request.set_initial_state(v1::PredictRequest::X0_ZERO);
+  grpc::Status s = Predict(request);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(s.error_message().find("this is a narx_mlp"), std::string::npos)
+      << s.error_message();
+  request.set_initial_state(v1::PredictRequest::X0_ESTIMATE);
+  request.add_x0(0.5);
+  s = Predict(request);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(s.error_message().find("X0_GIVEN"), std::string::npos)
+      << s.error_message();
+  request.set_initial_state(static_cast<v1::PredictRequest::InitialState>(7));
+  s = Predict(request);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(s.error_message().find("initial_state is 7"), std::string::npos)
+      << s.error_message();
+  // The estimate of a NARX model has no state to report.
+  request.clear_x0();
+  request.set_initial_state(v1::PredictRequest::X0_ESTIMATE);
+  v1::PredictResponse response;
+  ASSERT_TRUE(Predict(request, &response).ok());
+  EXPECT_EQ(response.x0_size(), 0);
+}
+
 TEST_F(ModelServiceTest, UnknownJobIsNotFound) {
   const std::string id = "job-0000000000000000";
   EXPECT_EQ(GetModel(id).error_code(), grpc::StatusCode::NOT_FOUND);
