@@ -296,7 +296,9 @@ absl::StatusOr<core::TrainStage> ToStage(const v1::JobSpec& spec, int k,
   const v1::Stopping& stopping =
       s.has_stopping() ? s.stopping() : spec.stopping();
   absl::StatusOr<core::StopRules> stop = ToStopRules(stopping);
-  if (!stop.ok()) return InStage(k, stop.status());
+  if (!stop.ok()) {
+    return s.has_stopping() ? InStage(k, stop.status()) : stop.status();
+  }
   core::TrainConfig own = c;
   absl::StatusOr<core::OptimizerOptions> optimizer =
       ToOptimizer(s.optimizer(), *stop, &own);
@@ -329,6 +331,11 @@ absl::Status ToStages(const v1::JobSpec& spec, core::TrainConfig* c) {
     return absl::InvalidArgumentError(
         "optimizer: leave it unset when the spec has stages; each stage has "
         "its own (stages[0].optimizer, ...)");
+  }
+  if (spec.stages_size() > core::kMaxStages) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("stages has ", spec.stages_size(), " stages; at most ",
+                     core::kMaxStages, " are allowed"));
   }
   for (int k = 0; k < spec.stages_size(); ++k) {
     SPARROW_ASSIGN_OR_RETURN(core::TrainStage stage, ToStage(spec, k, *c));

@@ -78,6 +78,9 @@ std::string EventLine(const v1::ProgressEvent& e, int budget) {
   if (e.has_sparsity_pct() && e.sparsity_pct() > 0) {
     absl::StrAppendFormat(&line, "  zeros %5.1f%%", e.sparsity_pct());
   }
+  if (const auto stage = e.extras().find("stage"); stage != e.extras().end()) {
+    absl::StrAppendFormat(&line, "  stage %d", static_cast<int>(stage->second));
+  }
   absl::StrAppend(&line, "  elapsed ", FormatSeconds(e.elapsed_seconds()));
   if (budget > 0 && e.iteration() > 0) {
     const double eta = e.elapsed_seconds() / e.iteration() *

@@ -1,5 +1,8 @@
 #include "core/train/optimizer.h"
 
+#include <algorithm>
+#include <cstdint>
+#include <limits>
 #include <type_traits>
 
 #include "absl/strings/str_cat.h"
@@ -79,12 +82,13 @@ int* IterationBudget(TrainConfig* config) { return Budget(config); }
 
 int IterationBudget(const TrainConfig& config) {
   if (!IsStaged(config)) return *Budget(&config);
-  int total = 0;
+  int64_t total = 0;
   for (int k = 0; k < static_cast<int>(config.stages.size()); ++k) {
     const TrainConfig stage = StageConfig(config, k);
     total += *Budget(&stage);
   }
-  return total;
+  return static_cast<int>(
+      std::min<int64_t>(total, std::numeric_limits<int>::max()));
 }
 
 }  // namespace sparrow::core

@@ -103,9 +103,33 @@ absl::Status ResumeStage(const ResumePoint& point, TrainConfig* config,
   return absl::OkStatus();
 }
 
+// A checkpoint at the last iteration of a stage's budget, taken before the
+// next stage started: the next stage starts from the stage's model (its best
+// iterate on validation data, else the last).
+bool AtStageEnd(const ResumePoint& p, const TrainConfig& config) {
+  const int stages = static_cast<int>(config.stages.size());
+  if (!IsStaged(config) || p.stage < 0 || p.stage + 1 >= stages) return false;
+  const int done = p.iteration - p.stage_start_iteration;
+  return done > 0 && done >= IterationBudget(StageConfig(config, p.stage));
+}
+
+ResumePoint NextStageStart(const ResumePoint& p) {
+  ResumePoint next;
+  next.iteration = p.iteration;
+  next.elapsed_seconds = p.elapsed_seconds;
+  next.params = p.best_params.size() > 0 ? p.best_params : p.params;
+  next.stage = p.stage + 1;
+  next.stage_start_iteration = p.iteration;
+  next.stage_start_seconds = p.elapsed_seconds;
+  return next;
+}
+
 }  // namespace
 
 absl::Status Resume(const ResumePoint& checkpoint, TrainConfig* config) {
+  if (AtStageEnd(checkpoint, *config)) {
+    return Resume(NextStageStart(checkpoint), config);
+  }
   ResumePoint point = checkpoint;
   SPARROW_RETURN_IF_ERROR(ResumeStage(checkpoint, config, &point));
   if (IsStaged(*config) && point.iteration == 0) {

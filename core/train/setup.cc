@@ -57,13 +57,14 @@ data::Normalizer FitInputScaling(
 data::Normalizer FitOutputScaling(
     const TrainConfig& config,
     const std::vector<const Eigen::MatrixXd*>& blocks) {
+  if (IsClassification(config.loss)) {
+    return FitScaling(TrainConfig::Scaling::kNone, blocks);
+  }
   const Model* warm = config.warm_start.get();
   if (auto* s = WarmScaling(warm ? &warm->output_scaling : nullptr, blocks)) {
     return *s;
   }
-  return FitScaling(IsClassification(config.loss) ? TrainConfig::Scaling::kNone
-                                                  : config.scaling,
-                    blocks);
+  return FitScaling(config.scaling, blocks);
 }
 
 namespace {

@@ -60,9 +60,10 @@ std::string StageName(const TrainConfig& config, int k) {
 
 // Adds a finished stage to the whole run's result, and its outcome to
 // *reports.
+// `iterations_earlier` of the stage were made before a resume.
 void AddStage(const TrainConfig& stage_config, const std::string& name,
-              TrainResult stage, bool first, TrainResult* run,
-              std::string* reports) {
+              int iterations_earlier, TrainResult stage, bool first,
+              TrainResult* run, std::string* reports) {
   Summary& total = run->summary;
   const int iterations_before = total.iterations;
   const double seconds_before = total.seconds;
@@ -71,10 +72,11 @@ void AddStage(const TrainConfig& stage_config, const std::string& name,
     r.elapsed_seconds += seconds_before;
     total.history.push_back(std::move(r));
   }
-  absl::StrAppendFormat(reports, "%s%s (%s): %s after %d", first ? "" : "; ",
-                        name, OptimizerName(stage_config.optimizer),
+  absl::StrAppendFormat(reports, "%s%s (%s): %s after %d",
+                        reports->empty() ? "" : "; ", name,
+                        OptimizerName(stage_config.optimizer),
                         TerminationName(stage.summary.termination),
-                        stage.summary.iterations);
+                        iterations_earlier + stage.summary.iterations);
   const Metrics linear = run->metrics;
   const double initial =
       first ? stage.summary.initial_loss : total.initial_loss;
@@ -149,6 +151,12 @@ absl::StatusOr<TrainResult> TrainStages(const TrainConfig& config,
                                         IterationCallback* callback) {
   TrainResult run;
   std::string reports;
+  if (config.stage_offset > 0) {  // a resumed run, past its first stages
+    reports = config.stage_offset == 1
+                  ? std::string("stage 1 ended before a restart")
+                  : absl::StrFormat("stages 1-%d ended before a restart",
+                                    config.stage_offset);
+  }
   std::shared_ptr<const Model> start = config.warm_start;
   for (int k = 0; k < static_cast<int>(config.stages.size()); ++k) {
     TrainConfig c = StageConfig(config, k);
@@ -165,7 +173,8 @@ absl::StatusOr<TrainResult> TrainStages(const TrainConfig& config,
                                  k == 0 ? -config.stage_seconds_done : seconds);
     SPARROW_ASSIGN_OR_RETURN(TrainResult stage,
                              Train(c, data, &stage_callback));
-    AddStage(c, StageName(config, k), std::move(stage), k == 0, &run, &reports);
+    AddStage(c, StageName(config, k), k == 0 ? config.stage_iterations_done : 0,
+             std::move(stage), k == 0, &run, &reports);
     const Termination end = run.summary.termination;
     if (end == Termination::kUserAbort || end == Termination::kDiverged) {
       break;

@@ -14,7 +14,11 @@
 
 namespace sparrow::core {
 
-// Whether the config runs in stages (two or more).
+// The most stages a run may have (Validate refuses more).
+inline constexpr int kMaxStages = 32;
+
+// Whether the config runs in stages (one or more listed; a resumed run keeps
+// its list, down to the last stage).
 bool IsStaged(const TrainConfig& config);
 
 // Sets the stage's own fields in *config: optimizer, patience, batch and

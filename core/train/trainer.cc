@@ -215,7 +215,8 @@ absl::Status ApplyWarmStart(const TrainConfig& config, Model* model) {
         "warm_start: the model maps inputs ", Describe(warm.input_names),
         " to outputs ", Describe(warm.output_names), ", but this job's are ",
         Describe(model->input_names), " and ", Describe(model->output_names),
-        "; use the same data columns"));
+        "; use the same data columns (and, for a classifier, the same "
+        "classes)"));
   }
   const std::vector<ParamBlock> want = family.Blocks(*model);
   const std::vector<ParamBlock> have = family.Blocks(warm);
@@ -300,6 +301,11 @@ absl::Status EvaluateAll(const TrainData& data, const TrainSetup& setup,
 
 absl::Status TrainConfig::Validate() const {
   if (IsStaged(*this)) {
+    if (stages.size() > kMaxStages) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("stages has ", stages.size(), " stages; at most ",
+                       kMaxStages, " are allowed"));
+    }
     for (int k = 0; k < static_cast<int>(stages.size()); ++k) {
       if (absl::Status s = StageConfig(*this, k).Validate(); !s.ok()) {
         return absl::Status(s.code(), absl::StrCat("stages[", stage_offset + k,

@@ -185,7 +185,11 @@ absl::Status JobManager::CheckWarmStart(const std::string& tenant,
       std::optional<v1::TrainedModel> model,
       translate::WarmStartModel(spec, source ? &*source : nullptr));
   if (!model.has_value()) return absl::OkStatus();
-  return translate::ApplyWarmStart(spec, *model, n_inputs, config);
+  // Admission counts a categorical column as one input; the model counts its
+  // one-hot levels. The worker checks the channels by name.
+  const bool one_hot = !spec.data().categorical().empty();
+  return translate::ApplyWarmStart(spec, *model, one_hot ? 0 : n_inputs,
+                                   config);
 }
 
 absl::Status JobManager::CheckMemory(const core::MemoryEstimate& memory) const {

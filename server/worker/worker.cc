@@ -228,6 +228,7 @@ class JobCallback : public core::IterationCallback {
       std::lock_guard<std::mutex> lock(sent_mu_);
       sent_ = last_;
     }
+    Checkpoint();  // once per stage: a restart goes on in the next stage
     return stop() == Stop::kNone ? core::CallbackResult::kContinue
                                  : core::CallbackResult::kAbort;
   }

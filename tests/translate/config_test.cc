@@ -227,6 +227,14 @@ TEST(ConfigTest, StagesAreCheckedAndNamed) {
   ASSERT_TRUE(narx_only.ok());
   ExpectError(ToTrainConfig(*narx_only).status(),
               "stages[0].simulation_error is for narx_mlp models");
+  std::string many = "[";
+  for (int k = 0; k < 33; ++k) {
+    many += std::string(k ? ", " : "") + R"({"optimizer": {"adam": {}}})";
+  }
+  auto too_many = ParseJobSpecJson(Staged(many + "]"));
+  ASSERT_TRUE(too_many.ok());
+  ExpectError(ToTrainConfig(*too_many).status(),
+              "stages has 33 stages; at most 32");
 }
 
 }  // namespace

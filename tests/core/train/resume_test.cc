@@ -208,6 +208,33 @@ TEST(ResumeTest, AMultiStageRunReproducesInEveryStage) {
   ExpectResumeReproduces("in the first stage", c, SequenceData(), 5);
   ExpectResumeReproduces("at the start of the second", c, SequenceData(), 8);
   ExpectResumeReproduces("in the second stage", c, SequenceData(), 12);
+
+  // A checkpoint of the first stage's last iteration, taken before the
+  // second stage started: the resumed run goes on in the second stage.
+  class LastOfStage : public IterationCallback {
+   public:
+    CallbackResult OnIteration(IterationRecord* r) override {
+      if (r->iteration == 8 && !r->stage_start) {
+        KeepCheckpoint(*r, 0, 0.0, &point);
+      }
+      return CallbackResult::kContinue;
+    }
+    ResumePoint point;
+  } last;
+  auto whole = Train(c, SequenceData(), &last);
+  ASSERT_TRUE(whole.ok()) << whole.status();
+  ASSERT_EQ(last.point.iteration, 8);
+  ASSERT_EQ(last.point.stage, 0);
+  TrainConfig resumed = c;
+  ASSERT_TRUE(Resume(last.point, &resumed).ok());
+  EXPECT_EQ(resumed.stage_offset, 1);
+  auto rest = Train(resumed, SequenceData(), nullptr);
+  ASSERT_TRUE(rest.ok()) << rest.status();
+  EXPECT_EQ(rest->summary.iterations, 10);
+  EXPECT_EQ(rest->model.params, whole->model.params);
+  EXPECT_NE(rest->summary.message.find("stage 1 ended before a restart"),
+            std::string::npos)
+      << rest->summary.message;
 }
 
 // A best iterate from before the checkpoint that no later one beats stays the

@@ -192,6 +192,30 @@ TEST_F(ModelServiceTest, PredictRefusesBadRequests) {
       << s.error_message();
 }
 
+// A categorical column is one input at submission and its one-hot levels in
+// the model: a warm start from such a model is accepted and checked by name.
+TEST_F(ModelServiceTest, AWarmStartWithCategoricalInputs) {
+  std::string csv = "u,c,y\n";
+  for (int i = 0; i < 120; ++i) {
+    csv += std::to_string(0.1 * (i % 9)) + "," + "abc"[i % 3] + "," +
+           std::to_string(0.3 * (i % 9) + (i % 3)) + "\n";
+  }
+  v1::JobSpec spec;
+  spec.mutable_data()->set_dataset_id(UploadOrDie(csv));
+  spec.mutable_data()->add_inputs("u");
+  spec.mutable_data()->add_inputs("c");
+  spec.mutable_data()->add_outputs("y");
+  spec.mutable_data()->add_categorical("c");
+  spec.mutable_model()->mutable_mlp()->add_hidden(4);
+  spec.mutable_optimizer()->mutable_adam()->set_learning_rate(0.01);
+  spec.mutable_stopping()->set_max_epochs(3);
+  const v1::Job first = WaitForFinal(SubmitOrDie(spec).id());
+  ASSERT_EQ(first.state(), v1::Job::SUCCEEDED) << first.reason();
+  spec.mutable_warm_start()->set_job_id(first.id());
+  const v1::Job warm = WaitForFinal(SubmitOrDie(spec).id());
+  EXPECT_EQ(warm.state(), v1::Job::SUCCEEDED) << warm.reason();
+}
+
 TEST_F(ModelServiceTest, AChosenInitialStateNeedsAStateSpaceModel) {
   v1::PredictRequest request;
   request.set_job_id(job_.id());
