@@ -16,6 +16,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "client/cli/images.h"
+#include "client/cli/job_text.h"
 #include "client/cli/model_file.h"
 #include "core/train/methods.h"
 #include "core/util/status_macros.h"
@@ -35,114 +36,6 @@ using nlohmann::json;
 
 json ToJsonObject(const google::protobuf::Message& message) {
   return json::parse(translate::ToJson(message));
-}
-
-std::string Lower(const std::string& s) { return absl::AsciiStrToLower(s); }
-
-std::string StateName(v1::Job::State s) {
-  return Lower(v1::Job::State_Name(s));
-}
-
-int ExitForState(v1::Job::State s) {
-  return s == v1::Job::SUCCEEDED ? kExitOk : kExitFailed;
-}
-
-// Iterations the job will run at most (epochs, or SBDL outer iterations), for
-// the ETA; 0 when unknown.
-int IterationBudget(const v1::JobSpec& spec) {
-  auto config = translate::ToTrainConfig(spec);
-  if (!config.ok()) return 0;
-  return core::IterationBudget(*config);
-}
-
-std::string FormatSeconds(double s) {
-  if (!std::isfinite(s) || s < 0) return "-";
-  if (s < 60) return absl::StrFormat("%.1fs", s);
-  if (s < 3600) return absl::StrFormat("%dm%02ds", int(s) / 60, int(s) % 60);
-  return absl::StrFormat("%dh%02dm", int(s) / 3600, (int(s) % 3600) / 60);
-}
-
-// One human-readable line of an event.
-std::string EventLine(const v1::ProgressEvent& e, int budget) {
-  if (e.kind() == v1::ProgressEvent::STATE) {
-    return absl::StrCat("[", e.seq(), "] ", StateName(e.state()),
-                        e.reason().empty() ? "" : ": ", e.reason());
-  }
-  std::string line = budget > 0
-                         ? absl::StrFormat("iter %d/%d", e.iteration(), budget)
-                         : absl::StrFormat("iter %d", e.iteration());
-  absl::StrAppendFormat(&line, "  loss %-11.5g", e.loss());
-  if (e.has_validation_metric()) {
-    absl::StrAppendFormat(&line, "  val %-10.5g", e.validation_metric());
-  }
-  if (e.has_sparsity_pct() && e.sparsity_pct() > 0) {
-    absl::StrAppendFormat(&line, "  zeros %5.1f%%", e.sparsity_pct());
-  }
-  if (const auto stage = e.extras().find("stage"); stage != e.extras().end()) {
-    absl::StrAppendFormat(&line, "  stage %d", static_cast<int>(stage->second));
-  }
-  absl::StrAppend(&line, "  elapsed ", FormatSeconds(e.elapsed_seconds()));
-  if (budget > 0 && e.iteration() > 0) {
-    const double eta = e.elapsed_seconds() / e.iteration() *
-                       std::max(0, budget - e.iteration());
-    absl::StrAppend(&line, "  ETA ", FormatSeconds(eta));
-  }
-  return line;
-}
-
-// "train_rmse 0.762, test_rmse 1.96, test_bfr 18.3, model_order 2": the
-// metrics a trained model carries that are set (proto3: non-zero) and finite
-// (NaN: not measured, e.g. no validation split).
-std::string MetricsLine(const v1::Metrics& m) {
-  std::vector<std::string> parts;
-  const google::protobuf::Reflection* r = m.GetReflection();
-  const google::protobuf::Descriptor* d = m.GetDescriptor();
-  for (int i = 0; i < d->field_count(); ++i) {
-    const google::protobuf::FieldDescriptor* f = d->field(i);
-    if (f->cpp_type() != google::protobuf::FieldDescriptor::CPPTYPE_DOUBLE ||
-        f->is_repeated() || r->GetDouble(m, f) == 0.0 ||
-        !std::isfinite(r->GetDouble(m, f))) {
-      continue;
-    }
-    parts.push_back(absl::StrFormat("%s %.6g", f->name(), r->GetDouble(m, f)));
-  }
-  return absl::StrJoin(parts, ", ");
-}
-
-// The value, or "-" when the job has not reported it.
-std::string OrDash(bool has, double value) {
-  return has ? absl::StrFormat("%.5g", value) : "-";
-}
-
-void PrintJob(const v1::Job& job) {
-  std::cout << absl::StrFormat("job %s: %s", job.id(), StateName(job.state()));
-  if (!job.reason().empty()) std::cout << " (" << job.reason() << ")";
-  std::cout << "\n";
-  if (!job.spec().name().empty())
-    std::cout << "  name: " << job.spec().name() << "\n";
-  std::cout << "  dataset: " << job.spec().data().dataset_id() << "\n";
-  if (job.iterations() > 0) {
-    std::cout << absl::StrFormat("  iterations: %d  loss: %.6g",
-                                 job.iterations(), job.loss());
-    if (job.has_best_validation_metric()) {
-      std::cout << "  best validation: " << job.best_validation_metric();
-    }
-    if (job.has_sparsity_pct()) {
-      std::cout << absl::StrFormat("  zeros: %.1f%%", job.sparsity_pct());
-    }
-    std::cout << absl::StrFormat("  optimizer time: %.2f s\n",
-                                 job.elapsed_seconds());
-  }
-  if (!job.summary().empty())
-    std::cout << "  summary: " << job.summary() << "\n";
-  std::cout << "  attempts: " << job.attempts()
-            << "  events: " << job.last_seq();
-  if (!job.replica().empty()) std::cout << "  replica: " << job.replica();
-  std::cout << "\n";
-  for (const auto& t : job.history()) {
-    std::cout << "  " << google::protobuf::util::TimeUtil::ToString(t.time())
-              << "  " << StateName(t.state()) << ": " << t.reason() << "\n";
-  }
 }
 
 absl::StatusOr<v1::Job::State> ParseState(const std::string& name) {
@@ -508,6 +401,7 @@ int RemoteCommands::List() {
            {"sparsity_pct",
             j.has_sparsity_pct() ? json(j.sparsity_pct()) : json(nullptr)},
            {"elapsed_seconds", j.elapsed_seconds()},
+           {"test", TestMetric(j)},
            {"reason", j.reason()}});
     }
     std::cout << json{{"jobs", jobs},
@@ -517,19 +411,20 @@ int RemoteCommands::List() {
     return kExitOk;
   }
   if (page->jobs().empty()) std::cout << "no jobs\n";
-  constexpr char kRow[] = "%-22s %-10s %6s %-11s %-11s %6s  %-30s %s\n";
+  constexpr char kRow[] = "%-22s %-10s %6s %-11s %-11s %6s %-20s  %-30s %s\n";
   if (!page->jobs().empty()) {
     std::cout << absl::StrFormat(kRow, "JOB", "STATE", "ITER", "LOSS",
-                                 "BEST_VAL", "ZEROS", "NAME", "REASON");
+                                 "BEST_VAL", "ZEROS", "TEST", "NAME", "REASON");
   }
   for (const v1::Job& j : page->jobs()) {
+    const std::string test = TestMetric(j);
     std::cout << absl::StrFormat(
         kRow, j.id(), StateName(j.state()), absl::StrCat(j.iterations()),
         OrDash(j.iterations() > 0, j.loss()),
         OrDash(j.has_best_validation_metric(), j.best_validation_metric()),
         j.has_sparsity_pct() ? absl::StrFormat("%.1f%%", j.sparsity_pct())
                              : "-",
-        j.spec().name(), j.reason());
+        test.empty() ? "-" : test, j.spec().name(), j.reason());
   }
   if (!page->next_page_token().empty()) {
     std::cout << "more: sparrow list --page-token " << page->next_page_token()

@@ -322,6 +322,12 @@ absl::StatusOr<std::pair<v1::Job, v1::ProgressEvent>> SqlStore::ApplyTransition(
   if (!transition.summary.empty()) {
     job.set_summary(translate::ToValidUtf8(transition.summary));
   }
+  if (transition.model != nullptr) {  // listing jobs then needs no model
+    *job.mutable_metrics() = transition.model->metrics();
+    job.mutable_metrics()->clear_layers();
+    job.mutable_metrics()->clear_removed();
+    job.set_model_partial(transition.model->partial());
+  }
   job.set_last_seq(job.last_seq() + 1);
   entry->set_seq(job.last_seq());
 

@@ -393,6 +393,9 @@ async function main() {
     30_000,
   );
   check(await page.isDisabled('#cancel-button'), 'the cancel button is still enabled after CANCELLED');
+  // It keeps the model it had reached, shown as partial.
+  await page.waitForSelector('#after-run h2:has-text("partial")', { timeout: 30_000 });
+  await page.waitForSelector('#after-run #chart-fit-0 canvas', { timeout: 30_000 });
   log('PASS cancel from the job page');
 
   // The short job's trained model: fit plot and weight heat map.

@@ -469,6 +469,11 @@ expect 1 "parameter blocks" sp submit "$tmp/warm_narrow.json" --watch
 # list
 expect 0 "$job1" sp list
 expect 0 "JOB                    STATE        ITER LOSS" sp list  # a header over the columns
+expect 0 "TEST" sp list
+expect 0 "(partial)" sp list  # the cancelled job's model
+expect_json 0 jobs -- sp list --json
+check "list --json: the test metric of $job1" [ "$(jget "$tmp/out" \
+  "[j['test'] for j in d['jobs'] if j['job_id'] == '$job1'][0].startswith('rmse ')")" == True ]
 expect_json 0 jobs next_page_token -- sp list --json
 all_jobs=$(jget "$tmp/out" 'len(d["jobs"])')
 check "list --json: the documented keys of each job" [ "$(jget "$tmp/out" \

@@ -717,6 +717,7 @@ async function renderJob(view, id) {
       // The stream ends after the final state; EventSource would reconnect forever otherwise.
       source.close();
       if (change.state === 'SUCCEEDED') showAfterRun().catch(showError);
+      else showPartialRun();
     }
   }
 
@@ -768,13 +769,19 @@ async function renderJob(view, id) {
   };
 
   let afterRunCharts = [];
-  async function showAfterRun() {
-    afterRunCharts = await renderAfterRun(afterRun, base);
+  async function showAfterRun(partial = false) {
+    afterRunCharts = await renderAfterRun(afterRun, base, partial);
+  }
+  // A cancelled or failed job may have kept the model it had reached; one that kept none
+  // (it stopped before its first iteration) shows no model section.
+  function showPartialRun() {
+    showAfterRun(true).catch(() => {});
   }
 
   buildCharts();
   if (TERMINAL_STATES.has(summary.state)) {
     if (summary.state === 'SUCCEEDED') await showAfterRun();
+    else showPartialRun();
   } else {
     openStream();
   }
@@ -790,9 +797,10 @@ async function renderJob(view, id) {
 // After the run: fit plot, per-layer sparsity bars, weight heat maps
 
 // Returns the fit charts so the page can destroy them when it goes.
-async function renderAfterRun(container, base) {
+async function renderAfterRun(container, base, partial = false) {
   const [fit, model] = await Promise.all([api(`${base}/fit?points=${SERIES_POINTS}`), api(`${base}/model`)]);
-  container.replaceChildren(el('h2', { text: 'Trained model' }));
+  const title = partial ? 'Model reached before the job stopped (partial)' : 'Trained model';
+  container.replaceChildren(el('h2', { text: title }));
   const charts = renderFit(container, fit);
   renderSparsityBars(container, model);
   renderHeatMaps(container, model);

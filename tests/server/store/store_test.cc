@@ -396,6 +396,8 @@ TEST_P(StoreTest, TransitionsRecordHistoryAttemptsAndTimes) {
   model.set_num_outputs(1);
   model.add_parameters(0.5);
   model.add_parameters(-1.5);
+  model.mutable_metrics()->set_test_rmse(0.25);
+  model.mutable_metrics()->add_removed("y(t-3)");
   EXPECT_EQ(store_->GetModel("job-1").status().code(),
             absl::StatusCode::kNotFound);
   JobTransition success;
@@ -414,6 +416,10 @@ TEST_P(StoreTest, TransitionsRecordHistoryAttemptsAndTimes) {
   ASSERT_EQ(job.history_size(), 4);
   EXPECT_EQ(job.history(3).reason(), "converged");
   EXPECT_EQ(job.end_time(), job.history(3).time());
+  // The job record carries the model's metrics, without the per-layer lists.
+  EXPECT_EQ(job.metrics().test_rmse(), 0.25);
+  EXPECT_EQ(job.metrics().removed_size(), 0);
+  EXPECT_FALSE(job.model_partial());
   EXPECT_EQ(done->second.kind(), v1::ProgressEvent::STATE);
   EXPECT_EQ(done->second.state(), v1::Job::SUCCEEDED);
   EXPECT_EQ(done->second.seq(), job.last_seq());
