@@ -56,12 +56,13 @@ test: build
 	@cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS) --timeout 600
 	@$(MAKE) --no-print-directory sanitize
 
-# Both sanitizer stages (GCC, -O1). Measured 2026-11-25 on a clean clone of main on the 2-core
-# machine (`bash .ci/run`): the normal stage (build + 700 tests) about 10 min, then
+# Both sanitizer stages (GCC, -O1). Measured 2026-11-27 from scratch on the 2-core machine:
 #   sanitize-asan  ASan + UBSan: core, server spec/store/service/jobs, client and fuzz
-#                  regression tests (667): build 686 s, tests 55 s
-#   sanitize-tsan  TSan: store, event hub and job manager tests (34): build 235 s, tests 4 s
-# so a whole `make test` from scratch takes about 27 min.
+#                  regression tests (1113): build 874 s, tests 104 s
+#   sanitize-tsan  TSan: store, jobs, layered-model and thread-pool tests (109): build 277 s,
+#                  tests 37 s
+# The normal stage (build + 1164 tests) comes first; CI's whole `make test` on a clean machine,
+# package installs included, took 3952 s on 2026-11-27.
 sanitize: sanitize-asan sanitize-tsan
 
 sanitize-asan: deps
