@@ -346,6 +346,10 @@ int RemoteCommands::Watch(const std::string& job_id, int64_t after,
       !done->summary().empty()) {
     std::cout << done->summary() << "\n";
   }
+  if (!as_json && done->has_metrics()) {  // the ended job's model's fit
+    std::cout << "metrics: " << MetricsLine(done->metrics())
+              << (done->model_partial() ? " (partial model)" : "") << "\n";
+  }
   return ExitForState(done->state());
 }
 

@@ -470,6 +470,7 @@ expect 1 "parameter blocks" sp submit "$tmp/warm_narrow.json" --watch
 expect 0 "$job1" sp list
 expect 0 "JOB                    STATE        ITER LOSS" sp list  # a header over the columns
 expect 0 "TEST" sp list
+expect 0 "metrics: train_rmse" sp watch "$job1"  # an ended job's fit
 expect 0 "(partial)" sp list  # the cancelled job's model
 expect_json 0 jobs -- sp list --json
 check "list --json: the test metric of $job1" [ "$(jget "$tmp/out" \
