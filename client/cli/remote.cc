@@ -358,27 +358,27 @@ int RemoteCommands::Status() {
   if (!client.ok()) return Fail(client.status());
   auto job = (*client)->GetJob(job_);
   if (!job.ok()) return Fail(job.status());
-  // A finished job's train / validation / test metrics live in its model.
-  // A cancelled or failed job may have kept the model it had reached.
-  std::optional<v1::Metrics> metrics;
-  std::string partial;
-  if (v1::IsFinal(job->state())) {
+  // An ended job's record carries its model's metrics; a record stored
+  // before it did needs the model itself.
+  if (v1::IsFinal(job->state()) && !job->has_metrics()) {
     auto model = (*client)->GetModel(job->id());
-    if (model.ok()) metrics = model->metrics();
-    if (model.ok() && model->partial()) {
-      partial = absl::StrFormat("partial (%s after %d epochs)",
-                                model->termination(), model->epochs());
+    if (model.ok()) {
+      *job->mutable_metrics() = model->metrics();
+      job->set_model_partial(model->partial());
     }
   }
   if (json_) {
-    json out = json::parse(translate::ToJson(*job));
-    if (metrics) out["metrics"] = json::parse(translate::ToJson(*metrics));
-    if (metrics) out["model_partial"] = !partial.empty();
-    std::cout << out.dump(2) << "\n";
-  } else {
-    PrintJob(*job);
-    if (metrics) std::cout << "  metrics: " << MetricsLine(*metrics) << "\n";
-    if (!partial.empty()) std::cout << "  model: " << partial << "\n";
+    std::cout << translate::ToJson(*job) << "\n";
+    return kExitOk;
+  }
+  PrintJob(*job);
+  if (job->has_metrics()) {
+    std::cout << "  metrics: " << MetricsLine(job->metrics()) << "\n";
+  }
+  if (job->model_partial()) {
+    std::cout << absl::StrFormat(
+        "  model: partial (the one reached after %d epochs)\n",
+        job->iterations());
   }
   return kExitOk;
 }

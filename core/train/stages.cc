@@ -136,8 +136,8 @@ TrainConfig StageConfig(const TrainConfig& config, int k) {
   c.stage_offset = 0;
   c.stage_iterations_done = 0;
   c.stage_seconds_done = 0.0;
-  if (!IsStaged(config)) return c;
-  if (k == 0) return c;  // its fields are the config's (resumed, maybe)
+  // Stage 0's fields are the config's own (resumed, maybe).
+  if (!IsStaged(config) || k == 0) return c;
   UseStage(config.stages[k], &c);
   c.initial_params.resize(0);
   c.resume_best_params.resize(0);

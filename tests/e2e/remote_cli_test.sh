@@ -453,7 +453,7 @@ expect 1 "cancelled" sp watch "$long"
 expect 0 "note: the job did not finish (cancelled)" sp model get "$long" -o "$tmp/partial.json"
 expect_json 0 partial termination epochs -- sp model get "$long" -o "$tmp/partial.pb" --json
 check "model get --json of a cancelled job: partial" [ "$(jget "$tmp/out" 'd["partial"]')" == True ]
-expect 0 "model: partial (cancelled after" sp status "$long"
+expect 0 "model: partial (the one reached after" sp status "$long"
 expect 2 "is cancelled and kept no model" sp model get "$queued" -o "$tmp/x.json"
 # Warm starts: from the cancelled job by its id, and from its model file (sent inline).
 HIDDEN="64, 64" spec "$tmp/warm.json" '{"adam": {"learning_rate": 0.001}}' '{"max_epochs": 20}'

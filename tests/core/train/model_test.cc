@@ -15,11 +15,8 @@ namespace {
 Model TrainedRnn() {
   TrainData data;
   data.train_seq = testing::SineTraces(2, 120);
-  TrainConfig c = testing::SmallRnnConfig();
-  NailmOptions nailm;
-  nailm.stop.max_iterations = 10;
-  c.optimizer = nailm;
-  absl::StatusOr<TrainResult> r = Train(c, data, nullptr);
+  absl::StatusOr<TrainResult> r =
+      Train(testing::SmallNailmConfig(10), data, nullptr);
   EXPECT_TRUE(r.ok()) << r.status();
   return r.ok() ? r->model : Model{};
 }

@@ -71,10 +71,7 @@ TEST(WarmStartTest, KeepsTheScalingsOfTheModelItStartsFrom) {
 TEST(WarmStartTest, StartsAStateSpaceModelWithItsInitialStates) {
   TrainData data;
   data.train_seq = testing::SineTraces(2, 120);
-  TrainConfig c = testing::SmallRnnConfig();
-  NailmOptions nailm;
-  nailm.stop.max_iterations = 8;
-  c.optimizer = nailm;
+  const TrainConfig c = testing::SmallNailmConfig(8);
   const TrainResult first = TrainOrDie(c, data);
   const TrainResult second = TrainOrDie(From(c, first.model), data);
   EXPECT_EQ(second.summary.initial_loss, first.summary.final_loss);

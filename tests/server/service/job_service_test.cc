@@ -16,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/server/testing/service_fixture.h"
 
@@ -54,6 +55,23 @@ class JobServiceTest : public ServiceFixture {
   void SetUp() override {
     ServiceFixture::SetUp();
     dataset_ = UploadOrDie(TanksCsv());
+  }
+  // Runs `spec` again, uninterrupted, and expects the resumed job's `model`
+  // bit for bit.
+  void ExpectSameAsUninterrupted(const v1::JobSpec& spec,
+                                 const v1::TrainedModel& model) {
+    const v1::Job again = SubmitOrDie(spec);
+    WaitForState(again.id(), v1::Job::SUCCEEDED);
+    v1::TrainedModel uninterrupted;
+    ASSERT_TRUE(GetModel(again.id(), &uninterrupted).ok());
+    ASSERT_GT(model.parameters_size(), 0);
+    EXPECT_TRUE(std::equal(model.parameters().begin(), model.parameters().end(),
+                           uninterrupted.parameters().begin(),
+                           uninterrupted.parameters().end()))
+        << "the resumed job's model differs from the uninterrupted run's";
+    EXPECT_THAT(model.metrics().validation_rmse(),
+                ::testing::NanSensitiveDoubleEq(
+                    uninterrupted.metrics().validation_rmse()));
   }
   std::string dataset_;
 };
@@ -792,18 +810,7 @@ TEST_F(JobServiceTest, ShutdownCheckpointsARunningJobThatTheRestartResumes) {
   v1::TrainedModel model;
   ASSERT_TRUE(GetModel(job.id(), &model).ok());
   EXPECT_EQ(model.epochs(), kEpochs);
-
-  const v1::Job again = SubmitOrDie(spec);
-  WaitForState(again.id(), v1::Job::SUCCEEDED);
-  v1::TrainedModel uninterrupted;
-  ASSERT_TRUE(GetModel(again.id(), &uninterrupted).ok());
-  ASSERT_GT(model.parameters_size(), 0);
-  EXPECT_TRUE(std::equal(model.parameters().begin(), model.parameters().end(),
-                         uninterrupted.parameters().begin(),
-                         uninterrupted.parameters().end()))
-      << "the resumed job's model differs from the uninterrupted run's";
-  EXPECT_EQ(model.metrics().validation_rmse(),
-            uninterrupted.metrics().validation_rmse());
+  ExpectSameAsUninterrupted(spec, model);
 }
 
 // A multi-stage job stopped by a shutdown in its second stage resumes there,
@@ -834,17 +841,10 @@ TEST_F(JobServiceTest, AStagedJobResumesInItsStage) {
     ASSERT_EQ(e.iteration(), ++iteration);
     ASSERT_EQ(e.extras().at("stage"), iteration <= kFirst ? 1 : 2);
   }
-  v1::TrainedModel model, uninterrupted;
+  v1::TrainedModel model;
   ASSERT_TRUE(GetModel(job.id(), &model).ok());
   EXPECT_EQ(model.epochs(), kFirst + kSecond);
-  const v1::Job again = SubmitOrDie(spec);
-  WaitForState(again.id(), v1::Job::SUCCEEDED);
-  ASSERT_TRUE(GetModel(again.id(), &uninterrupted).ok());
-  ASSERT_GT(model.parameters_size(), 0);
-  EXPECT_TRUE(std::equal(model.parameters().begin(), model.parameters().end(),
-                         uninterrupted.parameters().begin(),
-                         uninterrupted.parameters().end()))
-      << "the resumed job's model differs from the uninterrupted run's";
+  ExpectSameAsUninterrupted(spec, model);
 }
 
 // A run whose loss stops falling ends "stalled", in words, not silently.

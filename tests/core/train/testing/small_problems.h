@@ -76,6 +76,15 @@ inline TrainConfig SmallRnnConfig() {
   return c;
 }
 
+// SmallRnnConfig trained by NAILM for `epochs` epochs.
+inline TrainConfig SmallNailmConfig(int epochs) {
+  TrainConfig c = SmallRnnConfig();
+  NailmOptions nailm;
+  nailm.stop.max_iterations = epochs;
+  c.optimizer = nailm;
+  return c;
+}
+
 }  // namespace sparrow::core::testing
 
 #endif  // SPARROW_TESTS_CORE_TRAIN_TESTING_SMALL_PROBLEMS_H_
