@@ -601,6 +601,11 @@ absl::StatusOr<core::TrainData> LoadTrainData(const v1::JobSpec& spec,
                                               const core::TrainConfig& config,
                                               absl::string_view csv,
                                               DataSummary* summary) {
+  if (spec.has_validation_data() || spec.has_test_data()) {
+    return absl::FailedPreconditionError(
+        "the spec reads validation_data / test_data from their own files, "
+        "but only data's was given (LoadTrainData with DataFiles)");
+  }
   if (IsImageDataset(csv)) {
     SPARROW_ASSIGN_OR_RETURN(const core::data::ImageSet images,
                              ParseImageDataset(csv));
@@ -642,6 +647,7 @@ absl::StatusOr<core::TrainData> LoadTrainData(const v1::JobSpec& spec,
 absl::StatusOr<core::TrainData> LoadImageTrainData(
     const v1::JobSpec& spec, const core::TrainConfig& config,
     const core::data::ImageSet& images, DataSummary* summary) {
+  SPARROW_RETURN_IF_ERROR(CheckRecordFiles(spec));
   const int64_t n = images.size();
   SPARROW_RETURN_IF_ERROR(CheckImageSpec(spec, config, n));
   if (n == 0) {
@@ -669,6 +675,7 @@ absl::StatusOr<core::TrainData> LoadImageTrainData(
 }
 
 absl::Status ValidateImageDataSpec(const v1::JobSpec& spec, int64_t images) {
+  SPARROW_RETURN_IF_ERROR(CheckRecordFiles(spec));
   SPARROW_ASSIGN_OR_RETURN(const core::TrainConfig config, ToTrainConfig(spec));
   return CheckImageSpec(spec, config, images);
 }
@@ -676,6 +683,7 @@ absl::Status ValidateImageDataSpec(const v1::JobSpec& spec, int64_t images) {
 absl::Status ValidateDataSpec(const v1::JobSpec& spec,
                               const std::vector<std::string>& header,
                               int64_t rows) {
+  SPARROW_RETURN_IF_ERROR(CheckRecordFiles(spec));
   if (spec.data().has_images()) return ValidateImageDataSpec(spec, rows);
   SPARROW_RETURN_IF_ERROR(CheckColumnRoles(spec.data()));
   SPARROW_ASSIGN_OR_RETURN(

@@ -29,6 +29,14 @@ struct DataSummary {
   int inputs = 0, outputs = 0;
 };
 
+// The contents of a spec's data files: data's, and validation_data's and
+// test_data's when the spec sets them (empty otherwise).
+struct DataFiles {
+  absl::string_view data;
+  absl::string_view validation;
+  absl::string_view test;
+};
+
 // Parses the CSV bytes of the spec's data source, one-hot encodes the
 // categorical columns, drops the rows with missing values (data.drop_missing)
 // and cuts the splits (row ranges or a random split). Bytes that start with
@@ -38,6 +46,28 @@ absl::StatusOr<core::TrainData> LoadTrainData(const v1::JobSpec& spec,
                                               const core::TrainConfig& config,
                                               absl::string_view csv,
                                               DataSummary* summary = nullptr);
+
+// The same, with the validation and test splits read from their own files
+// when the spec sets validation_data / test_data (all rows of the file, with
+// data's column selectors unless the record names its own; the record's
+// channels must match data's). The summary's row counts include them.
+absl::StatusOr<core::TrainData> LoadTrainData(const v1::JobSpec& spec,
+                                              const core::TrainConfig& config,
+                                              const DataFiles& files,
+                                              DataSummary* summary = nullptr);
+
+// The spec's validation_data and test_data, checked against the rest of the
+// spec: a source given, as many columns as data's, no categorical columns
+// with own selectors, no image dataset, and no second way of giving the same
+// split (row ranges, test columns, a random split's fraction).
+absl::Status CheckRecordFiles(const v1::JobSpec& spec);
+
+// The checks of a record file that need only its header (its columns exist,
+// each selected once), for a service to run at submission. `field` is
+// "validation_data" or "test_data".
+absl::Status ValidateRecordFile(const v1::JobSpec& spec,
+                                absl::string_view field,
+                                const std::vector<std::string>& header);
 
 // The checks of LoadTrainData that need only the file's header and number of
 // data rows (column roles, categorical columns, split ranges and fractions),

@@ -25,6 +25,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "client/cli/common.h"
+#include "client/cli/data_files.h"
 #include "client/cli/images.h"
 #include "client/cli/model_file.h"
 #include "client/cli/remote.h"
@@ -188,16 +189,11 @@ absl::StatusOr<LocalRun> LoadLocalRun(const RunFlags& f) {
                                                 &run.data_summary));
     return run;
   }
-  if (run.spec.data().source_case() != v1::DataSource::kCsvPath) {
-    return absl::InvalidArgumentError(
-        "data.csv_path or data.images is required for sparrow run "
-        "(data.dataset_id names a dataset on sparrowd: use `sparrow submit`)");
-  }
-  SPARROW_ASSIGN_OR_RETURN(
-      std::string csv, ReadFile(run.spec.data().csv_path(), "data.csv_path"));
-  SPARROW_ASSIGN_OR_RETURN(
-      run.data,
-      translate::LoadTrainData(run.spec, run.config, csv, &run.data_summary));
+  SPARROW_ASSIGN_OR_RETURN(const LocalFiles files, ReadLocalFiles(run.spec));
+  SPARROW_ASSIGN_OR_RETURN(run.data,
+                           translate::LoadTrainData(run.spec, run.config,
+                                                    files.View(),
+                                                    &run.data_summary));
   return run;
 }
 

@@ -15,6 +15,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
+#include "client/cli/data_files.h"
 #include "client/cli/images.h"
 #include "client/cli/job_text.h"
 #include "client/cli/model_file.h"
@@ -279,6 +280,9 @@ int RemoteCommands::Submit() {
     return Fail(absl::InvalidArgumentError(
         "the spec has no data: set data.csv_path, data.images or "
         "data.dataset_id, or pass --data FILE.csv"));
+  }
+  if (absl::Status s = UploadRecordFiles(client->get(), &*spec); !s.ok()) {
+    return Fail(s);
   }
   auto job = (*client)->Submit(*spec, request_id_, priority_);
   if (!job.ok()) return Fail(job.status());

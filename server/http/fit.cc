@@ -85,12 +85,15 @@ json Metrics(const v1::Metrics& m, bool test) {
 
 }  // namespace
 
-absl::StatusOr<Fit> ComputeFit(const v1::JobSpec& spec, const std::string& csv,
+absl::StatusOr<Fit> ComputeFit(const v1::JobSpec& spec, const JobFiles& files,
                                const v1::TrainedModel& proto) {
   SPARROW_ASSIGN_OR_RETURN(core::TrainConfig config,
                            translate::ToTrainConfig(spec));
-  SPARROW_ASSIGN_OR_RETURN(core::TrainData data,
-                           translate::LoadTrainData(spec, config, csv));
+  SPARROW_ASSIGN_OR_RETURN(
+      core::TrainData data,
+      translate::LoadTrainData(
+          spec, config,
+          translate::DataFiles{files.data, files.validation, files.test}));
   SPARROW_ASSIGN_OR_RETURN(core::Model m, translate::FromProto(proto));
   Fit fit;
   fit.outputs = m.output_names;

@@ -11,6 +11,7 @@
 #include "absl/status/statusor.h"
 #include "nlohmann/json.hpp"
 #include "server/http/series.h"
+#include "server/store/job_files.h"
 #include "sparrow/v1/jobs.pb.h"
 #include "sparrow/v1/model.pb.h"
 
@@ -38,8 +39,8 @@ struct Fit {
   nlohmann::json metrics;
 };
 // The fit of the test split (the validation split when there is no test
-// split), from the job's spec, the dataset's CSV bytes and the model.
-absl::StatusOr<Fit> ComputeFit(const v1::JobSpec& spec, const std::string& csv,
+// split), from the job's spec, its files' contents and the model.
+absl::StatusOr<Fit> ComputeFit(const v1::JobSpec& spec, const JobFiles& files,
                                const v1::TrainedModel& model);
 nlohmann::json FitJson(const Fit& fit, int points);
 

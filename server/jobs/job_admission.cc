@@ -119,6 +119,55 @@ absl::StatusOr<Channels> ImageChannels(const v1::JobSpec& spec,
                   softmax ? classes : 1};
 }
 
+// Rows and bytes of the datasets a job reads besides data's.
+struct RecordSizes {
+  int64_t rows = 0, bytes = 0;
+};
+
+// spec.validation_data / test_data on sparrowd: CSV datasets of the tenant
+// whose headers have the spec's columns.
+absl::StatusOr<RecordSizes> CheckRecordDatasets(Store* store,
+                                                const std::string& tenant,
+                                                const v1::JobSpec& spec) {
+  SPARROW_RETURN_IF_ERROR(translate::CheckRecordFiles(spec));
+  RecordSizes out;
+  const struct {
+    bool set;
+    const v1::RecordFile* file;
+    const char* field;
+  } records[] = {{spec.has_validation_data(), &spec.validation_data(),
+                  "validation_data"},
+                 {spec.has_test_data(), &spec.test_data(), "test_data"}};
+  for (const auto& r : records) {
+    if (!r.set) continue;
+    if (r.file->source_case() != v1::RecordFile::kDatasetId) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "spec.", r.field,
+          ".dataset_id is required: upload the file first (sparrow upload "
+          "FILE.csv; sparrow submit does it for a csv_path)"));
+    }
+    absl::StatusOr<v1::Dataset> dataset =
+        store->GetDataset(tenant, r.file->dataset_id());
+    if (!dataset.ok()) {
+      return absl::Status(dataset.status().code(),
+                          absl::StrCat("spec.", r.field, ".dataset_id: ",
+                                       dataset.status().message()));
+    }
+    if (dataset->format() == v1::DATASET_FORMAT_IMAGES) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "spec.", r.field, ".dataset_id names an image dataset; ", r.field,
+          " is for CSV files"));
+    }
+    const std::vector<std::string> header(dataset->columns().begin(),
+                                          dataset->columns().end());
+    SPARROW_RETURN_IF_ERROR(
+        translate::ValidateRecordFile(spec, r.field, header));
+    out.rows += dataset->rows();
+    out.bytes += dataset->size_bytes();
+  }
+  return out;
+}
+
 }  // namespace
 
 absl::StatusOr<int64_t> JobManager::ValidateSubmission(
@@ -140,6 +189,8 @@ absl::StatusOr<int64_t> JobManager::ValidateSubmission(
                                ? ImageChannels(spec, dataset)
                                : CsvChannels(spec, dataset));
   const int n_in = channels.inputs, n_out = channels.outputs;
+  SPARROW_ASSIGN_OR_RETURN(const RecordSizes records,
+                           CheckRecordDatasets(store_, tenant, spec));
   SPARROW_RETURN_IF_ERROR(CheckWarmStart(tenant, spec, n_in, &config));
   if (dataset.format() == v1::DATASET_FORMAT_IMAGES) {
     // The shape fields the spec left at 0 come from the images, as in
@@ -160,8 +211,8 @@ absl::StatusOr<int64_t> JobManager::ValidateSubmission(
   }
   SPARROW_ASSIGN_OR_RETURN(
       core::MemoryEstimate memory,
-      core::EstimateMemory(config, n_in, n_out, dataset.rows(),
-                           dataset.size_bytes()));
+      core::EstimateMemory(config, n_in, n_out, dataset.rows() + records.rows,
+                           dataset.size_bytes() + records.bytes));
   SPARROW_RETURN_IF_ERROR(CheckMemory(memory));
   return memory.total;
 }

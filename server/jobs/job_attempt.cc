@@ -12,6 +12,7 @@
 #include "core/util/status_macros.h"
 #include "server/jobs/job_manager.h"
 #include "server/jobs/worker_process.h"
+#include "server/store/job_files.h"
 #include "server/worker/worker.h"
 #include "sparrow/v1/checkpoint.pb.h"
 #include "sparrow/v1/worker.pb.h"
@@ -104,9 +105,10 @@ class JobManager::AttemptRunner {
       request.set_resume(true);
     }
     SPARROW_ASSIGN_OR_RETURN(
-        *request.mutable_dataset(),
-        m_->store_->GetDatasetContent(entry_.tenant,
-                                      job.spec().data().dataset_id()));
+        JobFiles files, ReadJobFiles(m_->store_, entry_.tenant, job.spec()));
+    request.set_dataset(std::move(files.data));
+    request.set_validation_dataset(std::move(files.validation));
+    request.set_test_dataset(std::move(files.test));
     SPARROW_RETURN_IF_ERROR(ReadWarmStart(job.spec(), &request));
     const JobManagerOptions& o = m_->options_;
     request.set_memory_limit_bytes(o.worker_memory_limit_override > 0

@@ -117,31 +117,58 @@ absl::StatusOr<Page<v1::Dataset>> SqlStore::ListDatasets(
                                absl::StrCat("dataset of tenant ", tenant));
 }
 
+namespace {
+
+bool ReadsDataset(const v1::JobSpec& spec, const std::string& id) {
+  return spec.data().dataset_id() == id ||
+         (spec.has_validation_data() &&
+          spec.validation_data().dataset_id() == id) ||
+         (spec.has_test_data() && spec.test_data().dataset_id() == id);
+}
+
+}  // namespace
+
+// FAILED_PRECONDITION naming the first QUEUED, RUNNING or CANCELLING job that
+// reads the dataset: as data (the indexed dataset_id column) or as its
+// validation or test record (in the job's spec).
+absl::Status SqlStore::CheckDatasetUnused(const std::string& tenant,
+                                          const std::string& id) {
+  SPARROW_ASSIGN_OR_RETURN(
+      Statement active,
+      conn().Prepare("SELECT id, state, dataset_id, job FROM jobs "
+                     "WHERE tenant = ?1 AND state IN (?2, ?3, ?4) "
+                     "ORDER BY seq"));
+  active.BindText(1, tenant);
+  active.BindInt64(2, v1::Job::QUEUED);
+  active.BindInt64(3, v1::Job::RUNNING);
+  active.BindInt64(4, v1::Job::CANCELLING);
+  while (true) {
+    SPARROW_ASSIGN_OR_RETURN(bool row, active.Step());
+    if (!row) return absl::OkStatus();
+    bool used = active.ColumnString(2) == id;
+    if (!used) {
+      SPARROW_ASSIGN_OR_RETURN(
+          const v1::Job job,
+          Parse<v1::Job>(active.ColumnBytes(3),
+                         absl::StrCat("job ", active.ColumnBytes(0))));
+      used = ReadsDataset(job.spec(), id);
+    }
+    if (used) {
+      const auto state = static_cast<v1::Job::State>(active.ColumnInt64(1));
+      return absl::FailedPreconditionError(absl::StrCat(
+          "dataset ", id, " is in use by job ", active.ColumnBytes(0),
+          ", which is ", v1::Job::State_Name(state),
+          "; delete the dataset after the job has finished"));
+    }
+  }
+}
+
 absl::Status SqlStore::DeleteDataset(const std::string& tenant,
                                      const std::string& id) {
   Session session(&pool_);
   Transaction txn(&conn());
   SPARROW_RETURN_IF_ERROR(txn.Begin(Transaction::kWrite));
-  {
-    SPARROW_ASSIGN_OR_RETURN(
-        Statement user,
-        conn().Prepare("SELECT id, state FROM jobs "
-                       "WHERE tenant = ?1 AND dataset_id = ?2 "
-                       "AND state IN (?3, ?4, ?5) ORDER BY seq LIMIT 1"));
-    user.BindText(1, tenant);
-    user.BindText(2, id);
-    user.BindInt64(3, v1::Job::QUEUED);
-    user.BindInt64(4, v1::Job::RUNNING);
-    user.BindInt64(5, v1::Job::CANCELLING);
-    SPARROW_ASSIGN_OR_RETURN(bool used, user.Step());
-    if (used) {
-      const auto state = static_cast<v1::Job::State>(user.ColumnInt64(1));
-      return absl::FailedPreconditionError(absl::StrCat(
-          "dataset ", id, " is in use by job ", user.ColumnBytes(0),
-          ", which is ", v1::Job::State_Name(state),
-          "; delete the dataset after the job has finished"));
-    }
-  }
+  SPARROW_RETURN_IF_ERROR(CheckDatasetUnused(tenant, id));
   SPARROW_ASSIGN_OR_RETURN(
       Statement remove,
       conn().Prepare("DELETE FROM datasets WHERE tenant = ?1 AND id = ?2"));

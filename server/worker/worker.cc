@@ -473,10 +473,15 @@ Outcome Train(v1::WorkerRequest* request, JobCallback* callback,
   auto config = translate::ToTrainConfig(request->spec());
   if (!config.ok()) return Failed(std::string(config.status().message()));
   translate::DataSummary summary;
-  auto data = translate::LoadTrainData(request->spec(), *config,
-                                       request->dataset(), &summary);
+  auto data = translate::LoadTrainData(
+      request->spec(), *config,
+      translate::DataFiles{request->dataset(), request->validation_dataset(),
+                           request->test_dataset()},
+      &summary);
   if (!data.ok()) return Failed(std::string(data.status().message()));
   std::string().swap(*request->mutable_dataset());
+  std::string().swap(*request->mutable_validation_dataset());
+  std::string().swap(*request->mutable_test_dataset());
   if (summary.dropped_rows > 0) {
     channel->Log(absl::StrFormat("dropped %d of %d rows with missing values",
                                  summary.dropped_rows, summary.file_rows));

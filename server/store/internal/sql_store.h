@@ -151,6 +151,9 @@ class SqlStore : public Store {
                                              bool* already_existed);
   absl::StatusOr<std::optional<v1::Dataset>> FindDataset(
       const std::string& tenant, const std::string& id);
+  // OK unless an unfinished job reads the dataset (FAILED_PRECONDITION).
+  absl::Status CheckDatasetUnused(const std::string& tenant,
+                                  const std::string& id);
   // The one-row blob `select_sql` (with ?1 = tenant, ?2 = id) reads for a
   // dataset; empty when there is no row.
   absl::StatusOr<std::optional<std::string>> DatasetBlob(

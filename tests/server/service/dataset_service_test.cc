@@ -246,6 +246,28 @@ TEST_F(DatasetServiceTest, DeleteIsRefusedWhileAQueuedOrRunningJobUsesIt) {
   EXPECT_EQ(again.dataset().id(), queued_ds);
 }
 
+// A job's validation and test records (spec.validation_data / test_data) are
+// in use as much as its data.
+TEST_F(DatasetServiceTest, DeleteIsRefusedWhileAJobReadsItAsATestRecord) {
+  const std::string busy_ds = UploadOrDie(TanksCsv(400, 2));
+  const v1::Job running = StartLongJob(busy_ds);
+  const std::string data_ds = UploadOrDie(TanksCsv(400, 3));
+  const std::string test_ds = UploadOrDie(TanksCsv(100, 4));
+  v1::JobSpec spec = SmallSpec(data_ds);
+  spec.mutable_split()->clear_test();
+  spec.mutable_test_data()->set_dataset_id(test_ds);
+  const v1::Job queued = SubmitOrDie(spec);
+  grpc::Status s = DeleteDataset(test_ds);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::FAILED_PRECONDITION)
+      << s.error_message();
+  EXPECT_NE(s.error_message().find(queued.id()), std::string::npos)
+      << s.error_message();
+  ASSERT_TRUE(CancelJob(queued.id()).ok());
+  CancelAndWait(running.id());
+  s = DeleteDataset(test_ds);
+  EXPECT_TRUE(s.ok()) << s.error_message();
+}
+
 TEST_F(DatasetServiceTest, DeleteOfADatasetWhoseJobsFinishedSucceeds) {
   const std::string id = UploadOrDie(TanksCsv());
   const v1::Job job = TrainedJob(id);

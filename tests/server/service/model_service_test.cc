@@ -354,6 +354,50 @@ TEST_F(ModelServiceTest, AJobWarmStartsFromAnotherJobsModel) {
       << wider.reason();
 }
 
+// The test split from its own dataset (spec.test_data) gives the model the
+// metrics that the same rows as split.test give.
+TEST_F(ModelServiceTest, TheTestSplitFromItsOwnDataset) {
+  std::string test_csv = "u,y\n";
+  const std::vector<std::string> lines = Lines(csv_);
+  for (size_t i = 301; i < lines.size(); ++i) test_csv += lines[i] + "\n";
+  const std::string test_ds = UploadOrDie(test_csv);
+  v1::JobSpec spec = SmallSpec(dataset_, 20);
+  spec.mutable_split()->clear_test();
+  spec.mutable_test_data()->set_dataset_id(test_ds);
+  const v1::Job job = WaitForFinal(SubmitOrDie(spec).id());
+  ASSERT_EQ(job.state(), v1::Job::SUCCEEDED) << job.reason();
+  v1::TrainedModel model, ranges;
+  ASSERT_TRUE(GetModel(job.id(), &model).ok());
+  ASSERT_TRUE(GetModel(job_.id(), &ranges).ok());
+  ASSERT_TRUE(std::isfinite(model.metrics().test_rmse()));
+  EXPECT_EQ(model.metrics().test_rmse(), ranges.metrics().test_rmse());
+
+  // Refused at submission: an unknown dataset, columns it lacks, and two
+  // ways of giving the test split.
+  v1::SubmitJobRequest request;
+  *request.mutable_spec() = spec;
+  request.mutable_spec()->mutable_test_data()->set_dataset_id(
+      std::string(64, 'a'));
+  grpc::Status s = SubmitRequest(request, nullptr);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::NOT_FOUND) << s.error_message();
+  EXPECT_NE(s.error_message().find("test_data.dataset_id"), std::string::npos)
+      << s.error_message();
+  *request.mutable_spec() = spec;
+  request.mutable_spec()->mutable_test_data()->add_outputs("force");
+  s = SubmitRequest(request, nullptr);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT)
+      << s.error_message();
+  EXPECT_NE(s.error_message().find("force"), std::string::npos)
+      << s.error_message();
+  *request.mutable_spec() = SmallSpec(dataset_, 20);
+  request.mutable_spec()->mutable_test_data()->set_dataset_id(test_ds);
+  s = SubmitRequest(request, nullptr);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT)
+      << s.error_message();
+  EXPECT_NE(s.error_message().find("keep one"), std::string::npos)
+      << s.error_message();
+}
+
 // ---- tenancy ----
 
 class ModelAuthTest : public ServiceFixture {
