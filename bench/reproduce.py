@@ -40,6 +40,11 @@ copies of the spec), each reported per ratio as one-step RMSE BEST / median / me
 remaining weights beside the paper's Table 2. --paper nails|sbdl restricts the default set to one
 paper.
 
+System identification (--paper sysid, bench/sysid_examples.py): wh_linear_nailm,
+silverbox_linear_nailm and bouc_wen_linear_nailm, one `sparrow run` per seed so that each seed's
+model can also be scored on further test records with `sparrow predict` (Bouc-Wen's sine sweep);
+reported as simulation RMSE mean / median / best / worst and wall seconds per run.
+
 A spec that fails is reported with Sparrow's error message and the runner goes on; the exit code
 is 1 if any run failed, 0 otherwise (skipped examples do not count).
 """
@@ -56,6 +61,8 @@ import subprocess
 import sys
 import tempfile
 import time
+
+import sysid_examples
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PAPER = os.path.join(ROOT, "bench", "paper_results.json")
@@ -745,9 +752,13 @@ def main():
                          "BUILD_DIR/reproduce.json (default build)")
     ap.add_argument("--output", metavar="PATH",
                     help="write the JSON report here instead of BUILD_DIR/reproduce.json")
-    ap.add_argument("--paper", choices=("all", "nails", SBDL), default="all",
+    ap.add_argument("--paper", choices=("all", "nails", SBDL, sysid_examples.SOURCE),
+                    default="all",
                     help="without EXAMPLE: run the examples of this paper only (nails = Bemporad "
-                         "NAILS/NAILM, sbdl = Zhou et al. SBDL on Cascaded Tanks; default all)")
+                         "NAILS/NAILM, sbdl = Zhou et al. SBDL on Cascaded Tanks, sysid = the "
+                         "system-identification benchmarks of bench/sysid_examples.py: "
+                         "Wiener-Hammerstein, Silverbox from one record, Bouc-Wen; default all "
+                         "but sysid, whose runs take about an hour at 10 seeds)")
     ap.add_argument("--ratios", type=parse_ratios, metavar="R1,R2,...",
                     help="data ratios (split.train_fraction in (0, 1]) of the SBDL sweeps "
                          "(default 0.05,0.1,0.2,...,1.0)")
@@ -770,6 +781,8 @@ def main():
     results = []
     if args.examples:
         names = [resolve(n) for n in args.examples]
+    elif args.paper == sysid_examples.SOURCE:
+        names = list(sysid_examples.EXAMPLES)
     else:
         names = []
         for name, entry in paper.items():
@@ -786,7 +799,9 @@ def main():
                             "source": (paper.get(name) or {}).get("source"),
                             "message": "no such spec examples/%s" % name})
             continue
-        if (paper.get(name) or {}).get("source") == SBDL:
+        if name in sysid_examples.EXAMPLES:
+            res = sysid_examples.run_example(name, ROOT, sparrow, args.seeds)
+        elif (paper.get(name) or {}).get("source") == SBDL:
             res = run_sbdl_example(name, paper.get(name), args, sparrow)
         else:
             res = run_example(name, paper.get(name), args, sparrow)
@@ -794,14 +809,17 @@ def main():
             log("skipping %s: %s" % (name, res["message"]))
         results.append(res)
 
-    nails = [r for r in results if r.get("source") != SBDL]
+    sysid = [r for r in results if r.get("source") == sysid_examples.SOURCE]
+    nails = [r for r in results if r.get("source") not in (SBDL, sysid_examples.SOURCE)]
     sbdl = [r for r in results if r.get("source") == SBDL]
-    if nails or not sbdl:
+    if nails or not (sbdl or sysid):
         print_report(nails, args)
     if sbdl:
         if nails:
             print("\n")
         print_sbdl_report(sbdl, args)
+    if sysid:
+        sysid_examples.print_report(sysid)
     print_problems(results)
     report = {
         "date": datetime.datetime.now().isoformat(timespec="seconds"),

@@ -102,6 +102,37 @@ absl::StatusOr<core::InitialState> ToInitialState(v1::InitialState s) {
   }
 }
 
+// model.state_space_rnn.subsequence_length / subsequence_stride.
+absl::Status ToSubsequences(const v1::StateSpaceRnnModel& r,
+                            core::StateSpaceRnnKind* kind) {
+  const int length = r.subsequence_length(), stride = r.subsequence_stride();
+  if (length == 0) {
+    if (stride != 0) {
+      return core::OptionError("model.state_space_rnn.subsequence_stride",
+                               stride, "0 without subsequence_length");
+    }
+    return absl::OkStatus();
+  }
+  if (length < 2) {
+    return core::OptionError("model.state_space_rnn.subsequence_length",
+                             length, ">= 2 (0 = whole traces)");
+  }
+  if (r.initial_state() != v1::INITIAL_STATE_ENCODER) {
+    return absl::InvalidArgumentError(
+        "model.state_space_rnn.subsequence_length needs initial_state "
+        "INITIAL_STATE_ENCODER: each window's initial state comes from the "
+        "encoder (a free initial state per window would add nx parameters per "
+        "window)");
+  }
+  if (stride < 0) {
+    return core::OptionError("model.state_space_rnn.subsequence_stride",
+                             stride, ">= 1 (0 = subsequence_length)");
+  }
+  kind->subsequence_length = length;
+  kind->subsequence_stride = stride == 0 ? length : stride;
+  return absl::OkStatus();
+}
+
 absl::Status ToStateSpaceRnnConfig(const v1::StateSpaceRnnModel& r,
                                    Activation default_output,
                                    core::ModelConfig* c) {
@@ -140,6 +171,7 @@ absl::Status ToStateSpaceRnnConfig(const v1::StateSpaceRnnModel& r,
                                           "max(2 nx, 10))"));
   }
   kind.linear_block_rows = r.linear_block_rows();
+  SPARROW_RETURN_IF_ERROR(ToSubsequences(r, &kind));
   // Sizes only, with data dimensions not known yet; the parameter count is
   // checked at submission (--max-model-params) and by the trainer.
   core::StateSpaceRnnSpec probe = s;

@@ -97,8 +97,9 @@ void RemoteCommands::AddSubmitCommands(CLI::App* app) {
 
   submit_ = app->add_subcommand(
       "submit",
-      "Submit a job spec to sparrowd. The spec's data.csv_path (or --data) is "
-      "uploaded and replaced by its dataset id.\n"
+      "Submit a job spec to sparrowd. The spec's data.csv_path (or --data), "
+      "validation_data.csv_path and test_data.csv_path are uploaded and "
+      "replaced by their dataset ids.\n"
       "Example: sparrow submit examples/damper_nailm.json --watch");
   submit_->add_option("spec", spec_path_, "Job spec (JSON, sparrow.v1.JobSpec)")
       ->required();

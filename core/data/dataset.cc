@@ -310,4 +310,18 @@ absl::StatusOr<TableData> MakeTableFromRows(const CsvTable& table,
   return data;
 }
 
+std::vector<Trace> Subsequences(const std::vector<Trace>& traces, int warmup,
+                                int length, int stride) {
+  std::vector<Trace> out;
+  for (const Trace& t : traces) {
+    const int n = t.length();
+    for (int s = warmup; s + 2 <= n; s += stride) {
+      const int first = s - warmup;
+      const int size = std::min(s + length, n) - first;
+      out.push_back({t.u.middleCols(first, size), t.y.middleCols(first, size)});
+    }
+  }
+  return out;
+}
+
 }  // namespace sparrow::core::data

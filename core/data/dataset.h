@@ -33,6 +33,15 @@ struct Trace {
   int length() const { return static_cast<int>(u.cols()); }
 };
 
+// Subsequences of the traces (SUBNET's practice for long records): each trace
+// of N samples gives the windows [s - warmup, min(s + length, N)) for s =
+// warmup, warmup + stride, ... while at least 2 samples follow the warmup
+// part, which an encoder reads to give the window's initial state. With
+// stride = length the predicted parts tile each trace. Requires length >= 2
+// and stride >= 1.
+std::vector<Trace> Subsequences(const std::vector<Trace>& traces, int warmup,
+                                int length, int stride);
+
 // Several traces of the same system (same channels).
 struct SequenceData {
   std::vector<Trace> traces;

@@ -146,6 +146,22 @@ expect 2 "sparrow model get JOB -o model.json" "$bin" run --local "$tmp/warm_job
 warm_spec "$tmp/warm_missing.json" "$tmp/none.json"
 expect 2 "none.json" "$bin" run --local "$tmp/warm_missing.json"
 
+# --- the test split from its own file: the same numbers as the row ranges ---------------------
+{ head -1 "$tmp/tanks.csv"; sed -n '402,601p' "$tmp/tanks.csv"; } > "$tmp/tanks_test.csv"
+sed 's|, "test": \[{"first": 401, "last": 600}\]}|}, "test_data": {"csv_path": "'"$tmp"'/tanks_test.csv"}|' \
+  "$tmp/ok.json" > "$tmp/record.json"
+ranges=$("$bin" run --local "$tmp/ok.json" --json 2>/dev/null)
+record=$("$bin" run --local "$tmp/record.json" --json 2>/dev/null)
+if python3 - "$ranges" "$record" <<'PY'
+import json, sys
+a, b = json.loads(sys.argv[1]), json.loads(sys.argv[2])
+assert b["data"]["test_rows"] == 200, b["data"]
+assert a["test_rmse"] == b["test_rmse"], (a["test_rmse"], b["test_rmse"])
+PY
+then ok; else bad "test_data: ranges=$ranges record=$record"; fi
+sed 's|"csv_path": "[^"]*tanks_test.csv"|"dataset_id": "abc"|' "$tmp/record.json" > "$tmp/record_id.json"
+expect 2 "test_data.csv_path is required for sparrow run --local" "$bin" run --local "$tmp/record_id.json"
+
 # --- stages: Adam, then L-BFGS from where Adam ended ---------------------------------------
 sed 's|"optimizer": {"lbfgs": {}},|"stages": [{"name": "warm-up", "optimizer": {"adam": {"learning_rate": 0.01}}, "stopping": {"max_epochs": 5}}, {"optimizer": {"lbfgs": {}}}],|' \
   "$tmp/ok.json" > "$tmp/staged.json"

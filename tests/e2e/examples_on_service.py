@@ -26,6 +26,9 @@ BIN = os.path.abspath(sys.argv[1])
 def data_files(spec):
     d = spec.get("data", {})
     files = [d["csv_path"]] if d.get("csv_path") else []
+    for record in ("validation_data", "test_data"):  # uploaded by submit too
+        if spec.get(record, {}).get("csv_path"):
+            files.append(spec[record]["csv_path"])
     images = d.get("images", {})
     return files + images.get("images", []) + images.get("labels", [])
 

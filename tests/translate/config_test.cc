@@ -61,6 +61,31 @@ TEST(ConfigTest, LinearPartAndItsBlockRows) {
   ExpectError(ToTrainConfig(*spec).status(), "with linear: true");
 }
 
+TEST(ConfigTest, SubsequencesNeedAnEncoder) {
+  auto spec = ParseJobSpecJson(kRnnSpec);
+  ASSERT_TRUE(spec.ok());
+  v1::StateSpaceRnnModel* rnn =
+      spec->mutable_model()->mutable_state_space_rnn();
+  rnn->set_subsequence_length(500);
+  ExpectError(ToTrainConfig(*spec).status(),
+              "subsequence_length needs initial_state INITIAL_STATE_ENCODER");
+  rnn->set_initial_state(v1::INITIAL_STATE_ENCODER);
+  rnn->mutable_encoder()->set_past_outputs(4);
+  auto config = ToTrainConfig(*spec);
+  ASSERT_TRUE(config.ok()) << config.status();
+  const auto& kind = config->model.as<core::StateSpaceRnnKind>();
+  EXPECT_EQ(kind.subsequence_length, 500);
+  EXPECT_EQ(kind.subsequence_stride, 500);  // 0 = the length
+  rnn->set_subsequence_stride(-1);
+  ExpectError(ToTrainConfig(*spec).status(), "subsequence_stride is -1");
+  rnn->set_subsequence_length(1);
+  rnn->set_subsequence_stride(0);
+  ExpectError(ToTrainConfig(*spec).status(), "subsequence_length is 1");
+  rnn->set_subsequence_length(0);
+  rnn->set_subsequence_stride(5);
+  ExpectError(ToTrainConfig(*spec).status(), "0 without subsequence_length");
+}
+
 TEST(ConfigTest, StallEpochsDefaultOffAndErrors) {
   auto spec = ParseJobSpecJson(kRnnSpec);
   ASSERT_TRUE(spec.ok());

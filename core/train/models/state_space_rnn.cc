@@ -148,6 +148,12 @@ class StateSpaceRnnFamily : public ModelFamily {
           config.model.as<StateSpaceRnnKind>().linear_block_rows,
           model->params.data()));
     }
+    const StateSpaceRnnKind& kind = config.model.as<StateSpaceRnnKind>();
+    if (kind.subsequence_length > 0) {
+      setup->train_seq.traces = data::Subsequences(
+          setup->train_seq.traces, setup->rnn.warmup(),
+          kind.subsequence_length, kind.subsequence_stride);
+    }
     setup->objective = std::make_unique<SequenceObjective>(
         &setup->rnn, &setup->train_seq.traces, config.loss, config.rho_x0,
         config.rho_theta, config.bptt_window, config.shuffle);

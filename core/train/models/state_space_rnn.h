@@ -20,6 +20,11 @@ struct StateSpaceRnnKind {
   // Block rows of the subspace fit that initializes a linear part (rnn.linear);
   // 0: max(2 nx, 10).
   int linear_block_rows = 0;
+  // > 0: the objective sees subsequences of the training traces, windows of
+  // this many predicted samples after the encoder's own, starting every
+  // subsequence_stride samples (data::Subsequences).
+  int subsequence_length = 0;
+  int subsequence_stride = 0;
 };
 
 }  // namespace sparrow::core

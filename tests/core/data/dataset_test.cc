@@ -290,5 +290,27 @@ TEST(MakeTableFromRowsTest, GathersRowsInTheOrderGiven) {
               HasSubstr("both an input and an output"));
 }
 
+TEST(SubsequencesTest, WindowsTileEachTraceAfterTheirWarmup) {
+  Trace a{Eigen::RowVectorXd::LinSpaced(10, 0, 9),
+          Eigen::RowVectorXd::LinSpaced(10, 100, 109)};
+  Trace b{Eigen::RowVectorXd::LinSpaced(4, 20, 23),
+          Eigen::RowVectorXd::LinSpaced(4, 120, 123)};
+  // warmup 2, length 3: a's predicted samples 2-4, 5-7, 8-9; b's 2-3.
+  const std::vector<Trace> w = Subsequences({a, b}, 2, 3, 3);
+  ASSERT_EQ(w.size(), 4u);
+  EXPECT_EQ(w[0].u(0, 0), 0);
+  EXPECT_EQ(w[0].length(), 5);
+  EXPECT_EQ(w[1].u(0, 0), 3);  // its encoder reads samples 3-4
+  EXPECT_EQ(w[1].y(0, 2), 105);
+  EXPECT_EQ(w[2].u(0, 0), 6);
+  EXPECT_EQ(w[2].length(), 4);  // the remainder: 8-9
+  EXPECT_EQ(w[3].u(0, 0), 20);
+  EXPECT_EQ(w[3].length(), 4);
+  // Overlapping windows (stride 1), and none from a trace too short for two
+  // predicted samples.
+  EXPECT_EQ(Subsequences({a}, 2, 3, 1).size(), 7u);
+  EXPECT_TRUE(Subsequences({b}, 3, 3, 3).empty());
+}
+
 }  // namespace
 }  // namespace sparrow::core::data

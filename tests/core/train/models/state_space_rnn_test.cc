@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "core/optim/gauss_newton/gauss_newton.h"
 #include "core/train/state_groups.h"
 #include "core/train/trainer.h"
 #include "core/util/random.h"
@@ -70,6 +71,36 @@ TEST(LinearPlusNeuralTest, StartsAtTheSubspaceFitAndImprovesOnItOnTestData) {
       << "linear " << m.linear_test_rmse << " "
       << result->summary.BriefReport();
   EXPECT_GT(m.test_bfr, m.linear_test_bfr);
+}
+
+// Subsequences of one long record with encoder initial states: NAILM trains
+// on windows (run on two threads), and the metrics are still those of the
+// whole record, from the encoder's state at its start.
+TEST(SubsequencesTest, AnEncoderModelTrainsOnWindowsOfALongRecord) {
+  TrainData data;
+  data.train_seq = Duffing(3000, 1);
+  data.test_seq = Duffing(1000, 2);
+  TrainConfig c = LinearPlusNeural(0);
+  StateSpaceRnnKind& kind = c.model.as<StateSpaceRnnKind>();
+  kind.rnn.initial_state = InitialState::kEncoder;
+  kind.rnn.encoder = {{6}, 4, 4};
+  NailmOptions nailm;
+  nailm.stop.max_iterations = 40;
+  nailm.threads = 2;
+  c.optimizer = nailm;
+  auto whole = Train(c, data, nullptr);
+  ASSERT_TRUE(whole.ok()) << whole.status();
+  kind.subsequence_length = 200;
+  kind.subsequence_stride = 200;
+  auto windows = Train(c, data, nullptr);
+  ASSERT_TRUE(windows.ok()) << windows.status();
+  EXPECT_NE(windows->model.params, whole->model.params);
+  // Both fit: better than the linear start on held-out data.
+  for (const auto* r : {&*whole, &*windows}) {
+    EXPECT_LT(r->metrics.test_rmse, r->metrics.linear_test_rmse)
+        << r->summary.BriefReport();
+    EXPECT_TRUE(std::isfinite(r->metrics.train_rmse));
+  }
 }
 
 // ADMM penalties with a linear part: group Lasso can zero every state group
