@@ -6,6 +6,7 @@
 #include <numeric>
 
 #include "core/data/narx.h"
+#include "core/util/denormals.h"
 
 namespace sparrow::core {
 namespace {
@@ -295,6 +296,7 @@ double SequenceObjective::LossAndBackward(const Eigen::VectorXd& w, int trace,
 
 double SequenceObjective::Evaluate(const Eigen::VectorXd& w,
                                    Eigen::VectorXd* grad) {
+  const ScopedFlushDenormals flush;  // BPTT adjoints decay along long traces
   if (grad != nullptr) grad->setZero(w.size());
   double value = 0.0;
   for (size_t t = 0; t < traces_->size(); ++t) {
@@ -327,6 +329,7 @@ void SequenceObjective::StartEpoch(const Eigen::VectorXd& w, Rng* rng) {
 double SequenceObjective::EvaluateBatch(const Eigen::VectorXd& w, int batch,
                                         Eigen::VectorXd* grad) {
   if (bptt_window_ <= 0) return Evaluate(w, grad);
+  const ScopedFlushDenormals flush;
   const Window& win = windows_[batch];
   const data::Trace& tr = (*traces_)[win.trace];
   grad->setZero(w.size());

@@ -7,6 +7,7 @@
 
 #include "Eigen/Cholesky"
 #include "Eigen/QR"
+#include "core/util/denormals.h"
 
 namespace sparrow::core {
 namespace {
@@ -195,6 +196,7 @@ void SequenceLeastSquares::StartAccumulation(bool qr) {
 }
 
 double SequenceLeastSquares::Accumulate(const Eigen::VectorXd& w) {
+  const ScopedFlushDenormals flush;  // and in each thread below
   const int num_traces = static_cast<int>(traces_->size());
   const bool simulated = SimulatedAt(w);
   if (pipeline_) {
@@ -203,6 +205,7 @@ double SequenceLeastSquares::Accumulate(const Eigen::VectorXd& w) {
     pipe.rows.resize(num_params(), kRowBlock);
     pipe.rhs.resize(kRowBlock);
     std::thread folder([&] {
+      const ScopedFlushDenormals flush;
       Eigen::MatrixXd rows(num_params(), kRowBlock);
       Eigen::VectorXd rhs(kRowBlock);
       for (;;) {
@@ -237,6 +240,7 @@ double SequenceLeastSquares::Accumulate(const Eigen::VectorXd& w) {
     std::vector<std::thread> pool;
     for (int k = 0; k < threads_; ++k) {
       pool.emplace_back([&, k] {
+        const ScopedFlushDenormals flush;
         for (int t = k; t < num_traces; t += threads_) {
           AccumulateTrace(w, t, simulated, &workers_[k]);
         }
