@@ -819,6 +819,8 @@ def main():
             print("\n")
         print_sbdl_report(sbdl, args)
     if sysid:
+        if nails or sbdl:
+            print("\n")
         sysid_examples.print_report(sysid)
     print_problems(results)
     report = {

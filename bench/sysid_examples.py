@@ -104,7 +104,7 @@ def stats(values):
             "worst": max(v), "n": len(v)}
 
 
-def run_example(name, root, sparrow, seeds, first_seed=None):
+def run_example(name, root, sparrow, seeds):
     entry = EXAMPLES[name]
     spec_path = os.path.join(root, "examples", name)
     with open(spec_path) as f:
@@ -114,7 +114,7 @@ def run_example(name, root, sparrow, seeds, first_seed=None):
     if missing:
         result.update(status="skipped", message=missing)
         return result
-    base = spec.get("seed", 1) if first_seed is None else first_seed
+    base = spec.get("seed", 1)
     with tempfile.TemporaryDirectory(prefix="sparrow-sysid-") as tmp:
         for k in range(seeds):
             seed = base + k

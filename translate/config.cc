@@ -113,9 +113,10 @@ absl::Status ToSubsequences(const v1::StateSpaceRnnModel& r,
     }
     return absl::OkStatus();
   }
-  if (length < 2) {
+  constexpr int kMaxWindow = 10'000'000;
+  if (length < 2 || length > kMaxWindow) {
     return core::OptionError("model.state_space_rnn.subsequence_length",
-                             length, ">= 2 (0 = whole traces)");
+                             length, "in [2, 10000000] (0 = whole traces)");
   }
   if (r.initial_state() != v1::INITIAL_STATE_ENCODER) {
     return absl::InvalidArgumentError(
@@ -124,9 +125,10 @@ absl::Status ToSubsequences(const v1::StateSpaceRnnModel& r,
         "encoder (a free initial state per window would add nx parameters per "
         "window)");
   }
-  if (stride < 0) {
+  if (stride < 0 || stride > kMaxWindow) {
     return core::OptionError("model.state_space_rnn.subsequence_stride",
-                             stride, ">= 1 (0 = subsequence_length)");
+                             stride,
+                             "in [1, 10000000] (0 = subsequence_length)");
   }
   kind->subsequence_length = length;
   kind->subsequence_stride = stride == 0 ? length : stride;

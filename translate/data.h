@@ -50,7 +50,8 @@ absl::StatusOr<core::TrainData> LoadTrainData(const v1::JobSpec& spec,
 // The same, with the validation and test splits read from their own files
 // when the spec sets validation_data / test_data (all rows of the file, with
 // data's column selectors unless the record names its own; the record's
-// channels must match data's). The summary's row counts include them.
+// channels must match data's). The summary's validation_rows and test_rows
+// count them; file_rows and dropped_rows are data's file's.
 absl::StatusOr<core::TrainData> LoadTrainData(const v1::JobSpec& spec,
                                               const core::TrainConfig& config,
                                               const DataFiles& files,

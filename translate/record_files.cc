@@ -61,6 +61,8 @@ v1::JobSpec RecordSpec(const v1::JobSpec& spec, const v1::RecordFile& r) {
     if (selected) d.add_categorical(c);
   }
   d.set_drop_missing(src.drop_missing());
+  // data's trace column cuts the record's file alike (it must have it).
+  d.set_trace_column(src.trace_column());
   *d.mutable_trace_starts() = r.trace_starts();
   return out;
 }

@@ -314,10 +314,10 @@ std::vector<Trace> Subsequences(const std::vector<Trace>& traces, int warmup,
                                 int length, int stride) {
   std::vector<Trace> out;
   for (const Trace& t : traces) {
-    const int n = t.length();
-    for (int s = warmup; s + 2 <= n; s += stride) {
-      const int first = s - warmup;
-      const int size = std::min(s + length, n) - first;
+    const int64_t n = t.length();
+    for (int64_t s = warmup; s + 2 <= n; s += stride) {
+      const int64_t first = s - warmup;
+      const int64_t size = std::min<int64_t>(s + length, n) - first;
       out.push_back({t.u.middleCols(first, size), t.y.middleCols(first, size)});
     }
   }

@@ -4,10 +4,12 @@
 #include <cmath>
 #include <limits>
 #include <numeric>
+#include <variant>
 
 #include "absl/strings/str_format.h"
 #include "core/train/methods.h"
 #include "core/train/model_registry.h"
+#include "core/train/models/state_space_rnn.h"
 #include "core/train/stages.h"
 #include "core/util/status_macros.h"
 
@@ -109,10 +111,26 @@ absl::StatusOr<MemoryEstimate> EstimateStage(const TrainConfig& config,
 }  // namespace
 
 // A multi-stage run needs what its largest stage needs.
+// Subsequences (state_space_rnn.subsequence_length) copy each training sample
+// about (length + encoder window) / stride times, and the optimizers keep the
+// copies' tapes and rows.
+int64_t WindowedRows(const TrainConfig& config, int64_t rows) {
+  const auto* ss = std::get_if<StateSpaceRnnKind>(&config.model.kind);
+  if (ss == nullptr || ss->subsequence_length <= 0) return rows;
+  const int warmup =
+      std::max(ss->rnn.encoder.past_outputs, ss->rnn.encoder.past_inputs);
+  const double copies =
+      std::max(1.0, static_cast<double>(ss->subsequence_length + warmup) /
+                        ss->subsequence_stride);
+  return static_cast<int64_t>(
+      std::min(9e18, std::ceil(static_cast<double>(rows) * copies)));
+}
+
 absl::StatusOr<MemoryEstimate> EstimateMemory(const TrainConfig& config,
                                               int inputs, int outputs,
                                               int64_t rows,
                                               int64_t file_bytes) {
+  rows = WindowedRows(config, rows);
   if (!IsStaged(config)) {
     return EstimateStage(config, inputs, outputs, rows, file_bytes);
   }

@@ -313,6 +313,7 @@ double SequenceObjective::Evaluate(const Eigen::VectorXd& w,
 
 void SequenceObjective::StartEpoch(const Eigen::VectorXd& w, Rng* rng) {
   if (bptt_window_ <= 0) return;  // full BPTT: nothing to prepare
+  const ScopedFlushDenormals flush;
   for (size_t t = 0; t < traces_->size(); ++t) {
     const data::Trace& tr = (*traces_)[t];
     rnn_->Simulate(w.data(), tr.u, tr.y, static_cast<int>(t), &tapes_[t]);

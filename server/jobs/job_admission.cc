@@ -158,6 +158,11 @@ absl::StatusOr<RecordSizes> CheckRecordDatasets(Store* store,
           "spec.", r.field, ".dataset_id names an image dataset; ", r.field,
           " is for CSV files"));
     }
+    if (dataset->rows() <= 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "spec.", r.field, ".dataset_id names a dataset with no data rows; ",
+          r.field, " needs at least one"));
+    }
     const std::vector<std::string> header(dataset->columns().begin(),
                                           dataset->columns().end());
     SPARROW_RETURN_IF_ERROR(
@@ -191,6 +196,17 @@ absl::StatusOr<int64_t> JobManager::ValidateSubmission(
   const int n_in = channels.inputs, n_out = channels.outputs;
   SPARROW_ASSIGN_OR_RETURN(const RecordSizes records,
                            CheckRecordDatasets(store_, tenant, spec));
+  // The worker gets every file in one protobuf message, which cannot pass
+  // 2 GiB.
+  constexpr int64_t kMaxJobFileBytes = int64_t{1900} << 20;
+  if (dataset.size_bytes() + records.bytes > kMaxJobFileBytes) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "data, validation_data and test_data hold ",
+        core::FormatBytes(dataset.size_bytes() + records.bytes),
+        " together; a job can read at most ",
+        core::FormatBytes(kMaxJobFileBytes),
+        " of files: use fewer or smaller files"));
+  }
   SPARROW_RETURN_IF_ERROR(CheckWarmStart(tenant, spec, n_in, &config));
   if (dataset.format() == v1::DATASET_FORMAT_IMAGES) {
     // The shape fields the spec left at 0 come from the images, as in

@@ -78,6 +78,8 @@ TEST(ConfigTest, SubsequencesNeedAnEncoder) {
   EXPECT_EQ(kind.subsequence_stride, 500);  // 0 = the length
   rnn->set_subsequence_stride(-1);
   ExpectError(ToTrainConfig(*spec).status(), "subsequence_stride is -1");
+  rnn->set_subsequence_stride(2147483647);
+  ExpectError(ToTrainConfig(*spec).status(), "in [1, 10000000]");
   rnn->set_subsequence_length(1);
   rnn->set_subsequence_stride(0);
   ExpectError(ToTrainConfig(*spec).status(), "subsequence_length is 1");

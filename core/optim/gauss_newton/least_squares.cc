@@ -86,6 +86,7 @@ double SequenceLeastSquares::Value(const Eigen::VectorXd& w) {
 
 double SequenceLeastSquares::ValueBelow(const Eigen::VectorXd& w,
                                         double cutoff) {
+  const ScopedFlushDenormals flush;  // as in Accumulate: the same numbers
   // Without a finite cutoff and a finite lower bound every trace runs to the
   // end.
   const bool may_stop =
