@@ -115,8 +115,8 @@ absl::Status ToSubsequences(const v1::StateSpaceRnnModel& r,
   }
   constexpr int kMaxWindow = 10'000'000;
   if (length < 2 || length > kMaxWindow) {
-    return core::OptionError("model.state_space_rnn.subsequence_length",
-                             length, "in [2, 10000000] (0 = whole traces)");
+    return core::OptionError("model.state_space_rnn.subsequence_length", length,
+                             "in [2, 10000000] (0 = whole traces)");
   }
   if (r.initial_state() != v1::INITIAL_STATE_ENCODER) {
     return absl::InvalidArgumentError(
@@ -126,8 +126,7 @@ absl::Status ToSubsequences(const v1::StateSpaceRnnModel& r,
         "window)");
   }
   if (stride < 0 || stride > kMaxWindow) {
-    return core::OptionError("model.state_space_rnn.subsequence_stride",
-                             stride,
+    return core::OptionError("model.state_space_rnn.subsequence_stride", stride,
                              "in [1, 10000000] (0 = subsequence_length)");
   }
   kind->subsequence_length = length;

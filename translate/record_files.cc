@@ -2,11 +2,10 @@
 // test_data): each file is read as if it were data's with every row in the
 // training split, and its training split becomes the job's validation or test
 // split.
+#include <algorithm>
 #include <string>
 #include <utility>
 #include <vector>
-
-#include <algorithm>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -53,11 +52,10 @@ v1::JobSpec RecordSpec(const v1::JobSpec& spec, const v1::RecordFile& r) {
   // so the categorical ones among them keep their role (those naming data's
   // test columns have no column here).
   for (const std::string& c : src.categorical()) {
-    const bool selected =
-        std::find(d.inputs().begin(), d.inputs().end(), c) !=
-            d.inputs().end() ||
-        std::find(d.outputs().begin(), d.outputs().end(), c) !=
-            d.outputs().end();
+    const bool selected = std::find(d.inputs().begin(), d.inputs().end(), c) !=
+                              d.inputs().end() ||
+                          std::find(d.outputs().begin(), d.outputs().end(),
+                                    c) != d.outputs().end();
     if (selected) d.add_categorical(c);
   }
   d.set_drop_missing(src.drop_missing());
@@ -82,9 +80,9 @@ absl::Status CheckSameChannels(const std::vector<std::string>& want_in,
                                const std::vector<std::string>& got_out,
                                const Record& r) {
   const bool own = OwnColumns(*r.file);
-  const bool same = own ? got_in.size() == want_in.size() &&
-                              got_out.size() == want_out.size()
-                        : got_in == want_in && got_out == want_out;
+  const bool same =
+      own ? got_in.size() == want_in.size() && got_out.size() == want_out.size()
+          : got_in == want_in && got_out == want_out;
   if (same) return absl::OkStatus();
   return absl::InvalidArgumentError(absl::StrCat(
       r.field, "'s file gives the model inputs [", absl::StrJoin(got_in, ", "),
@@ -127,14 +125,15 @@ absl::Status CheckOneRecord(const v1::JobSpec& spec, const Record& r) {
         r.field, ".inputs/outputs empty"));
   }
   const v1::Split& split = spec.split();
-  const bool ranges = r.test ? !split.test().empty() : !split.validation().empty();
+  const bool ranges =
+      r.test ? !split.test().empty() : !split.validation().empty();
   const double fraction =
       r.test ? split.test_fraction() : split.validation_fraction();
   const char* what = r.test ? "test" : "validation";
   if (ranges || fraction != 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        r.field, " and split.", what, ranges ? "" : "_fraction",
-        " both give the ", what, " split; keep one"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(r.field, " and split.", what, ranges ? "" : "_fraction",
+                     " both give the ", what, " split; keep one"));
   }
   if (r.test && (!spec.data().test_inputs().empty() ||
                  !spec.data().test_outputs().empty())) {
@@ -198,8 +197,8 @@ absl::StatusOr<core::TrainData> LoadTrainData(const v1::JobSpec& spec,
   if (summary != nullptr) {
     summary->validation_rows = table ? data.validation_table.num_samples()
                                      : data.validation_seq.total_samples();
-    summary->test_rows = table ? data.test_table.num_samples()
-                               : data.test_seq.total_samples();
+    summary->test_rows =
+        table ? data.test_table.num_samples() : data.test_seq.total_samples();
   }
   return data;
 }

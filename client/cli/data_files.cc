@@ -37,8 +37,8 @@ absl::StatusOr<LocalFiles> ReadLocalFiles(const v1::JobSpec& spec) {
   SPARROW_ASSIGN_OR_RETURN(
       out.validation, ReadRecord(spec.has_validation_data(),
                                  spec.validation_data(), "validation_data"));
-  SPARROW_ASSIGN_OR_RETURN(
-      out.test, ReadRecord(spec.has_test_data(), spec.test_data(), "test_data"));
+  SPARROW_ASSIGN_OR_RETURN(out.test, ReadRecord(spec.has_test_data(),
+                                                spec.test_data(), "test_data"));
   return out;
 }
 

@@ -190,10 +190,9 @@ absl::StatusOr<LocalRun> LoadLocalRun(const RunFlags& f) {
     return run;
   }
   SPARROW_ASSIGN_OR_RETURN(const LocalFiles files, ReadLocalFiles(run.spec));
-  SPARROW_ASSIGN_OR_RETURN(run.data,
-                           translate::LoadTrainData(run.spec, run.config,
-                                                    files.View(),
-                                                    &run.data_summary));
+  SPARROW_ASSIGN_OR_RETURN(
+      run.data, translate::LoadTrainData(run.spec, run.config, files.View(),
+                                         &run.data_summary));
   return run;
 }
 

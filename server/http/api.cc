@@ -156,8 +156,7 @@ absl::StatusOr<std::shared_ptr<const Fit>> Api::CachedFit(
   }
   SPARROW_ASSIGN_OR_RETURN(JobFiles files,
                            ReadJobFiles(store_, tenant, job.spec()));
-  SPARROW_ASSIGN_OR_RETURN(http::Fit fit,
-                           ComputeFit(job.spec(), files, model));
+  SPARROW_ASSIGN_OR_RETURN(http::Fit fit, ComputeFit(job.spec(), files, model));
   auto shared = std::make_shared<const http::Fit>(std::move(fit));
   std::lock_guard<std::mutex> lock(fit_mu_);
   if (fits_.size() >= kMaxCachedFits) fits_.erase(fits_.begin());

@@ -135,9 +135,9 @@ absl::StatusOr<RecordSizes> CheckRecordDatasets(Store* store,
     bool set;
     const v1::RecordFile* file;
     const char* field;
-  } records[] = {{spec.has_validation_data(), &spec.validation_data(),
-                  "validation_data"},
-                 {spec.has_test_data(), &spec.test_data(), "test_data"}};
+  } records[] = {
+      {spec.has_validation_data(), &spec.validation_data(), "validation_data"},
+      {spec.has_test_data(), &spec.test_data(), "test_data"}};
   for (const auto& r : records) {
     if (!r.set) continue;
     if (r.file->source_case() != v1::RecordFile::kDatasetId) {
@@ -154,9 +154,9 @@ absl::StatusOr<RecordSizes> CheckRecordDatasets(Store* store,
                                        dataset.status().message()));
     }
     if (dataset->format() == v1::DATASET_FORMAT_IMAGES) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "spec.", r.field, ".dataset_id names an image dataset; ", r.field,
-          " is for CSV files"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("spec.", r.field, ".dataset_id names an image dataset; ",
+                       r.field, " is for CSV files"));
     }
     if (dataset->rows() <= 0) {
       return absl::InvalidArgumentError(absl::StrCat(
@@ -200,12 +200,12 @@ absl::StatusOr<int64_t> JobManager::ValidateSubmission(
   // 2 GiB.
   constexpr int64_t kMaxJobFileBytes = int64_t{1900} << 20;
   if (dataset.size_bytes() + records.bytes > kMaxJobFileBytes) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "data, validation_data and test_data hold ",
-        core::FormatBytes(dataset.size_bytes() + records.bytes),
-        " together; a job can read at most ",
-        core::FormatBytes(kMaxJobFileBytes),
-        " of files: use fewer or smaller files"));
+    return absl::ResourceExhaustedError(
+        absl::StrCat("data, validation_data and test_data hold ",
+                     core::FormatBytes(dataset.size_bytes() + records.bytes),
+                     " together; a job can read at most ",
+                     core::FormatBytes(kMaxJobFileBytes),
+                     " of files: use fewer or smaller files"));
   }
   SPARROW_RETURN_IF_ERROR(CheckWarmStart(tenant, spec, n_in, &config));
   if (dataset.format() == v1::DATASET_FORMAT_IMAGES) {

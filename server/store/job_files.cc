@@ -28,9 +28,8 @@ absl::StatusOr<JobFiles> ReadJobFiles(Store* store, const std::string& tenant,
   SPARROW_ASSIGN_OR_RETURN(
       out.data, store->GetDatasetContent(tenant, spec.data().dataset_id()));
   SPARROW_ASSIGN_OR_RETURN(
-      out.validation,
-      ReadRecord(store, tenant, spec.has_validation_data(),
-                 spec.validation_data(), "validation_data"));
+      out.validation, ReadRecord(store, tenant, spec.has_validation_data(),
+                                 spec.validation_data(), "validation_data"));
   SPARROW_ASSIGN_OR_RETURN(out.test,
                            ReadRecord(store, tenant, spec.has_test_data(),
                                       spec.test_data(), "test_data"));

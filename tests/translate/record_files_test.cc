@@ -100,9 +100,9 @@ TEST(RecordFilesTest, OwnColumnNames) {
 
 TEST(RecordFilesTest, TwoWaysOfGivingASplitAreRefused) {
   const std::string csv = Csv(200);
-  const std::string both = Replace(
-      kSpec, R"("split": {"train": [{"first": 1, "last": 150}]})",
-      R"("split": {"train": [{"first": 1, "last": 150}],
+  const std::string both =
+      Replace(kSpec, R"("split": {"train": [{"first": 1, "last": 150}]})",
+              R"("split": {"train": [{"first": 1, "last": 150}],
                    "test": [{"first": 151, "last": 200}]})");
   ExpectError(LoadFiles(both, {csv, "", csv}).status(),
               "test_data and split.test both give the test split");
@@ -115,11 +115,10 @@ TEST(RecordFilesTest, TwoWaysOfGivingASplitAreRefused) {
 
 TEST(RecordFilesTest, BadRecordsAreNamed) {
   const std::string csv = Csv(200);
-  ExpectError(
-      LoadFiles(Replace(kSpec, R"({"csv_path": "test.csv"})", "{}"),
-                {csv, "", csv})
-          .status(),
-      "test_data has no file");
+  ExpectError(LoadFiles(Replace(kSpec, R"({"csv_path": "test.csv"})", "{}"),
+                        {csv, "", csv})
+                  .status(),
+              "test_data has no file");
   ExpectError(
       LoadFiles(Replace(kSpec, R"({"csv_path": "test.csv"})",
                         R"({"csv_path": "t.csv", "inputs": ["u", "y"]})"),

@@ -150,9 +150,9 @@ class StateSpaceRnnFamily : public ModelFamily {
     }
     const StateSpaceRnnKind& kind = config.model.as<StateSpaceRnnKind>();
     if (kind.subsequence_length > 0) {
-      setup->train_seq.traces = data::Subsequences(
-          setup->train_seq.traces, setup->rnn.warmup(),
-          kind.subsequence_length, kind.subsequence_stride);
+      setup->train_seq.traces =
+          data::Subsequences(setup->train_seq.traces, setup->rnn.warmup(),
+                             kind.subsequence_length, kind.subsequence_stride);
     }
     setup->objective = std::make_unique<SequenceObjective>(
         &setup->rnn, &setup->train_seq.traces, config.loss, config.rho_x0,
