@@ -120,6 +120,14 @@ void PrintJob(const v1::Job& job) {
   if (!job.spec().name().empty())
     std::cout << "  name: " << job.spec().name() << "\n";
   std::cout << "  dataset: " << job.spec().data().dataset_id() << "\n";
+  if (job.spec().has_validation_data()) {
+    std::cout << "  validation dataset: "
+              << job.spec().validation_data().dataset_id() << "\n";
+  }
+  if (job.spec().has_test_data()) {
+    std::cout << "  test dataset: " << job.spec().test_data().dataset_id()
+              << "\n";
+  }
   if (job.iterations() > 0) {
     std::cout << absl::StrFormat("  iterations: %d  loss: %.6g",
                                  job.iterations(), job.loss());

@@ -126,18 +126,23 @@ class ProgressPrinter : public core::IterationCallback {
 
 // "sparrow: data: 41757 of 43824 rows (2067 dropped for missing values);
 // 33406 train / 8351 test; 48 inputs, 1 output".
-std::string DataLine(const translate::DataSummary& d, bool drop_missing) {
+std::string DataLine(const translate::DataSummary& d, const v1::JobSpec& spec) {
   std::string line = absl::StrFormat("sparrow: data: %d rows", d.file_rows);
-  if (drop_missing) {
+  if (spec.data().drop_missing()) {
     line = absl::StrFormat(
         "sparrow: data: %d of %d rows (%d dropped for missing values)",
         d.file_rows - d.dropped_rows, d.file_rows, d.dropped_rows);
   }
   absl::StrAppendFormat(&line, "; %d train", d.train_rows);
   if (d.validation_rows > 0) {
-    absl::StrAppendFormat(&line, " / %d validation", d.validation_rows);
+    absl::StrAppendFormat(
+        &line, " / %d validation%s", d.validation_rows,
+        spec.has_validation_data() ? " (validation_data's file)" : "");
   }
-  if (d.test_rows > 0) absl::StrAppendFormat(&line, " / %d test", d.test_rows);
+  if (d.test_rows > 0) {
+    absl::StrAppendFormat(&line, " / %d test%s", d.test_rows,
+                          spec.has_test_data() ? " (test_data's file)" : "");
+  }
   absl::StrAppendFormat(&line, "; %d input%s, %d output%s\n", d.inputs,
                         d.inputs == 1 ? "" : "s", d.outputs,
                         d.outputs == 1 ? "" : "s");
@@ -258,7 +263,7 @@ int RunLocal(const RunFlags& f) {
         "sparrow: training %s (%d seed%s on %d thread%s)\n",
         spec.name().empty() ? f.spec_path : spec.name(), f.seeds,
         f.seeds > 1 ? "s" : "", threads, threads > 1 ? "s" : "");
-    std::cerr << DataLine(run->data_summary, spec.data().drop_missing());
+    std::cerr << DataLine(run->data_summary, spec);
   }
   const std::vector<absl::StatusOr<core::TrainResult>> results =
       TrainSeeds(*run, f.seeds, threads, show_progress);
