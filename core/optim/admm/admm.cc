@@ -1,6 +1,7 @@
 #include "core/optim/admm/admm.h"
 
 #include <cmath>
+#include <limits>
 
 #include "core/optim/internal/run_monitor.h"
 #include "core/util/option_error.h"
@@ -36,6 +37,52 @@ double AdmmRho(const AdmmOptions& options, double group_lasso_tau) {
   return group_lasso_tau > 0 ? 10.0 * group_lasso_tau : 1.0;
 }
 
+namespace {
+
+// What a checkpoint keeps of a run between two ADMM iterations, packed into
+// one vector as IterationRecord::optimizer_state: [theta_S, u, lambda,
+// best_loss, best (keep_best only)]. nu is the reported model's w_S.
+class AdmmState {
+ public:
+  AdmmState(const AdmmOptions& options, int split_size, int num_params)
+      : s_(split_size),
+        n_(options.keep_best ? num_params : 0),
+        packed_(2 * s_ + 2 + n_) {}
+
+  // Restores a packed state into *theta_s, *u, the solver's damping, *best
+  // and *best_loss; false (nothing changed) when its size does not fit.
+  bool Unpack(const Eigen::VectorXd& state, Eigen::VectorXd* theta_s,
+              Eigen::VectorXd* u, GaussNewton* solver, Eigen::VectorXd* best,
+              double* best_loss) const {
+    if (state.size() != packed_.size()) return false;
+    *theta_s = state.head(s_);
+    *u = state.segment(s_, s_);
+    solver->set_lambda(state(2 * s_));
+    *best_loss = state(2 * s_ + 1);
+    if (n_ > 0) *best = state.tail(n_);
+    return true;
+  }
+  const Eigen::VectorXd& Pack(const Eigen::VectorXd& theta_s,
+                              const Eigen::VectorXd& u, double lambda,
+                              const Eigen::VectorXd& best, double best_loss) {
+    packed_.head(s_) = theta_s;
+    packed_.segment(s_, s_) = u;
+    packed_(2 * s_) = lambda;
+    packed_(2 * s_ + 1) = best_loss;
+    if (n_ > 0) packed_.tail(n_) = best;
+    return packed_;
+  }
+
+ private:
+  Eigen::Index s_, n_;
+  Eigen::VectorXd packed_;
+};
+
+// No best iterate yet: finite, so that a checkpoint's state stays finite.
+constexpr double kNoBest = std::numeric_limits<double>::max();
+
+}  // namespace
+
 Summary MinimizeAdmm(const AdmmOptions& options,
                      const GaussNewtonOptions& inner,
                      LeastSquaresProblem& problem, const Proximal& g,
@@ -59,9 +106,15 @@ Summary MinimizeAdmm(const AdmmOptions& options,
   Eigen::VectorXd u = Eigen::VectorXd::Zero(nu.size());
   Eigen::VectorXd model = *w;
   summary.initial_loss = (problem.Value(*w) + g.Value(nu)) * scale;
-  Termination termination = Termination::kMaxIterations;
   Eigen::VectorXd best = *w;
-  double best_loss = std::numeric_limits<double>::infinity();
+  double best_loss = kNoBest;
+  AdmmState state(options, static_cast<int>(split.size()),
+                  static_cast<int>(w->size()));
+  if (Eigen::VectorXd theta_s; state.Unpack(options.initial_state, &theta_s, &u,
+                                            &solver, &best, &best_loss)) {
+    Scatter(theta_s, split, w);  // resumed: *w is the model, nu spliced in
+  }
+  Termination termination = Termination::kMaxIterations;
   for (int t = 1;; ++t) {
     term.center = nu - u;
     solver.SetQuadraticTerm(&term);
@@ -85,6 +138,7 @@ Summary MinimizeAdmm(const AdmmOptions& options,
       best_loss = loss;
       best = model;
     }
+    monitor.set_state(&state.Pack(theta, u, solver.lambda(), best, best_loss));
     const auto stop = monitor.EndIteration(
         t, std::numeric_limits<double>::quiet_NaN(), loss,
         inner.method == GaussNewtonOptions::Method::kLevenbergMarquardt
@@ -100,7 +154,7 @@ Summary MinimizeAdmm(const AdmmOptions& options,
     }
   }
   *w = model;
-  if (options.keep_best && std::isfinite(best_loss)) {
+  if (options.keep_best && best_loss < kNoBest) {
     *w = best;
     summary.final_loss = best_loss;
   }

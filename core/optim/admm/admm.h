@@ -40,6 +40,11 @@ struct AdmmOptions {
   // Iterations are ADMM iterations (N_ADMM, Bemporad's 250 for the damper);
   // ADMM has no monotone objective, so the tolerance is not used.
   StopRules stop = {250};
+  // Resume: the state reported in IterationRecord::optimizer_state (theta_S,
+  // the scaled dual u, NAILM's damping and the best iterate so far); ignored
+  // when its size does not fit the problem. The iterate given to
+  // MinimizeAdmm is then the checkpoint's model (nu spliced into theta).
+  Eigen::VectorXd initial_state;
 
   absl::Status Validate() const;
 };
@@ -49,8 +54,9 @@ struct AdmmOptions {
 double AdmmRho(const AdmmOptions& options, double group_lasso_tau);
 
 // Runs ADMM from w with rho = AdmmRho(options, 0) (warm start: nu = w_S, u =
-// 0). On return *w holds the model: w with w_S = nu. The callback sees that
-// spliced model, so validation and sparsity refer to what is returned.
+// 0, or the state of options.initial_state). On return *w holds the model: w
+// with w_S = nu. The callback sees that spliced model, so validation and
+// sparsity refer to what is returned.
 Summary MinimizeAdmm(const AdmmOptions& options,
                      const GaussNewtonOptions& inner,
                      LeastSquaresProblem& problem, const Proximal& g,

@@ -73,16 +73,19 @@ struct GaussNewtonOptions {
 
 // NAILS (Algorithm 1) and NAILM (Algorithm 2) as the trainer's optimizer
 // choices. threads: Jacobian rows are built across traces on this many
-// threads (>= 1).
+// threads (>= 1). admm_state: a resumed run under a non-smooth penalty goes on
+// from this ADMM state (AdmmOptions::initial_state; empty = a fresh start).
 struct NailsOptions : GaussNewtonOptions {
   static constexpr const char kName[] = "nails";
   NailsOptions() { method = Method::kLineSearch; }
   int threads = 1;
+  Eigen::VectorXd admm_state;
 };
 struct NailmOptions : GaussNewtonOptions {
   static constexpr const char kName[] = "nailm";
   NailmOptions() { method = Method::kLevenbergMarquardt; }
   int threads = 1;
+  Eigen::VectorXd admm_state;
 };
 
 // rho/2 |w_S - center|^2 on the indices S: the augmentation ADMM adds to the

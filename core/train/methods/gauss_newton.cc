@@ -79,6 +79,7 @@ void RefitInitialStates(const TrainConfig& config, const TrainSetup& setup,
 }
 
 absl::StatusOr<Summary> RunAdmm(const GaussNewtonOptions& o,
+                                const Eigen::VectorXd& resume_state,
                                 const TrainConfig& config,
                                 LeastSquaresProblem& problem,
                                 const TrainSetup& setup, Eigen::VectorXd* w,
@@ -89,6 +90,7 @@ absl::StatusOr<Summary> RunAdmm(const GaussNewtonOptions& o,
   AdmmOptions a = config.admm;
   a.stop.max_seconds = o.stop.max_seconds;
   a.stop.report_every = o.stop.report_every;
+  a.initial_state = resume_state;
   a.rho =
       AdmmRho(a, penalty.kind == PenaltyKind::kGroupLasso ? penalty.tau : 0.0);
   Summary summary = MinimizeAdmm(a, o, problem, *g,
@@ -124,6 +126,7 @@ absl::Status Check(const GaussNewtonOptions& options, int threads,
 }
 
 absl::StatusOr<MethodResult> Run(const GaussNewtonOptions& o, int threads,
+                                 const Eigen::VectorXd& admm_state,
                                  const TrainConfig& config, TrainSetup* setup,
                                  Eigen::VectorXd* w,
                                  IterationCallback* callback) {
@@ -134,8 +137,9 @@ absl::StatusOr<MethodResult> Run(const GaussNewtonOptions& o, int threads,
   if (config.penalty.kind == PenaltyKind::kNone) {
     result.summary = MinimizeGaussNewton(o, problem, w, callback);
   } else {
-    SPARROW_ASSIGN_OR_RETURN(result.summary,
-                             RunAdmm(o, config, problem, *setup, w, callback));
+    SPARROW_ASSIGN_OR_RETURN(
+        result.summary,
+        RunAdmm(o, admm_state, config, problem, *setup, w, callback));
   }
   return result;
 }
@@ -155,25 +159,35 @@ absl::StatusOr<MethodResult> RunMethod(const NailsOptions& options,
                                        const TrainConfig& config,
                                        TrainSetup* setup, Eigen::VectorXd* w,
                                        IterationCallback* callback, Model*) {
-  return Run(options, options.threads, config, setup, w, callback);
+  return Run(options, options.threads, options.admm_state, config, setup, w,
+             callback);
 }
 absl::StatusOr<MethodResult> RunMethod(const NailmOptions& options,
                                        const TrainConfig& config,
                                        TrainSetup* setup, Eigen::VectorXd* w,
                                        IterationCallback* callback, Model*) {
-  return Run(options, options.threads, config, setup, w, callback);
+  return Run(options, options.threads, options.admm_state, config, setup, w,
+             callback);
 }
 
-// NAILS's line search starts afresh every epoch: nothing to carry.
-void ResumeMethod(const ResumePoint&, const TrainConfig&, NailsOptions*) {}
+// Under a non-smooth penalty, ADMM goes on from its state (theta, the dual
+// and the damping). Without one, NAILS's line search starts afresh every
+// epoch: nothing to carry.
+void ResumeMethod(const ResumePoint& point, const TrainConfig& config,
+                  NailsOptions* options) {
+  if (config.penalty.kind != PenaltyKind::kNone) {
+    options->admm_state = point.state;
+  }
+}
 // NAILM's damping continues from the checkpoint's: the step size reported is
 // the damping of the accepted step, and the next epoch starts from it divided
-// by c3, as in the uninterrupted run. Under ADMM the step size reported is the
-// ADMM iteration's, not a damping.
+// by c3, as in the uninterrupted run. Under ADMM the damping is in the ADMM
+// state.
 void ResumeMethod(const ResumePoint& point, const TrainConfig& config,
                   NailmOptions* options) {
-  if (std::isfinite(point.step_size) && point.step_size > 0 &&
-      config.penalty.kind == PenaltyKind::kNone) {
+  if (config.penalty.kind != PenaltyKind::kNone) {
+    options->admm_state = point.state;
+  } else if (std::isfinite(point.step_size) && point.step_size > 0) {
     options->lambda0 = NailmNextDamping(point.step_size, options->c3);
   }
 }

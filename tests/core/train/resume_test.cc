@@ -131,6 +131,26 @@ TEST(ResumeTest, NailmReproduces) {
   ExpectResumeReproduces("nailm, linear part", c, SequenceData(), 10);
 }
 
+// ADMM (a non-smooth penalty) resumes from its state: theta, the scaled dual
+// u, NAILM's damping and, with keep_best, its best iterate.
+TEST(ResumeTest, AdmmReproduces) {
+  using Kind = TrainConfig::Penalty::Kind;
+  TrainConfig l1 = RnnConfig(NailsOptions());
+  l1.penalty.kind = Kind::kL1;
+  l1.penalty.tau = 0.05;
+  l1.admm.stop.max_iterations = 16;
+  ExpectResumeReproduces("nails, admm l1", l1, SequenceData(), 7);
+
+  TrainConfig group = RnnConfig(NailmOptions());
+  group.penalty.kind = Kind::kGroupLasso;
+  group.penalty.tau = 0.02;
+  group.admm.stop.max_iterations = 16;
+  group.admm.inner_epochs = 2;
+  group.admm.keep_best = true;
+  ExpectResumeReproduces("nailm, admm group lasso, keep best", group,
+                         SequenceData(), 9);
+}
+
 TEST(ResumeTest, AdamReproduces) {
   AdamOptions adam;
   adam.learning_rate = 0.01;
