@@ -27,6 +27,7 @@
 #include "client/cli/common.h"
 #include "client/cli/data_files.h"
 #include "client/cli/images.h"
+#include "client/cli/local_run.h"
 #include "client/cli/model_file.h"
 #include "client/cli/remote.h"
 #include "client/cli/report.h"
@@ -46,280 +47,6 @@
 
 namespace sparrow::cli {
 namespace {
-
-// The signal that stopped a local run (SIGINT from Ctrl-C, SIGTERM from
-// `timeout`, SLURM or Kubernetes), 0 while none has arrived. The first one
-// finishes the current epoch and reports the model as it is then; the handler
-// then gives way to the default, so a second signal kills at once.
-std::atomic<int> g_stop_signal{0};
-
-void OnSignal(int signal) {
-  g_stop_signal = signal;
-  std::signal(signal, SIG_DFL);
-}
-
-// Seconds between progress lines of a local run.
-constexpr double kProgressSeconds = 2.0;
-
-// Prints a progress line to stderr every kProgressSeconds (and at the first
-// and last epochs), with the time left at the rate so far; stops the run on
-// SIGINT or SIGTERM.
-class ProgressPrinter : public core::IterationCallback {
- public:
-  // step_name labels IterationRecord::step_size: "damping" for NAILM (its
-  // Levenberg-Marquardt lambda), "step" otherwise.
-  ProgressPrinter(bool enabled, int max_epochs, std::string step_name)
-      : enabled_(enabled),
-        max_epochs_(max_epochs),
-        step_name_(std::move(step_name)) {}
-  core::CallbackResult OnIteration(core::IterationRecord* r) override {
-    if (g_stop_signal != 0) return core::CallbackResult::kAbort;
-    if (r->stage_start) return core::CallbackResult::kContinue;
-    const bool due = r->iteration == 1 || r->iteration >= max_epochs_ ||
-                     r->elapsed_seconds >= printed_at_ + kProgressSeconds;
-    if (enabled_ && due) {
-      std::cerr << Line(*r) << "\n";
-      printed_at_ = r->elapsed_seconds;
-    }
-    return core::CallbackResult::kContinue;
-  }
-
- private:
-  std::string Line(const core::IterationRecord& r) const {
-    std::string line =
-        absl::StrFormat("  epoch %6d  loss %-12.6g", r.iteration, r.loss);
-    if (std::isfinite(r.validation_metric)) {
-      absl::StrAppendFormat(&line, "  val %-10.5g", r.validation_metric);
-    }
-    if (std::isfinite(r.step_size) && r.step_size != 0.0) {
-      absl::StrAppendFormat(&line, "  %s %-9.3g", step_name_, r.step_size);
-    }
-    if (std::isfinite(r.sparsity_pct) && r.sparsity_pct > 0.0) {
-      absl::StrAppendFormat(&line, "  zeros %5.1f%%", r.sparsity_pct);
-    }
-    for (const auto& [name, value] : r.extras) {
-      absl::StrAppendFormat(&line, "  %s %.6g", name, value);
-    }
-    absl::StrAppendFormat(&line, "  %7.2f s", r.elapsed_seconds);
-    if (r.iteration > 0 && r.iteration < max_epochs_) {
-      const double left =
-          r.elapsed_seconds / r.iteration * (max_epochs_ - r.iteration);
-      absl::StrAppendFormat(&line, "  eta %s", Duration(left));
-    }
-    return line;
-  }
-
-  // "42 s", "3 min 05 s", "2 h 10 min": the epoch budget's upper bound (a
-  // tolerance may end the run sooner).
-  static std::string Duration(double seconds) {
-    const long s = std::lround(seconds);
-    if (s < 60) return absl::StrFormat("%d s", s);
-    if (s < 3600) return absl::StrFormat("%d min %02d s", s / 60, s % 60);
-    return absl::StrFormat("%d h %02d min", s / 3600, (s % 3600) / 60);
-  }
-
-  bool enabled_;
-  int max_epochs_;
-  std::string step_name_;
-  double printed_at_ = 0.0;
-};
-
-// "sparrow: data: 41757 of 43824 rows (2067 dropped for missing values);
-// 33406 train / 8351 test; 48 inputs, 1 output".
-std::string DataLine(const translate::DataSummary& d, const v1::JobSpec& spec) {
-  std::string line = absl::StrFormat("sparrow: data: %d rows", d.file_rows);
-  if (spec.data().drop_missing()) {
-    line = absl::StrFormat(
-        "sparrow: data: %d of %d rows (%d dropped for missing values)",
-        d.file_rows - d.dropped_rows, d.file_rows, d.dropped_rows);
-  }
-  absl::StrAppendFormat(&line, "; %d train", d.train_rows);
-  if (d.validation_rows > 0) {
-    absl::StrAppendFormat(
-        &line, " / %d validation%s", d.validation_rows,
-        spec.has_validation_data() ? " (validation_data's file)" : "");
-  }
-  if (d.test_rows > 0) {
-    absl::StrAppendFormat(&line, " / %d test%s", d.test_rows,
-                          spec.has_test_data() ? " (test_data's file)" : "");
-  }
-  absl::StrAppendFormat(&line, "; %d input%s, %d output%s\n", d.inputs,
-                        d.inputs == 1 ? "" : "s", d.outputs,
-                        d.outputs == 1 ? "" : "s");
-  return line;
-}
-
-nlohmann::json DataJson(const translate::DataSummary& d) {
-  return {{"file_rows", d.file_rows},   {"dropped_rows", d.dropped_rows},
-          {"train_rows", d.train_rows}, {"validation_rows", d.validation_rows},
-          {"test_rows", d.test_rows},   {"inputs", d.inputs},
-          {"outputs", d.outputs}};
-}
-
-struct RunFlags {
-  bool local = false;
-  std::string spec_path;
-  int seeds = 1;
-  int threads = 0;
-  bool json = false;
-  std::string model_out;
-};
-
-// A local run's inputs: the spec, its training configuration and its data.
-struct LocalRun {
-  v1::JobSpec spec;
-  core::TrainConfig config;
-  core::TrainData data;
-  translate::DataSummary data_summary;
-};
-
-// Checks the flags, then reads the spec and the CSV or IDX files it names.
-absl::StatusOr<LocalRun> LoadLocalRun(const RunFlags& f) {
-  if (f.seeds < 1)
-    return absl::InvalidArgumentError("--seeds must be at least 1");
-  if (f.threads < 0)
-    return absl::InvalidArgumentError("--threads must be >= 0");
-  LocalRun run;
-  SPARROW_ASSIGN_OR_RETURN(std::string text,
-                           ReadFile(f.spec_path, "the job spec"));
-  SPARROW_ASSIGN_OR_RETURN(run.spec, translate::ParseJobSpecJson(text));
-  SPARROW_ASSIGN_OR_RETURN(run.config, translate::ToTrainConfig(run.spec));
-  SPARROW_RETURN_IF_ERROR(SetLocalWarmStart(run.spec, &run.config));
-  if (run.spec.data().has_images()) {
-    SPARROW_ASSIGN_OR_RETURN(
-        const core::data::ImageSet images,
-        translate::ReadImageFiles(run.spec.data().images()));
-    SPARROW_ASSIGN_OR_RETURN(
-        run.data, translate::LoadImageTrainData(run.spec, run.config, images,
-                                                &run.data_summary));
-    return run;
-  }
-  SPARROW_ASSIGN_OR_RETURN(const LocalFiles files, ReadLocalFiles(run.spec));
-  SPARROW_ASSIGN_OR_RETURN(
-      run.data, translate::LoadTrainData(run.spec, run.config, files.View(),
-                                         &run.data_summary));
-  return run;
-}
-
-// Multi-start (jax-sysid's parallel_fit): trains seeds spec.seed, spec.seed +
-// 1, ... in parallel on `threads` threads.
-std::vector<absl::StatusOr<core::TrainResult>> TrainSeeds(const LocalRun& run,
-                                                          int seeds,
-                                                          int threads,
-                                                          bool show_progress) {
-  std::vector<absl::StatusOr<core::TrainResult>> results(
-      seeds, absl::UnknownError("not run"));
-  std::atomic<int> next{0};
-  auto worker = [&] {
-    for (int i = next++; i < seeds; i = next++) {
-      if (g_stop_signal != 0) {  // stopped: start no further seeds
-        results[i] = absl::CancelledError("not started");
-        continue;
-      }
-      core::TrainConfig c = run.config;
-      c.seed = run.spec.seed() + static_cast<uint64_t>(i);
-      ProgressPrinter progress(
-          show_progress, core::IterationBudget(c),
-          run.spec.optimizer().has_nailm() ? "damping" : "step");
-      results[i] = core::Train(c, run.data, &progress);
-    }
-  };
-  std::vector<std::thread> pool;
-  for (int t = 0; t < threads; ++t) pool.emplace_back(worker);
-  for (std::thread& t : pool) t.join();
-  return results;
-}
-
-// Writes the model to `path`: JSON for a .json name, else binary protobuf.
-absl::Status WriteModel(const v1::TrainedModel& model,
-                        const std::string& path) {
-  std::ofstream out(path, std::ios::binary);
-  if (translate::HasJsonSuffix(path)) {
-    out << translate::ToJson(model);
-  } else {
-    model.SerializeToOstream(&out);
-  }
-  if (!out) {
-    return absl::InvalidArgumentError("cannot write the model to " + path);
-  }
-  return absl::OkStatus();
-}
-
-int RunLocal(const RunFlags& f) {
-  absl::StatusOr<LocalRun> run = LoadLocalRun(f);
-  if (!run.ok()) return Fail(run.status());
-  const v1::JobSpec& spec = run->spec;
-
-  std::signal(SIGINT, OnSignal);
-  std::signal(SIGTERM, OnSignal);
-  const int threads = std::max(
-      1, std::min(f.seeds,
-                  f.threads > 0
-                      ? f.threads
-                      : static_cast<int>(std::thread::hardware_concurrency())));
-  const bool show_progress = !f.json && f.seeds == 1;
-  if (!f.json) {
-    std::cerr << absl::StrFormat(
-        "sparrow: training %s (%d seed%s on %d thread%s)\n",
-        spec.name().empty() ? f.spec_path : spec.name(), f.seeds,
-        f.seeds > 1 ? "s" : "", threads, threads > 1 ? "s" : "");
-    std::cerr << DataLine(run->data_summary, spec);
-  }
-  const std::vector<absl::StatusOr<core::TrainResult>> results =
-      TrainSeeds(*run, f.seeds, threads, show_progress);
-  // Training is over: a signal from here on kills as usual.
-  const int stop_signal = g_stop_signal;
-  std::signal(SIGINT, SIG_DFL);
-  std::signal(SIGTERM, SIG_DFL);
-
-  std::vector<RunReport> reports;
-  std::vector<int> reported;  // index into results per report
-  for (int i = 0; i < f.seeds; ++i) {
-    if (stop_signal != 0 &&
-        results[i].status().code() == absl::StatusCode::kCancelled) {
-      continue;  // a seed the signal kept from starting
-    }
-    if (!results[i].ok()) return Fail(results[i].status());
-    reports.push_back(MakeReport(spec.seed() + i, *results[i]));
-    reported.push_back(i);
-  }
-  if (reports.empty()) {
-    std::cerr << "sparrow: stopped by a signal before any seed started\n";
-    return kExitFailed;
-  }
-  const int best = BestRun(reports);
-  if (!f.model_out.empty()) {
-    v1::TrainedModel model = translate::ToProto(spec, *results[reported[best]]);
-    model.set_seed(reports[best].seed);
-    if (absl::Status s = WriteModel(model, f.model_out); !s.ok())
-      return Fail(s);
-  }
-  if (f.json) {
-    nlohmann::json report = ReportJson(reports, best);
-    report["data"] = DataJson(run->data_summary);
-    std::cout << report.dump(2) << "\n";
-  } else {
-    std::cout << ReportTable(reports, best);
-    if (!f.model_out.empty())
-      std::cout << "model written to " << f.model_out << "\n";
-  }
-  if (stop_signal != 0) {
-    std::cerr << absl::StrFormat(
-        "sparrow: stopped by %s at the end of an iteration; the results and "
-        "model above are the ones at that point (termination user_abort)%s\n",
-        stop_signal == SIGTERM ? "SIGTERM" : "SIGINT",
-        reports.size() < static_cast<size_t>(f.seeds)
-            ? absl::StrFormat("; %d of %d seeds were not started",
-                              f.seeds - static_cast<int>(reports.size()),
-                              f.seeds)
-            : "");
-    return kExitFailed;
-  }
-  for (const RunReport& r : reports) {
-    if (r.termination == "diverged") return kExitFailed;
-  }
-  return kExitOk;
-}
 
 struct PredictFlags {
   bool local = false;
@@ -470,6 +197,12 @@ int Datagen(const DatagenFlags& f) {
     o.noise_std = f.noise;
     o.seed = f.seed;
     seq = core::data::GenerateCascadedTanks(o);
+  } else if (f.system == "narx-lags") {
+    core::data::NarxLagsOptions o;
+    if (f.samples != 0) o.samples = f.samples;
+    o.noise_std = f.noise;
+    o.seed = f.seed;
+    seq = core::data::GenerateNarxLags(o);
   } else {
     core::data::BinarySystemOptions o;
     if (f.samples != 0) o.samples = f.samples;
@@ -545,14 +278,18 @@ CLI::App* AddDatagenCommand(CLI::App* app, DatagenFlags* flags) {
                           "Generate synthetic benchmark data as CSV.\n"
                           "Example: sparrow datagen cascaded-tanks --samples "
                           "2048 --seed 1 -o tanks.csv");
-  gen_cmd->add_option("system", gen.system, "cascaded-tanks | binary-system")
+  gen_cmd
+      ->add_option("system", gen.system,
+                   "cascaded-tanks | binary-system | narx-lags (y(t) = 0.7 "
+                   "y(t-1) + tanh(2 u(t-1)) - 0.5 u(t-3)^2)")
       ->required()
-      ->check(CLI::IsMember({"cascaded-tanks", "binary-system"}));
+      ->check(CLI::IsMember({"cascaded-tanks", "binary-system", "narx-lags"}));
   gen_cmd->add_option("--noise", gen.noise,
                       "Noise standard deviation (tanks: on y; binary: "
-                      "sigma_n on the state and the output)");
+                      "sigma_n on the state and the output; narx-lags: on y)");
   gen_cmd->add_option("--samples", gen.samples,
-                      "Number of samples (default 1024 tanks, 2000 binary)");
+                      "Number of samples (default 1024 tanks, 2000 binary and "
+                      "narx-lags)");
   gen_cmd->add_option("--seed", gen.seed, "Random seed")->capture_default_str();
   gen_cmd->add_option("-o,--output", gen.out, "Output CSV file")->required();
   gen_cmd->add_flag("--json", gen.json, "Print a JSON summary");

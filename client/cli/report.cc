@@ -28,6 +28,13 @@ nlohmann::json ColumnsJson(
 nlohmann::json RunJson(const RunReport& r) {
   nlohmann::json j;
   j["seed"] = r.seed;
+  if (!r.settings.empty()) {
+    nlohmann::json settings = nlohmann::json::object();
+    for (const auto& [field, value] : r.settings)
+      settings[field] = nlohmann::json::parse(value, nullptr, false);
+    j["settings"] = settings;
+  }
+  if (std::isfinite(r.validation)) j["validation"] = r.validation;
   for (const auto& [name, value] : r.metrics) j[name] = value;
   j["epochs"] = r.epochs;
   j["seconds"] = r.seconds;
@@ -185,16 +192,11 @@ RunReport MakeReport(uint64_t seed, const core::TrainResult& result) {
   return r;
 }
 
-int BestRun(const std::vector<RunReport>& reports) {
-  int best = 0;
-  auto key = [](const RunReport& r) {
-    const double v = std::isfinite(r.validation) ? r.validation : r.final_loss;
-    return std::isfinite(v) ? v : std::numeric_limits<double>::infinity();
-  };
-  for (int i = 1; i < static_cast<int>(reports.size()); ++i) {
-    if (key(reports[i]) < key(reports[best])) best = i;
+double RunReport::Metric(const std::string& name) const {
+  for (const auto& [n, v] : metrics) {
+    if (n == name) return v;
   }
-  return best;
+  return std::numeric_limits<double>::quiet_NaN();
 }
 
 nlohmann::json ReportJson(const std::vector<RunReport>& reports, int best) {
@@ -202,6 +204,9 @@ nlohmann::json ReportJson(const std::vector<RunReport>& reports, int best) {
   nlohmann::json j;
   j["runs"] = nlohmann::json::array();
   for (const RunReport& r : reports) j["runs"].push_back(RunJson(r));
+  j["best_seed"] = reports[best].seed;
+  j["chosen"] = best;
+  if (!reports[best].settings.empty()) return j;  // a grid or path
   nlohmann::json summary;
   for (auto& [name, values] : Columns(reports)) {
     const double n = static_cast<double>(values.size());
@@ -223,27 +228,41 @@ nlohmann::json ReportJson(const std::vector<RunReport>& reports, int best) {
     summary[name] = s;
   }
   j["summary"] = summary;
-  j["best_seed"] = reports[best].seed;
   return j;
 }
 
+namespace {
+
+// "tau" for "regularization.l1.tau".
+std::string ShortName(const std::string& field) {
+  const size_t dot = field.rfind('.');
+  return dot == std::string::npos ? field : field.substr(dot + 1);
+}
+
+}  // namespace
+
 std::string ReportTable(const std::vector<RunReport>& reports, int best) {
   const auto cols = Columns(reports);
-  std::string out = absl::StrFormat("%-6s", "seed");
+  const bool sweep = !reports[best].settings.empty();
+  std::string out;
+  for (const auto& [field, value] : reports[best].settings)
+    out += absl::StrFormat("%-12s ", ShortName(field));  // values fit: %.6g
+  out += absl::StrFormat("%-6s", "seed");
   for (const auto& c : cols) out += absl::StrFormat(" %14s", c.first);
   out += "  termination\n";
   for (size_t i = 0; i < reports.size(); ++i) {
+    for (const auto& [field, value] : reports[i].settings)
+      out += absl::StrFormat("%-12s ", value);
     out += absl::StrFormat("%-6d", reports[i].seed);
     for (const auto& c : cols) {
       out += i < c.second.size() ? absl::StrFormat(" %14.6g", c.second[i])
                                  : absl::StrFormat(" %14s", "-");
     }
-    out +=
-        "  " + reports[i].termination +
-        (static_cast<int>(i) == best && reports.size() > 1 ? "  (best)" : "") +
-        "\n";
+    const bool marked = static_cast<int>(i) == best && reports.size() > 1;
+    out += "  " + reports[i].termination +
+           (marked ? (sweep ? "  (chosen)" : "  (best)") : "") + "\n";
   }
-  if (reports.size() > 1) {
+  if (reports.size() > 1 && !sweep) {
     out += absl::StrFormat("%-6s", "mean");
     for (const auto& c : cols) {
       double mean = 0.0;

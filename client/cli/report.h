@@ -1,6 +1,6 @@
-// Reports of local training runs: one record per seed, JSON and table
-// renderings, and the multi-seed summary (mean, std, median, best of each
-// metric).
+// Reports of local training runs: one record per seed or sweep trial, JSON
+// and table renderings, and the multi-seed summary (mean, std, median, best
+// of each metric).
 #ifndef SPARROW_CLIENT_CLI_REPORT_H_
 #define SPARROW_CLIENT_CLI_REPORT_H_
 
@@ -16,6 +16,8 @@ namespace sparrow::cli {
 
 struct RunReport {
   uint64_t seed = 0;
+  // A sweep's trial: the swept fields and this trial's values (JSON text).
+  std::vector<std::pair<std::string, std::string>> settings;
   // Metric name -> value; NaN (not applicable) entries are left out.
   std::vector<std::pair<std::string, double>> metrics;
   int epochs = 0;
@@ -41,6 +43,9 @@ struct RunReport {
   // "validation"; all records, or every k-th (k chosen so that at most
   // kMaxHistory are kept) and the last.
   std::vector<std::pair<std::string, std::vector<double>>> loss_history;
+
+  // The metric `name`, NaN when the run has none.
+  double Metric(const std::string& name) const;
 };
 
 // Records kept in RunReport::loss_history (a 200,000-epoch run would
@@ -48,11 +53,11 @@ struct RunReport {
 constexpr size_t kMaxHistory = 1000;
 
 RunReport MakeReport(uint64_t seed, const core::TrainResult& result);
-// The run with the best validation metric, or the lowest final training
-// objective when there is no validation split. Never chosen on test data.
-int BestRun(const std::vector<RunReport>& reports);
-// A single run's object, or {runs, summary, best_seed} for several.
+// A single run's object, or {runs, summary, best_seed, chosen} for several
+// (`best` is the chosen run; a sweep's runs carry their settings, and the
+// summary over them is left out when they differ in more than the seed).
 nlohmann::json ReportJson(const std::vector<RunReport>& reports, int best);
+// One row per run (a sweep's settings first), the chosen one marked.
 std::string ReportTable(const std::vector<RunReport>& reports, int best);
 
 }  // namespace sparrow::cli

@@ -309,4 +309,36 @@ absl::StatusOr<SyntheticSequence> GenerateBinarySystem(
   return out;
 }
 
+absl::Status NarxLagsOptions::Validate() const {
+  constexpr absl::string_view kOwner = "NarxLagsOptions";
+  if (samples < 4) return Invalid(kOwner, "samples", samples, ">= 4");
+  return RequireNonNegative(kOwner, "noise_std", noise_std);
+}
+
+absl::StatusOr<SyntheticSequence> GenerateNarxLags(
+    const NarxLagsOptions& options) {
+  if (absl::Status s = options.Validate(); !s.ok()) return s;
+  const int n = options.samples;
+  Rng input_rng(StreamSeed(options.seed, Stream::kInput));
+  Rng noise(StreamSeed(options.seed, Stream::kNoise));
+  SyntheticSequence out;
+  out.u.resize(1, n);
+  out.y.resize(1, n);
+  out.states.resize(1, n);
+  out.input_names = {"u"};
+  out.output_names = {"y"};
+  out.state_names = {"y_true"};
+  for (int t = 0; t < n; ++t) out.u(0, t) = 2.0 * input_rng.Uniform() - 1.0;
+  auto past = [&](const Eigen::MatrixXd& m, int t) {
+    return t >= 0 ? m(0, t) : 0.0;
+  };
+  for (int t = 0; t < n; ++t) {
+    const double u3 = past(out.u, t - 3);
+    out.states(0, t) = 0.7 * past(out.states, t - 1) +
+                       std::tanh(2.0 * past(out.u, t - 1)) - 0.5 * u3 * u3;
+    out.y(0, t) = out.states(0, t) + options.noise_std * noise.Normal();
+  }
+  return out;
+}
+
 }  // namespace sparrow::core::data

@@ -8,6 +8,8 @@
 //     nonlinearbenchmark.org record (Ts = 4 s, levels in sensor volts).
 //   - GenerateBinarySystem: the binary-output system of Bemporad, Sec. 5.5
 //     (ALGORITHMS.md §2.7 item 5.5).
+//   - GenerateNarxLags: a NARX system with three known lags, for lag
+//     selection (which regressors a sparse model keeps).
 //
 // Samples are columns: u is n_u × N, y is n_y × N, states is n_x × N.
 // Every generator is deterministic for a given seed on every platform: the
@@ -173,6 +175,25 @@ struct BinarySystemOptions {
 // Errors: options.Validate().
 absl::StatusOr<SyntheticSequence> GenerateBinarySystem(
     const BinarySystemOptions& options);
+
+// Options of the known-lags NARX system.
+struct NarxLagsOptions {
+  int samples = 2000;  // >= 4
+  // Standard deviation of white Gaussian noise added to the measured y (not
+  // fed back); finite and >= 0.
+  double noise_std = 0.0;
+  uint64_t seed = 1;
+
+  absl::Status Validate() const;
+};
+
+// Simulates, from y = 0 before the record,
+//   y(t) = 0.7 y(t-1) + tanh(2 u(t-1)) - 0.5 u(t-3)^2,
+// whose only lags are y(t-1), u(t-1) and u(t-3); u(t) ~ U[-1, 1) i.i.d.
+// Returns u (1 × N, "u"), y (1 × N, "y", the noisy measurement) and states
+// (1 × N, "y_true", noise-free).
+absl::StatusOr<SyntheticSequence> GenerateNarxLags(
+    const NarxLagsOptions& options);
 
 }  // namespace sparrow::core::data
 

@@ -184,6 +184,11 @@ absl::StatusOr<int64_t> JobManager::ValidateSubmission(
         "put its id here; data.csv_path and data.images are for local runs "
         "only");
   }
+  if (spec.has_sweep()) {
+    return absl::UnimplementedError(
+        "spec.sweep: sparrowd does not run sweeps yet; run the sweep with "
+        "sparrow run --local, or submit one job per trial");
+  }
   SPARROW_ASSIGN_OR_RETURN(core::TrainConfig config,
                            translate::ToTrainConfig(spec));
   SPARROW_ASSIGN_OR_RETURN(

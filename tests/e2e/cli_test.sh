@@ -337,5 +337,37 @@ expect 2 "split.test" "$bin" run --local "$tmp/img_range.json"
 expect 2 "is an IDX label file" "$bin" predict --local --model "$tmp/img_model.json" --images "$tmp/lab"
 expect 2 "--input FILE.csv or --images" "$bin" predict --local --model "$tmp/img_model.json"
 
+# --- a sweep: an SBDL path chosen on validation data ----------------------------------------
+expect 0 "wrote 600 samples of narx-lags" "$bin" datagen narx-lags --samples 600 --noise 0.05 -o "$tmp/lags.csv"
+python3 - "$tmp" <<'PY'
+import json, sys
+tmp = sys.argv[1]
+s = json.load(open("examples/narx_lags_sbdl_path.json"))
+s["data"]["csv_path"] = tmp + "/lags.csv"
+s["split"] = {"train": [{"first": 1, "last": 400}], "validation": [{"first": 401, "last": 500}],
+              "test": [{"first": 501, "last": 600}]}
+s["optimizer"]["sbdl"].update(outer_iterations=2, inner_epochs=10)
+s["sweep"]["path"].update({"from": 1, "to": 100, "points": 3})
+json.dump(s, open(tmp + "/sweep.json", "w"))
+PY
+out=$("$bin" run --local "$tmp/sweep.json" --json -o "$tmp/sweep_model.json" 2>/dev/null)
+if python3 - "$out" "$tmp/sweep_model.json" <<'PY'
+import json, sys
+d = json.loads(sys.argv[1])
+lams = [r["settings"]["optimizer.sbdl.lambda"] for r in d["runs"]]
+assert lams == [[1], [10], [100]], lams
+chosen = d["runs"][d["chosen"]]
+assert all("validation_rmse" in r for r in d["runs"])
+m = json.load(open(sys.argv[2]))  # the chosen trial's model
+assert m["metrics"]["test_rmse"] == chosen["test_rmse"], (m["metrics"], chosen)
+PY
+then ok; else bad "sweep: $out"; fi
+expect 0 "(chosen)" "$bin" run --local "$tmp/sweep.json"
+expect 0 "(6 trials on" "$bin" run --local "$tmp/sweep.json" --seeds 2  # 2 seeds x 3 points
+sed 's/"sweep": {/"sweep": {"seeds": 2, /' "$tmp/sweep.json" > "$tmp/sweep_seeds.json"
+expect 2 "keep one" "$bin" run --local "$tmp/sweep_seeds.json" --seeds 2
+sed 's/"validation": \[[^]]*\], //' "$tmp/sweep.json" > "$tmp/sweep_noval.json"
+expect 2 "never on the test split" "$bin" run --local "$tmp/sweep_noval.json"
+
 echo "cli: $passed passed, $failed failed"
 [[ $failed -eq 0 ]]

@@ -10,6 +10,7 @@
 #include "translate/config.h"
 #include "translate/data.h"
 #include "translate/json.h"
+#include "translate/sweep.h"
 
 namespace sparrow::translate {
 namespace {
@@ -56,6 +57,13 @@ TEST(ExamplesTest, EveryExampleIsAValidSpec) {
     ASSERT_TRUE(spec.ok()) << entry.path() << ": " << spec.status();
     absl::StatusOr<core::TrainConfig> config = ToTrainConfig(*spec);
     EXPECT_TRUE(config.ok()) << entry.path() << ": " << config.status();
+    // A sweep's every trial is a valid spec too.
+    absl::StatusOr<std::vector<Trial>> trials = ExpandSweep(*spec);
+    ASSERT_TRUE(trials.ok()) << entry.path() << ": " << trials.status();
+    for (const Trial& t : *trials) {
+      EXPECT_TRUE(ToTrainConfig(t.spec).ok())
+          << entry.path() << " trial " << TrialLabel(t);
+    }
   }
   EXPECT_GT(count, 40);
 }

@@ -502,5 +502,33 @@ TEST(BinarySystemTest, TwoSamplesIsTheShortestRecord) {
   EXPECT_EQ(tank_seq->y.cols(), 2);
 }
 
+// The record follows its three lags exactly, and its noise only the
+// measurement: refitting the recurrence on y_true gives residual 0.
+TEST(NarxLagsTest, FollowsItsThreeLagsAndIsDeterministic) {
+  NarxLagsOptions options;
+  options.samples = 500;
+  options.noise_std = 0.1;
+  const auto seq = GenerateNarxLags(options);
+  ASSERT_TRUE(seq.ok()) << seq.status();
+  const Eigen::MatrixXd& u = seq->u;
+  const Eigen::MatrixXd& x = seq->states;
+  for (int t = 3; t < 500; ++t) {
+    EXPECT_NEAR(x(0, t),
+                0.7 * x(0, t - 1) + std::tanh(2.0 * u(0, t - 1)) -
+                    0.5 * u(0, t - 3) * u(0, t - 3),
+                1e-12);
+  }
+  EXPECT_GE(u.minCoeff(), -1.0);
+  EXPECT_LT(u.maxCoeff(), 1.0);
+  const double noise = std::sqrt((seq->y - x).squaredNorm() / 500);
+  EXPECT_NEAR(noise, 0.1, 0.02);
+  const auto again = GenerateNarxLags(options);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->y, seq->y);
+  options.samples = 3;
+  EXPECT_EQ(GenerateNarxLags(options).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
 }  // namespace
 }  // namespace sparrow::core::data

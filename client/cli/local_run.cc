@@ -1,0 +1,383 @@
+#include "client/cli/local_run.h"
+
+#include <atomic>
+#include <cmath>
+#include <csignal>
+#include <iostream>
+#include <memory>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/str_format.h"
+#include "client/cli/common.h"
+#include "client/cli/data_files.h"
+#include "client/cli/images.h"
+#include "client/cli/model_file.h"
+#include "client/cli/report.h"
+#include "core/train/methods.h"
+#include "core/train/trainer.h"
+#include "core/util/status_macros.h"
+#include "nlohmann/json.hpp"
+#include "translate/config.h"
+#include "translate/data.h"
+#include "translate/images.h"
+#include "translate/json.h"
+#include "translate/model.h"
+#include "translate/sweep.h"
+
+namespace sparrow::cli {
+namespace {
+// The signal that stopped a local run (SIGINT from Ctrl-C, SIGTERM from
+// `timeout`, SLURM or Kubernetes), 0 while none has arrived. The first one
+// finishes the current epoch and reports the model as it is then; the handler
+// then gives way to the default, so a second signal kills at once.
+std::atomic<int> g_stop_signal{0};
+
+void OnSignal(int signal) {
+  g_stop_signal = signal;
+  std::signal(signal, SIG_DFL);
+}
+
+// Seconds between progress lines of a local run.
+constexpr double kProgressSeconds = 2.0;
+
+// Prints a progress line to stderr every kProgressSeconds (and at the first
+// and last epochs), with the time left at the rate so far; stops the run on
+// SIGINT or SIGTERM.
+class ProgressPrinter : public core::IterationCallback {
+ public:
+  // step_name labels IterationRecord::step_size: "damping" for NAILM (its
+  // Levenberg-Marquardt lambda), "step" otherwise.
+  ProgressPrinter(bool enabled, int max_epochs, std::string step_name)
+      : enabled_(enabled),
+        max_epochs_(max_epochs),
+        step_name_(std::move(step_name)) {}
+  core::CallbackResult OnIteration(core::IterationRecord* r) override {
+    if (g_stop_signal != 0) return core::CallbackResult::kAbort;
+    if (r->stage_start) return core::CallbackResult::kContinue;
+    const bool due = r->iteration == 1 || r->iteration >= max_epochs_ ||
+                     r->elapsed_seconds >= printed_at_ + kProgressSeconds;
+    if (enabled_ && due) {
+      std::cerr << Line(*r) << "\n";
+      printed_at_ = r->elapsed_seconds;
+    }
+    return core::CallbackResult::kContinue;
+  }
+
+ private:
+  std::string Line(const core::IterationRecord& r) const {
+    std::string line =
+        absl::StrFormat("  epoch %6d  loss %-12.6g", r.iteration, r.loss);
+    if (std::isfinite(r.validation_metric)) {
+      absl::StrAppendFormat(&line, "  val %-10.5g", r.validation_metric);
+    }
+    if (std::isfinite(r.step_size) && r.step_size != 0.0) {
+      absl::StrAppendFormat(&line, "  %s %-9.3g", step_name_, r.step_size);
+    }
+    if (std::isfinite(r.sparsity_pct) && r.sparsity_pct > 0.0) {
+      absl::StrAppendFormat(&line, "  zeros %5.1f%%", r.sparsity_pct);
+    }
+    for (const auto& [name, value] : r.extras) {
+      absl::StrAppendFormat(&line, "  %s %.6g", name, value);
+    }
+    absl::StrAppendFormat(&line, "  %7.2f s", r.elapsed_seconds);
+    if (r.iteration > 0 && r.iteration < max_epochs_) {
+      const double left =
+          r.elapsed_seconds / r.iteration * (max_epochs_ - r.iteration);
+      absl::StrAppendFormat(&line, "  eta %s", Duration(left));
+    }
+    return line;
+  }
+
+  // "42 s", "3 min 05 s", "2 h 10 min": the epoch budget's upper bound (a
+  // tolerance may end the run sooner).
+  static std::string Duration(double seconds) {
+    const long s = std::lround(seconds);
+    if (s < 60) return absl::StrFormat("%d s", s);
+    if (s < 3600) return absl::StrFormat("%d min %02d s", s / 60, s % 60);
+    return absl::StrFormat("%d h %02d min", s / 3600, (s % 3600) / 60);
+  }
+
+  bool enabled_;
+  int max_epochs_;
+  std::string step_name_;
+  double printed_at_ = 0.0;
+};
+
+// "sparrow: data: 41757 of 43824 rows (2067 dropped for missing values);
+// 33406 train / 8351 test; 48 inputs, 1 output".
+std::string DataLine(const translate::DataSummary& d, const v1::JobSpec& spec) {
+  std::string line = absl::StrFormat("sparrow: data: %d rows", d.file_rows);
+  if (spec.data().drop_missing()) {
+    line = absl::StrFormat(
+        "sparrow: data: %d of %d rows (%d dropped for missing values)",
+        d.file_rows - d.dropped_rows, d.file_rows, d.dropped_rows);
+  }
+  absl::StrAppendFormat(&line, "; %d train", d.train_rows);
+  if (d.validation_rows > 0) {
+    absl::StrAppendFormat(
+        &line, " / %d validation%s", d.validation_rows,
+        spec.has_validation_data() ? " (validation_data's file)" : "");
+  }
+  if (d.test_rows > 0) {
+    absl::StrAppendFormat(&line, " / %d test%s", d.test_rows,
+                          spec.has_test_data() ? " (test_data's file)" : "");
+  }
+  absl::StrAppendFormat(&line, "; %d input%s, %d output%s\n", d.inputs,
+                        d.inputs == 1 ? "" : "s", d.outputs,
+                        d.outputs == 1 ? "" : "s");
+  return line;
+}
+
+nlohmann::json DataJson(const translate::DataSummary& d) {
+  return {{"file_rows", d.file_rows},   {"dropped_rows", d.dropped_rows},
+          {"train_rows", d.train_rows}, {"validation_rows", d.validation_rows},
+          {"test_rows", d.test_rows},   {"inputs", d.inputs},
+          {"outputs", d.outputs}};
+}
+
+// A local run's inputs: the spec, its training configuration and its data.
+struct LocalRun {
+  v1::JobSpec spec;
+  std::vector<translate::Trial> trials;  // ExpandSweep(spec)
+  core::TrainConfig config;
+  core::TrainData data;
+  translate::DataSummary data_summary;
+};
+
+// Checks the flags, then reads the spec and the CSV or IDX files it names.
+absl::StatusOr<LocalRun> LoadLocalRun(const RunFlags& f) {
+  if (f.seeds < 1)
+    return absl::InvalidArgumentError("--seeds must be at least 1");
+  if (f.threads < 0)
+    return absl::InvalidArgumentError("--threads must be >= 0");
+  LocalRun run;
+  SPARROW_ASSIGN_OR_RETURN(std::string text,
+                           ReadFile(f.spec_path, "the job spec"));
+  SPARROW_ASSIGN_OR_RETURN(run.spec, translate::ParseJobSpecJson(text));
+  if (f.seeds > 1 && run.spec.sweep().seeds() > 0) {
+    return absl::InvalidArgumentError(
+        "--seeds and the spec's sweep.seeds both set the seeds; keep one");
+  }
+  if (f.seeds > 1) run.spec.mutable_sweep()->set_seeds(f.seeds);
+  SPARROW_ASSIGN_OR_RETURN(run.trials, translate::ExpandSweep(run.spec));
+  SPARROW_ASSIGN_OR_RETURN(run.config, translate::ToTrainConfig(run.spec));
+  SPARROW_RETURN_IF_ERROR(SetLocalWarmStart(run.spec, &run.config));
+  if (run.spec.data().has_images()) {
+    SPARROW_ASSIGN_OR_RETURN(
+        const core::data::ImageSet images,
+        translate::ReadImageFiles(run.spec.data().images()));
+    SPARROW_ASSIGN_OR_RETURN(
+        run.data, translate::LoadImageTrainData(run.spec, run.config, images,
+                                                &run.data_summary));
+    return run;
+  }
+  SPARROW_ASSIGN_OR_RETURN(const LocalFiles files, ReadLocalFiles(run.spec));
+  SPARROW_ASSIGN_OR_RETURN(
+      run.data, translate::LoadTrainData(run.spec, run.config, files.View(),
+                                         &run.data_summary));
+  return run;
+}
+
+using TrainOutcome = absl::StatusOr<core::TrainResult>;
+
+// The chains of a sweep: each trial with the trials that start from its
+// model after it (a path), in order; independent of each other.
+std::vector<std::vector<int>> Chains(const std::vector<translate::Trial>& t) {
+  std::vector<std::vector<int>> chains;
+  for (const translate::Trial& trial : t) {
+    if (trial.warm_from >= 0 && !chains.empty() &&
+        chains.back().back() == trial.warm_from) {
+      chains.back().push_back(trial.index);
+    } else {
+      chains.push_back({trial.index});
+    }
+  }
+  return chains;
+}
+
+// Trains one trial; a path point starts from the model of the point before.
+TrainOutcome TrainTrial(const LocalRun& run, const translate::Trial& trial,
+                        const std::vector<TrainOutcome>& results,
+                        bool show_progress) {
+  SPARROW_ASSIGN_OR_RETURN(core::TrainConfig c,
+                           translate::ToTrainConfig(trial.spec));
+  c.warm_start = run.config.warm_start;
+  if (trial.warm_from >= 0) {
+    const TrainOutcome& before = results[trial.warm_from];
+    if (!before.ok()) {
+      return absl::AbortedError(
+          absl::StrCat("not run: the path's point before failed: ",
+                       before.status().message()));
+    }
+    c.warm_start = std::make_shared<const core::Model>(before->model);
+  }
+  ProgressPrinter progress(
+      show_progress, core::IterationBudget(c),
+      trial.spec.optimizer().has_nailm() ? "damping" : "step");
+  return core::Train(c, run.data, &progress);
+}
+
+// Multi-start and sweeps (jax-sysid's parallel_fit, a regularization path):
+// trains the trials of run.trials, the chains in parallel on `threads`
+// threads, each chain's trials in order.
+std::vector<TrainOutcome> TrainTrials(const LocalRun& run, int threads,
+                                      bool show_progress) {
+  std::vector<TrainOutcome> results(run.trials.size(),
+                                    absl::UnknownError("not run"));
+  const std::vector<std::vector<int>> chains = Chains(run.trials);
+  std::atomic<size_t> next{0};
+  auto worker = [&] {
+    for (size_t i = next++; i < chains.size(); i = next++) {
+      for (int t : chains[i]) {
+        if (g_stop_signal != 0) {  // stopped: start no further trials
+          results[t] = absl::CancelledError("not started");
+          continue;
+        }
+        results[t] = TrainTrial(run, run.trials[t], results, show_progress);
+      }
+    }
+  };
+  std::vector<std::thread> pool;
+  const int n = std::min<int>(threads, static_cast<int>(chains.size()));
+  for (int t = 0; t < n; ++t) pool.emplace_back(worker);
+  for (std::thread& t : pool) t.join();
+  return results;
+}
+
+int Threads(const RunFlags& f, const v1::JobSpec& spec) {
+  if (f.threads > 0) return f.threads;
+  if (spec.sweep().max_parallel() > 0) return spec.sweep().max_parallel();
+  return std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+}
+
+// Writes the model to `path`: JSON for a .json name, else binary protobuf.
+absl::Status WriteModel(const v1::TrainedModel& model,
+                        const std::string& path) {
+  std::ofstream out(path, std::ios::binary);
+  if (translate::HasJsonSuffix(path)) {
+    out << translate::ToJson(model);
+  } else {
+    model.SerializeToOstream(&out);
+  }
+  if (!out) {
+    return absl::InvalidArgumentError("cannot write the model to " + path);
+  }
+  return absl::OkStatus();
+}
+
+// The reports of the trials that ran (a signal keeps the rest from starting)
+// and their indices into run.trials; the first error of a trial that failed.
+absl::Status Reports(const LocalRun& run,
+                     const std::vector<TrainOutcome>& results, bool stopped,
+                     std::vector<RunReport>* reports, std::vector<int>* ran) {
+  for (size_t i = 0; i < results.size(); ++i) {
+    if (stopped && results[i].status().code() == absl::StatusCode::kCancelled) {
+      continue;
+    }
+    if (!results[i].ok()) {
+      if (run.trials.size() == 1) return results[i].status();
+      return absl::Status(
+          results[i].status().code(),
+          absl::StrCat("trial ", i, " (", translate::TrialLabel(run.trials[i]),
+                       "): ", results[i].status().message()));
+    }
+    RunReport r = MakeReport(run.trials[i].seed, *results[i]);
+    r.settings = run.trials[i].settings;
+    reports->push_back(std::move(r));
+    ran->push_back(static_cast<int>(i));
+  }
+  return absl::OkStatus();
+}
+
+int Chosen(const v1::JobSpec& spec, const std::vector<RunReport>& reports) {
+  std::vector<translate::TrialScore> scores;
+  for (const RunReport& r : reports) {
+    scores.push_back(
+        {true, r.validation, r.final_loss, r.Metric("sparsity_pct")});
+  }
+  return std::max(0, translate::ChooseTrial(spec.sweep(), scores));
+}
+
+void PrintStopped(int signal, size_t ran, size_t trials) {
+  std::cerr << absl::StrFormat(
+      "sparrow: stopped by %s at the end of an iteration; the results and "
+      "model above are the ones at that point (termination user_abort)%s\n",
+      signal == SIGTERM ? "SIGTERM" : "SIGINT",
+      ran < trials ? absl::StrFormat("; %d of %d trials were not started",
+                                     trials - ran, trials)
+                   : "");
+}
+
+}  // namespace
+
+int RunLocal(const RunFlags& f) {
+  absl::StatusOr<LocalRun> run = LoadLocalRun(f);
+  if (!run.ok()) return Fail(run.status());
+  const v1::JobSpec& spec = run->spec;
+  const size_t trials = run->trials.size();
+
+  std::signal(SIGINT, OnSignal);
+  std::signal(SIGTERM, OnSignal);
+  const int threads = std::max(
+      1,
+      std::min(Threads(f, spec), static_cast<int>(Chains(run->trials).size())));
+  if (!f.json) {
+    std::cerr << absl::StrFormat(
+        "sparrow: training %s (%d %s on %d thread%s)\n",
+        spec.name().empty() ? f.spec_path : spec.name(), trials,
+        spec.sweep().grid_size() > 0 || spec.sweep().has_path()
+            ? (trials > 1 ? "trials" : "trial")
+            : (trials > 1 ? "seeds" : "seed"),
+        threads, threads > 1 ? "s" : "");
+    std::cerr << DataLine(run->data_summary, spec);
+  }
+  const std::vector<TrainOutcome> results =
+      TrainTrials(*run, threads, !f.json && trials == 1);
+  // Training is over: a signal from here on kills as usual.
+  const int stop_signal = g_stop_signal;
+  std::signal(SIGINT, SIG_DFL);
+  std::signal(SIGTERM, SIG_DFL);
+
+  std::vector<RunReport> reports;
+  std::vector<int> ran;  // index into results per report
+  if (absl::Status s = Reports(*run, results, stop_signal != 0, &reports, &ran);
+      !s.ok()) {
+    return Fail(s);
+  }
+  if (reports.empty()) {
+    std::cerr << "sparrow: stopped by a signal before any trial started\n";
+    return kExitFailed;
+  }
+  const int best = Chosen(spec, reports);
+  if (!f.model_out.empty()) {
+    const translate::Trial& trial = run->trials[ran[best]];
+    v1::TrainedModel model =
+        translate::ToProto(trial.spec, *results[ran[best]]);
+    model.set_seed(trial.seed);
+    if (absl::Status s = WriteModel(model, f.model_out); !s.ok())
+      return Fail(s);
+  }
+  if (f.json) {
+    nlohmann::json report = ReportJson(reports, best);
+    report["data"] = DataJson(run->data_summary);
+    std::cout << report.dump(2) << "\n";
+  } else {
+    std::cout << ReportTable(reports, best);
+    if (!f.model_out.empty())
+      std::cout << "model written to " << f.model_out << "\n";
+  }
+  if (stop_signal != 0) {
+    PrintStopped(stop_signal, reports.size(), trials);
+    return kExitFailed;
+  }
+  for (const RunReport& r : reports) {
+    if (r.termination == "diverged") return kExitFailed;
+  }
+  return kExitOk;
+}
+
+}  // namespace sparrow::cli

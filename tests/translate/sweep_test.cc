@@ -1,0 +1,194 @@
+#include "translate/sweep.h"
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "tests/translate/testing/spec_fixture.h"
+#include "translate/json.h"
+
+namespace sparrow::translate {
+namespace {
+
+// kRnnSpec with rows 121-150 for validation and `sweep` as its sweep block.
+v1::JobSpec Spec(const std::string& sweep, bool validation = true) {
+  std::string json = kRnnSpec;
+  if (validation) {
+    json = Replace(json, R"("train": [{"first": 1, "last": 150}])",
+                   R"("train": [{"first": 1, "last": 120}],
+                      "validation": [{"first": 121, "last": 150}])");
+  }
+  json = Replace(json, "\"seed\": 7", "\"seed\": 7, \"sweep\": " + sweep);
+  auto spec = ParseJobSpecJson(json);
+  EXPECT_TRUE(spec.ok()) << spec.status();
+  return *spec;
+}
+
+TEST(SweepTest, ASpecWithoutOneIsOneTrial) {
+  auto spec = ParseJobSpecJson(kRnnSpec);
+  ASSERT_TRUE(spec.ok());
+  auto trials = ExpandSweep(*spec);
+  ASSERT_TRUE(trials.ok()) << trials.status();
+  ASSERT_EQ(trials->size(), 1u);
+  EXPECT_EQ((*trials)[0].seed, 7u);
+  EXPECT_EQ((*trials)[0].warm_from, -1);
+  EXPECT_EQ(ToJson((*trials)[0].spec), ToJson(*spec));
+}
+
+TEST(SweepTest, SeedsCountUpFromTheSpecsSeedWithoutValidation) {
+  auto trials = ExpandSweep(Spec(R"({"seeds": 3})", /*validation=*/false));
+  ASSERT_TRUE(trials.ok()) << trials.status();
+  ASSERT_EQ(trials->size(), 3u);
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ((*trials)[i].seed, 7u + i);
+    EXPECT_EQ((*trials)[i].spec.seed(), 7u + i);
+    EXPECT_FALSE((*trials)[i].spec.has_sweep());
+    EXPECT_TRUE((*trials)[i].settings.empty());
+  }
+}
+
+TEST(SweepTest, AGridIsEveryCombinationTimesTheSeeds) {
+  auto trials = ExpandSweep(Spec(R"({"seeds": 2, "grid": [
+      {"field": "regularization.l1.tau", "values": [0.1, 1]},
+      {"field": "model.stateSpaceRnn.fxHidden", "values": [[3], [4, 4], [5]]}]})"));
+  ASSERT_TRUE(trials.ok()) << trials.status();
+  ASSERT_EQ(trials->size(), 12u);
+  // The last axis varies fastest, then the seed within each grid point.
+  const Trial& t = (*trials)[3];
+  EXPECT_EQ(t.seed, 8u);
+  EXPECT_DOUBLE_EQ(t.spec.regularization().l1().tau(), 0.1);
+  ASSERT_EQ(t.spec.model().state_space_rnn().fx_hidden_size(), 2);
+  EXPECT_EQ(t.settings[0].first, "regularization.l1.tau");
+  EXPECT_EQ(t.settings[1].second, "[4,4]");
+  EXPECT_EQ(TrialLabel(t), "tau=0.1 fxHidden=[4,4] seed=8");
+  EXPECT_DOUBLE_EQ((*trials)[11].spec.regularization().l1().tau(), 1.0);
+  EXPECT_EQ((*trials)[11].spec.model().state_space_rnn().fx_hidden(0), 5);
+  for (const Trial& trial : *trials) EXPECT_EQ(trial.warm_from, -1);
+}
+
+TEST(SweepTest, APathIsGeometricAndWarmStartedPerSeed) {
+  auto trials = ExpandSweep(Spec(R"({"seeds": 2, "path":
+      {"field": "regularization.rho_theta", "from": 10, "to": 0.01,
+       "points": 4}})"));
+  ASSERT_TRUE(trials.ok()) << trials.status();
+  ASSERT_EQ(trials->size(), 8u);
+  const double expected[] = {10, 1, 0.1, 0.01};
+  for (int i = 0; i < 8; ++i) {
+    const Trial& t = (*trials)[i];
+    EXPECT_NEAR(t.spec.regularization().rho_theta(), expected[i % 4],
+                1e-5 * expected[i % 4]);
+    EXPECT_EQ(t.seed, 7u + i / 4);
+    EXPECT_EQ(t.warm_from, i % 4 == 0 ? -1 : i - 1);
+  }
+  auto cold = ExpandSweep(Spec(R"({"path": {"field": "regularization.rho_theta",
+      "from": 0.01, "to": 10, "points": 3, "cold_start": true}})"));
+  ASSERT_TRUE(cold.ok()) << cold.status();
+  for (const Trial& t : *cold) EXPECT_EQ(t.warm_from, -1);
+  EXPECT_DOUBLE_EQ((*cold)[2].spec.regularization().rho_theta(), 10.0);
+}
+
+TEST(SweepTest, APathGivesARepeatedFieldOneValueForEveryEntry) {
+  std::string json = Replace(kRnnSpec, R"("optimizer": {"lbfgs": {}})",
+                             R"("optimizer": {"sbdl": {"lambda": [1, 2]}})");
+  json = Replace(json, R"("train": [{"first": 1, "last": 150}])",
+                 R"("train": [{"first": 1, "last": 120}],
+                    "validation": [{"first": 121, "last": 150}])");
+  json = Replace(json, "\"seed\": 7",
+                 R"("seed": 7, "sweep": {"path": {"field":
+                     "optimizer.sbdl.lambda", "from": 1, "to": 100,
+                     "points": 3}})");
+  auto spec = ParseJobSpecJson(json);
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  auto trials = ExpandSweep(*spec);
+  ASSERT_TRUE(trials.ok()) << trials.status();
+  ASSERT_EQ(trials->size(), 3u);
+  const auto& lambda = (*trials)[1].spec.optimizer().sbdl().lambda();
+  ASSERT_EQ(lambda.size(), 1);
+  EXPECT_NEAR(lambda[0], 10.0, 1e-12);
+}
+
+TEST(SweepTest, RefusesWhatItCannotSweepWithAFix) {
+  ExpectError(ExpandSweep(Spec(R"({"grid": [{"field": "regularization.tua",
+      "values": [1]}]})"))
+                  .status(),
+              "no field 'tua' in Regularization (it has rho_x0, rho_theta");
+  ExpectError(ExpandSweep(Spec(R"({"grid": [{"field": "data.csv_path",
+      "values": ["a.csv"]}]})"))
+                  .status(),
+              "cannot vary 'data'");
+  ExpectError(ExpandSweep(Spec(R"({"grid": [{"field": "seed",
+      "values": [1]}]})"))
+                  .status(),
+              "use sweep.seeds");
+  ExpectError(ExpandSweep(Spec(R"({"grid": [{"field": "stopping.max_epochs.x",
+      "values": [1]}]})"))
+                  .status(),
+              "not a message");
+  ExpectError(ExpandSweep(Spec(R"({"grid": [{"field": "stopping.max_epochs",
+      "values": []}]})"))
+                  .status(),
+              "has no values");
+  ExpectError(ExpandSweep(Spec(R"({"grid": [{"field": "stopping.max_epochs",
+      "values": ["many"]}]})"))
+                  .status(),
+              "stopping.max_epochs = \"many\" is not a valid spec");
+  ExpectError(ExpandSweep(Spec(R"({"path": {"field": "regularization.rho_theta",
+          "from": 0, "to": 1, "points": 3}})"))
+                  .status(),
+              "must both be > 0");
+  ExpectError(ExpandSweep(Spec(R"({"path": {"field": "regularization.rho_theta",
+          "from": 1, "to": 2, "points": 1}})"))
+                  .status(),
+              "points is 1");
+  ExpectError(ExpandSweep(Spec(R"({"path": {"field": "stopping.max_epochs",
+          "from": 1, "to": 2, "points": 2}})"))
+                  .status(),
+              "not a floating-point field");
+  // Another optimizer's option: the trial would set two optimizers.
+  ExpectError(ExpandSweep(Spec(R"({"path": {"field": "optimizer.sbdl.lambda",
+          "from": 1, "to": 2, "points": 2}})"))
+                  .status(),
+              "is not a valid spec");
+  ExpectError(ExpandSweep(Spec(R"({"seeds": 11, "grid": [
+      {"field": "stopping.max_epochs", "values": [1,2,3,4,5,6,7,8,9,10]},
+      {"field": "regularization.rho_theta", "values": [1,2,3,4,5,6,7,8,9,10]}
+      ]})"))
+                  .status(),
+              "the sweep has 1100 trials; at most 1000");
+}
+
+TEST(SweepTest, AGridOrPathNeedsValidationDataNeverTheTestSplit) {
+  ExpectError(ExpandSweep(Spec(R"({"grid": [{"field": "stopping.max_epochs",
+      "values": [1, 2]}]})",
+                               /*validation=*/false))
+                  .status(),
+              "never on the test split");
+  ExpectError(ExpandSweep(Spec(R"({"path": {"field": "regularization.rho_theta",
+          "from": 1, "to": 2, "points": 2}})",
+                               /*validation=*/false))
+                  .status(),
+              "set split.validation");
+}
+
+TEST(SweepTest, ChoosesTheBestOrTheSparsestWithinAMargin) {
+  v1::Sweep best;
+  std::vector<TrialScore> scores = {{true, 1.00, 0.1, 0.0},
+                                    {true, 0.90, 0.1, 10.0},
+                                    {true, 0.905, 0.1, 40.0},
+                                    {true, 0.95, 0.1, 80.0},
+                                    {false, 0.10, 0.1, 99.0}};
+  EXPECT_EQ(ChooseTrial(best, scores), 1);
+  v1::Sweep sparse;
+  sparse.set_select(v1::Sweep::RULE_SPARSEST_WITHIN);
+  EXPECT_EQ(ChooseTrial(sparse, scores), 2);  // within 1 % of 0.90
+  sparse.set_within_pct(10);
+  EXPECT_EQ(ChooseTrial(sparse, scores), 3);
+  // Without validation data (seeds only): the lowest training loss.
+  const double nan = std::nan("");
+  EXPECT_EQ(ChooseTrial(best, {{true, nan, 0.3, 0}, {true, nan, 0.2, 0}}), 1);
+  EXPECT_EQ(ChooseTrial(best, {{false, 1, 1, 0}}), -1);
+}
+
+}  // namespace
+}  // namespace sparrow::translate

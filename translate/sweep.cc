@@ -1,0 +1,305 @@
+#include "translate/sweep.h"
+
+#include <cmath>
+#include <limits>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "core/util/status_macros.h"
+#include "google/protobuf/util/json_util.h"
+#include "nlohmann/json.hpp"
+#include "translate/json.h"
+
+namespace sparrow::translate {
+namespace {
+
+using google::protobuf::Descriptor;
+using google::protobuf::FieldDescriptor;
+using Json = nlohmann::ordered_json;
+
+// Top-level fields a sweep may not vary: the data and its split are loaded
+// once for every trial, the seeds are the sweep's own.
+constexpr const char* kFixedFields[] = {
+    "name",      "data", "split", "normalization", "validation_data",
+    "test_data", "seed", "sweep", "warm_start"};
+
+absl::Status SweepError(absl::string_view where, absl::string_view what) {
+  return absl::InvalidArgumentError(absl::StrCat("sweep.", where, ": ", what));
+}
+
+// A dotted `field` ("regularization.l1.tau", camelCase accepted) checked
+// against JobSpec: its parts' proto names and the field it ends at.
+struct FieldPath {
+  std::vector<std::string> names;
+  const FieldDescriptor* last = nullptr;
+};
+
+// Every part but the last must be a message, and the first not a fixed field.
+absl::StatusOr<FieldPath> ResolveField(absl::string_view where,
+                                       absl::string_view field) {
+  FieldPath path;
+  std::vector<std::string>& names = path.names;
+  const Descriptor* type = v1::JobSpec::descriptor();
+  for (absl::string_view part : absl::StrSplit(field, '.')) {
+    if (type == nullptr) {
+      return SweepError(where,
+                        absl::StrCat("'", field, "' goes past '", names.back(),
+                                     "', which is not a message"));
+    }
+    const FieldDescriptor* f = type->FindFieldByName(std::string(part));
+    if (f == nullptr) f = type->FindFieldByCamelcaseName(std::string(part));
+    if (f == nullptr) {
+      std::vector<std::string> known;
+      for (int i = 0; i < type->field_count(); ++i)
+        known.push_back(type->field(i)->name());
+      return SweepError(where, absl::StrCat("'", field, "': no field '", part,
+                                            "' in ", type->name(), " (it has ",
+                                            absl::StrJoin(known, ", "), ")"));
+    }
+    names.push_back(f->name());
+    path.last = f;
+    type = f->cpp_type() == FieldDescriptor::CPPTYPE_MESSAGE &&
+                   !f->is_repeated() &&
+                   !absl::StartsWith(f->message_type()->full_name(),
+                                     "google.protobuf.")
+               ? f->message_type()
+               : nullptr;
+  }
+  for (const char* fixed : kFixedFields) {
+    if (names.front() == fixed) {
+      return SweepError(
+          where,
+          absl::StrCat("'", field, "': a sweep cannot vary '", fixed,
+                       "' (every trial trains on the same data; use "
+                       "sweep.seeds for seeds). Run separate jobs instead"));
+    }
+  }
+  return path;
+}
+
+struct Setting {
+  std::string where;  // "grid[0]" or "path"
+  std::string field;
+  std::vector<std::string> names;   // resolved proto names
+  std::vector<std::string> values;  // JSON texts
+};
+
+absl::StatusOr<Setting> GridSetting(const v1::Sweep::Axis& axis, int i) {
+  Setting s;
+  s.where = absl::StrCat("grid[", i, "]");
+  s.field = axis.field();
+  SPARROW_ASSIGN_OR_RETURN(const FieldPath field,
+                           ResolveField(s.where, axis.field()));
+  s.names = field.names;
+  if (axis.values_size() == 0) {
+    return SweepError(s.where, absl::StrCat("'", axis.field(),
+                                            "' has no values; list them in "
+                                            "\"values\": [...]"));
+  }
+  for (const google::protobuf::Value& v : axis.values()) {
+    std::string text;
+    if (!google::protobuf::util::MessageToJsonString(v, &text).ok()) {
+      return SweepError(s.where, "a value that is not JSON");
+    }
+    s.values.push_back(text);
+  }
+  return s;
+}
+
+absl::StatusOr<Setting> PathSetting(const v1::Sweep::Path& path) {
+  Setting s;
+  s.where = "path";
+  s.field = path.field();
+  SPARROW_ASSIGN_OR_RETURN(const FieldPath field,
+                           ResolveField(s.where, path.field()));
+  s.names = field.names;
+  const auto type = field.last->cpp_type();
+  if (type != FieldDescriptor::CPPTYPE_DOUBLE &&
+      type != FieldDescriptor::CPPTYPE_FLOAT) {
+    return SweepError(s.where, absl::StrCat("'", path.field(),
+                                            "' is not a floating-point field; "
+                                            "a path varies a weight such as "
+                                            "regularization.l1.tau (use a "
+                                            "grid for other fields)"));
+  }
+  if (!(path.from() > 0) || !(path.to() > 0) || !std::isfinite(path.from()) ||
+      !std::isfinite(path.to())) {
+    return SweepError(s.where,
+                      absl::StrFormat("from %g and to %g must both be > 0 and "
+                                      "finite (a geometric grid)",
+                                      path.from(), path.to()));
+  }
+  if (path.points() < 2 || path.points() > kMaxSweepPathPoints) {
+    return SweepError(
+        s.where, absl::StrFormat("points is %d; use 2 to %d", path.points(),
+                                 kMaxSweepPathPoints));
+  }
+  const double ratio = path.to() / path.from();
+  for (int k = 0; k < path.points(); ++k) {
+    const double v =
+        k == path.points() - 1
+            ? path.to()
+            : path.from() *
+                  std::pow(ratio, static_cast<double>(k) / (path.points() - 1));
+    // Six significant digits: the value a trial's spec holds is the one its
+    // row shows. A repeated field (optimizer.sbdl.lambda) takes the value for
+    // every entry: a list of one.
+    s.values.push_back(
+        absl::StrFormat(field.last->is_repeated() ? "[%.6g]" : "%.6g", v));
+  }
+  return s;
+}
+
+bool HasValidation(const v1::JobSpec& spec) {
+  return spec.split().validation_size() > 0 ||
+         spec.split().validation_fraction() > 0 || spec.has_validation_data();
+}
+
+// The spec with each setting's field at values[choice[i]] and the seed set.
+absl::StatusOr<v1::JobSpec> TrialSpec(const Json& base,
+                                      const std::vector<Setting>& settings,
+                                      const std::vector<int>& choice,
+                                      uint64_t seed) {
+  Json spec = base;
+  for (size_t i = 0; i < settings.size(); ++i) {
+    const Setting& s = settings[i];
+    Json* node = &spec;
+    for (const std::string& name : s.names) {
+      if (!node->is_object()) *node = Json::object();
+      node = &(*node)[name];
+    }
+    *node = Json::parse(s.values[choice[i]]);
+  }
+  spec["seed"] = std::to_string(seed);
+  absl::StatusOr<v1::JobSpec> parsed = ParseJobSpecJson(spec.dump());
+  if (parsed.ok()) return parsed;
+  std::string what;
+  for (size_t i = 0; i < settings.size(); ++i) {
+    absl::StrAppend(&what, i > 0 ? ", " : "", settings[i].field, " = ",
+                    settings[i].values[choice[i]]);
+  }
+  return SweepError(
+      settings.back().where,
+      absl::StrCat("the trial with ", what,
+                   " is not a valid spec: ", parsed.status().message()));
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<Trial>> ExpandSweep(const v1::JobSpec& spec) {
+  const v1::Sweep& sweep = spec.sweep();
+  if (sweep.seeds() < 0 || sweep.max_parallel() < 0 ||
+      !(sweep.within_pct() >= 0)) {
+    return SweepError("seeds",
+                      "seeds, max_parallel and within_pct must be >= 0");
+  }
+  std::vector<Setting> settings;
+  for (int i = 0; i < sweep.grid_size(); ++i) {
+    SPARROW_ASSIGN_OR_RETURN(Setting s, GridSetting(sweep.grid(i), i));
+    settings.push_back(std::move(s));
+  }
+  const bool path = sweep.has_path();
+  if (path) {
+    SPARROW_ASSIGN_OR_RETURN(Setting s, PathSetting(sweep.path()));
+    settings.push_back(std::move(s));
+  }
+  if (!settings.empty() && !HasValidation(spec)) {
+    return SweepError(
+        settings.front().where,
+        "a grid or path is chosen on validation data, never on the test "
+        "split; set split.validation (rows), split.validation_fraction or "
+        "validation_data");
+  }
+  const int64_t seeds = std::max(1, sweep.seeds());
+  int64_t total = seeds;
+  for (const Setting& s : settings) total *= s.values.size();
+  if (total > kMaxSweepTrials) {
+    return SweepError("seeds",
+                      absl::StrFormat("the sweep has %d trials; at most %d "
+                                      "(kMaxSweepTrials). Use fewer values",
+                                      total, kMaxSweepTrials));
+  }
+  v1::JobSpec base_spec = spec;
+  base_spec.clear_sweep();
+  const Json base = Json::parse(ToJson(base_spec));
+  const int grid_axes = static_cast<int>(settings.size()) - (path ? 1 : 0);
+  const int path_points = path ? sweep.path().points() : 1;
+  std::vector<Trial> trials;
+  std::vector<int> choice(settings.size(), 0);
+  // Odometer over the grid axes; for each grid point, each seed's path.
+  for (bool more = true; more;) {
+    for (int64_t s = 0; s < seeds; ++s) {
+      for (int p = 0; p < path_points; ++p) {
+        if (path) choice.back() = p;
+        Trial t;
+        t.index = static_cast<int>(trials.size());
+        t.seed = spec.seed() + static_cast<uint64_t>(s);
+        for (size_t i = 0; i < settings.size(); ++i) {
+          t.settings.emplace_back(settings[i].field,
+                                  settings[i].values[choice[i]]);
+        }
+        if (p > 0 && !sweep.path().cold_start()) t.warm_from = t.index - 1;
+        SPARROW_ASSIGN_OR_RETURN(t.spec,
+                                 TrialSpec(base, settings, choice, t.seed));
+        trials.push_back(std::move(t));
+      }
+    }
+    more = false;
+    for (int a = grid_axes - 1; a >= 0 && !more; --a) {
+      if (++choice[a] < static_cast<int>(settings[a].values.size())) {
+        more = true;
+      } else {
+        choice[a] = 0;
+      }
+    }
+  }
+  return trials;
+}
+
+std::string TrialLabel(const Trial& trial) {
+  std::string label;
+  for (const auto& [field, value] : trial.settings) {
+    const size_t dot = field.rfind('.');
+    absl::StrAppend(&label,
+                    field.substr(dot == std::string::npos ? 0 : dot + 1), "=",
+                    value, " ");
+  }
+  absl::StrAppend(&label, "seed=", trial.seed);
+  return label;
+}
+
+int ChooseTrial(const v1::Sweep& sweep, const std::vector<TrialScore>& scores) {
+  bool validated = false;
+  for (const TrialScore& s : scores)
+    validated = validated || (s.ok && std::isfinite(s.validation));
+  auto error = [&](const TrialScore& s) {
+    const double v = validated ? s.validation : s.train_loss;
+    return s.ok && std::isfinite(v) ? v
+                                    : std::numeric_limits<double>::infinity();
+  };
+  int best = -1;
+  for (int i = 0; i < static_cast<int>(scores.size()); ++i) {
+    if (std::isfinite(error(scores[i])) &&
+        (best < 0 || error(scores[i]) < error(scores[best]))) {
+      best = i;
+    }
+  }
+  if (best < 0 || sweep.select() != v1::Sweep::RULE_SPARSEST_WITHIN) {
+    return best;
+  }
+  const double pct = sweep.within_pct() > 0 ? sweep.within_pct() : 1.0;
+  const double bound = error(scores[best]) * (1.0 + pct / 100.0);
+  int chosen = best;
+  for (int i = 0; i < static_cast<int>(scores.size()); ++i) {
+    const double e = error(scores[i]);
+    if (e > bound) continue;
+    const double sp = scores[i].sparsity_pct, cs = scores[chosen].sparsity_pct;
+    if (sp > cs || (sp == cs && e < error(scores[chosen]))) chosen = i;
+  }
+  return chosen;
+}
+
+}  // namespace sparrow::translate

@@ -1,0 +1,67 @@
+// Sweeps (JobSpec.sweep, docs/spec.md#sweeps): the trials a sweep block
+// expands into, each a complete spec of its own, and the choice among their
+// results on validation data. Used by `sparrow run --local`; the runner
+// trains the trials and calls ChooseTrial.
+#ifndef SPARROW_TRANSLATE_SWEEP_H_
+#define SPARROW_TRANSLATE_SWEEP_H_
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "sparrow/v1/spec.pb.h"
+
+namespace sparrow::translate {
+
+// A sweep expands into at most this many trials (each holds a model and its
+// metrics until the choice).
+inline constexpr int kMaxSweepTrials = 1000;
+inline constexpr int kMaxSweepPathPoints = 100;
+
+struct Trial {
+  int index = 0;
+  uint64_t seed = 0;
+  // The swept fields and the values this trial gives them, as JSON text
+  // ("regularization.l1.tau", "0.1"): the grid's axes, then the path's.
+  std::vector<std::pair<std::string, std::string>> settings;
+  // The trial whose model this one starts from (the path's point before, for
+  // the same seed and grid point), or -1.
+  int warm_from = -1;
+  // The trial's own spec: the sweep's values set, `seed` its seed, no sweep.
+  v1::JobSpec spec;
+};
+
+// The trials of spec.sweep, in an order where each trial comes after the one
+// it starts from; one trial (the spec itself) when the spec has no sweep.
+// INVALID_ARGUMENT names the sweep field and says what to change: an unknown
+// or unsweepable field (the data, split, seed, ...), a value the field does
+// not take, a path without points, more than kMaxSweepTrials trials, or a
+// grid or path without a validation split to choose on.
+absl::StatusOr<std::vector<Trial>> ExpandSweep(const v1::JobSpec& spec);
+
+// "tau=0.1 seed=3": the settings' last field names and values, and the seed.
+std::string TrialLabel(const Trial& trial);
+
+// What the choice reads of a trial's result. validation: its validation error
+// (RMSE, or 100 - accuracy), NaN without validation data; train_loss: the
+// final training objective; sparsity_pct: the share of zero weights.
+struct TrialScore {
+  bool ok = false;  // trained without error
+  double validation = 0.0;
+  double train_loss = 0.0;
+  double sparsity_pct = 0.0;
+};
+
+// The chosen trial's index into `scores` by sweep.select (RULE_BEST: the
+// lowest validation error; RULE_SPARSEST_WITHIN: the sparsest whose
+// validation error is within within_pct % of the best, ties to the lower
+// error). Trials without a finite validation error are chosen by training
+// loss only when no trial has one (a seeds-only sweep without validation
+// data). -1 when no trial qualifies.
+int ChooseTrial(const v1::Sweep& sweep, const std::vector<TrialScore>& scores);
+
+}  // namespace sparrow::translate
+
+#endif  // SPARROW_TRANSLATE_SWEEP_H_
