@@ -106,17 +106,19 @@ absl::StatusOr<core::InitialState> ToInitialState(v1::InitialState s) {
 absl::Status ToSubsequences(const v1::StateSpaceRnnModel& r,
                             core::StateSpaceRnnKind* kind) {
   const int length = r.subsequence_length(), stride = r.subsequence_stride();
-  if (length == 0) {
+  if (length == 0 || length == core::kWholeTraces) {
     if (stride != 0) {
       return core::OptionError("model.state_space_rnn.subsequence_stride",
                                stride, "0 without subsequence_length");
     }
+    kind->subsequence_length = length;
     return absl::OkStatus();
   }
   constexpr int kMaxWindow = 10'000'000;
   if (length < 2 || length > kMaxWindow) {
-    return core::OptionError("model.state_space_rnn.subsequence_length", length,
-                             "in [2, 10000000] (0 = whole traces)");
+    return core::OptionError(
+        "model.state_space_rnn.subsequence_length", length,
+        "in [2, 10000000] (0 = automatic, -1 = whole traces)");
   }
   if (r.initial_state() != v1::INITIAL_STATE_ENCODER) {
     return absl::InvalidArgumentError(

@@ -116,12 +116,17 @@ absl::StatusOr<MemoryEstimate> EstimateStage(const TrainConfig& config,
 // copies' tapes and rows.
 int64_t WindowedRows(const TrainConfig& config, int64_t rows) {
   const auto* ss = std::get_if<StateSpaceRnnKind>(&config.model.kind);
-  if (ss == nullptr || ss->subsequence_length <= 0) return rows;
+  if (ss == nullptr) return rows;
+  // Automatic windows count as chosen: the trace lengths are not known here,
+  // and they add (encoder window) / 1000 copies at most.
+  const int length = SubsequenceLength(*ss, kAutoSubsequenceAbove + 1);
+  if (length <= 0) return rows;
+  const int stride =
+      ss->subsequence_stride > 0 ? ss->subsequence_stride : length;
   const int warmup =
       std::max(ss->rnn.encoder.past_outputs, ss->rnn.encoder.past_inputs);
   const double copies =
-      std::max(1.0, static_cast<double>(ss->subsequence_length + warmup) /
-                        ss->subsequence_stride);
+      std::max(1.0, static_cast<double>(length + warmup) / stride);
   return static_cast<int64_t>(
       std::min(9e18, std::ceil(static_cast<double>(rows) * copies)));
 }

@@ -86,6 +86,15 @@ TEST(ConfigTest, SubsequencesNeedAnEncoder) {
   rnn->set_subsequence_length(0);
   rnn->set_subsequence_stride(5);
   ExpectError(ToTrainConfig(*spec).status(), "0 without subsequence_length");
+  rnn->set_subsequence_length(-2);
+  rnn->set_subsequence_stride(0);
+  ExpectError(ToTrainConfig(*spec).status(),
+              "(0 = automatic, -1 = whole traces)");
+  rnn->set_subsequence_length(-1);  // whole traces, also for a long record
+  config = ToTrainConfig(*spec);
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->model.as<core::StateSpaceRnnKind>().subsequence_length,
+            core::kWholeTraces);
 }
 
 TEST(ConfigTest, StallEpochsDefaultOffAndErrors) {

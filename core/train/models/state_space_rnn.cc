@@ -2,6 +2,7 @@
 // x+ = fx(x, u), y = fy(x, u), with a free or encoded initial state.
 #include "core/train/models/state_space_rnn.h"
 
+#include <algorithm>
 #include <numeric>
 
 #include "absl/strings/str_cat.h"
@@ -149,10 +150,13 @@ class StateSpaceRnnFamily : public ModelFamily {
           model->params.data()));
     }
     const StateSpaceRnnKind& kind = config.model.as<StateSpaceRnnKind>();
-    if (kind.subsequence_length > 0) {
-      setup->train_seq.traces =
-          data::Subsequences(setup->train_seq.traces, setup->rnn.warmup(),
-                             kind.subsequence_length, kind.subsequence_stride);
+    int64_t longest = 0;
+    for (const data::Trace& t : setup->train_seq.traces)
+      longest = std::max<int64_t>(longest, t.length());
+    if (const int length = SubsequenceLength(kind, longest); length > 0) {
+      setup->train_seq.traces = data::Subsequences(
+          setup->train_seq.traces, setup->rnn.warmup(), length,
+          kind.subsequence_stride > 0 ? kind.subsequence_stride : length);
     }
     setup->objective = std::make_unique<SequenceObjective>(
         &setup->rnn, &setup->train_seq.traces, config.loss, config.rho_x0,
@@ -235,6 +239,16 @@ class StateSpaceRnnFamily : public ModelFamily {
 };
 
 }  // namespace
+
+int SubsequenceLength(const StateSpaceRnnKind& kind, int64_t longest_trace) {
+  if (kind.subsequence_length > 0) return kind.subsequence_length;
+  if (kind.subsequence_length == 0 &&
+      kind.rnn.initial_state == InitialState::kEncoder &&
+      longest_trace > kAutoSubsequenceAbove) {
+    return kAutoSubsequenceLength;
+  }
+  return 0;
+}
 
 const ModelFamily& StateSpaceRnnKind::Family() {
   static const auto* const kFamily = new StateSpaceRnnFamily;

@@ -3,6 +3,8 @@
 #ifndef SPARROW_CORE_TRAIN_MODELS_STATE_SPACE_RNN_H_
 #define SPARROW_CORE_TRAIN_MODELS_STATE_SPACE_RNN_H_
 
+#include <cstdint>
+
 #include "core/models/state_space_rnn.h"
 
 namespace sparrow::core {
@@ -22,10 +24,24 @@ struct StateSpaceRnnKind {
   int linear_block_rows = 0;
   // > 0: the objective sees subsequences of the training traces, windows of
   // this many predicted samples after the encoder's own, starting every
-  // subsequence_stride samples (data::Subsequences).
+  // subsequence_stride samples (data::Subsequences). 0: automatic (see
+  // SubsequenceLength). kWholeTraces: never.
   int subsequence_length = 0;
   int subsequence_stride = 0;
 };
+
+inline constexpr int kWholeTraces = -1;
+// The automatic choice: an encoder model trains on windows of
+// kAutoSubsequenceLength samples when a training trace is longer than
+// kAutoSubsequenceAbove. Over tens of thousands of samples the sensitivities
+// of one simulation grow until the Gauss-Newton normal equations lose their
+// accuracy (docs/models.md#long-records-subsequences).
+inline constexpr int kAutoSubsequenceLength = 1000;
+inline constexpr int kAutoSubsequenceAbove = 20000;
+
+// The window length training uses on traces whose longest has
+// `longest_trace` samples; 0 = whole traces.
+int SubsequenceLength(const StateSpaceRnnKind& kind, int64_t longest_trace);
 
 }  // namespace sparrow::core
 

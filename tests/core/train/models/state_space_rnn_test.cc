@@ -103,6 +103,44 @@ TEST(SubsequencesTest, AnEncoderModelTrainsOnWindowsOfALongRecord) {
   }
 }
 
+TEST(SubsequencesTest, AreChosenAutomaticallyForAnEncoderOnALongTrace) {
+  StateSpaceRnnKind kind;
+  kind.rnn.initial_state = InitialState::kEncoder;
+  EXPECT_EQ(SubsequenceLength(kind, kAutoSubsequenceAbove), 0);
+  EXPECT_EQ(SubsequenceLength(kind, kAutoSubsequenceAbove + 1),
+            kAutoSubsequenceLength);
+  kind.subsequence_length = kWholeTraces;
+  EXPECT_EQ(SubsequenceLength(kind, 1'000'000), 0);
+  kind.subsequence_length = 300;
+  EXPECT_EQ(SubsequenceLength(kind, 100), 300);
+  kind.subsequence_length = 0;
+  kind.rnn.initial_state = InitialState::kFree;  // no windows without encoder
+  EXPECT_EQ(SubsequenceLength(kind, 1'000'000), 0);
+
+  // Training on a trace just over the threshold: the automatic choice is
+  // exactly windows of kAutoSubsequenceLength, and not the whole trace.
+  TrainData data;
+  data.train_seq = Duffing(kAutoSubsequenceAbove + 50, 1);
+  TrainConfig c = LinearPlusNeural(0);
+  StateSpaceRnnKind& k = c.model.as<StateSpaceRnnKind>();
+  k.rnn.initial_state = InitialState::kEncoder;
+  k.rnn.encoder = {{4}, 3, 3};
+  NailmOptions nailm;
+  nailm.stop.max_iterations = 2;
+  nailm.threads = 2;
+  c.optimizer = nailm;
+  auto automatic = Train(c, data, nullptr);
+  ASSERT_TRUE(automatic.ok()) << automatic.status();
+  k.subsequence_length = kAutoSubsequenceLength;
+  auto explicit_windows = Train(c, data, nullptr);
+  ASSERT_TRUE(explicit_windows.ok()) << explicit_windows.status();
+  k.subsequence_length = kWholeTraces;
+  auto whole = Train(c, data, nullptr);
+  ASSERT_TRUE(whole.ok()) << whole.status();
+  EXPECT_EQ(automatic->model.params, explicit_windows->model.params);
+  EXPECT_NE(automatic->model.params, whole->model.params);
+}
+
 // ADMM penalties with a linear part: group Lasso can zero every state group
 // (the groups are disjoint), and quantization acts on the networks only.
 TEST(LinearPlusNeuralTest, AdmmPenaltiesWithALinearPart) {
