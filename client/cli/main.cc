@@ -258,15 +258,17 @@ CLI::App* AddRunCommand(CLI::App* app, RunFlags* flags) {
   run_cmd
       ->add_option(
           "--seeds", run.seeds,
-          "Independent initializations (seed, seed+1, ...), run in parallel")
+          "Independent initializations (seed, seed+1, ...), run in parallel: "
+          "a sweep of seeds (the spec's sweep.seeds)")
       ->capture_default_str();
   run_cmd->add_option("--threads", run.threads,
-                      "Worker threads for --seeds (0 = all cores)");
+                      "Trials trained at once (0 = the spec's "
+                      "sweep.max_parallel, else all cores)");
   run_cmd->add_flag("--json", run.json,
                     "Print one JSON object instead of a table");
   run_cmd->add_option("-o,--output", run.model_out,
-                      "Write the trained model (best seed) here: .json for "
-                      "JSON, else protobuf");
+                      "Write the trained model (the chosen seed or sweep "
+                      "trial) here: .json for JSON, else protobuf");
   return run_cmd;
 }
 
