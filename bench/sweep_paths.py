@@ -16,6 +16,7 @@ Usage (from the repository root, after building):
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -48,12 +49,14 @@ def run_seed(spec, seed, threads, tmp):
     if p.returncode != 0:
         sys.exit("sparrow run failed for seed %d: %s" % (seed, p.stderr.strip()[-2000:]))
     report = json.loads(p.stdout)
+    if "runs" not in report:  # a single trial: the report is that run
+        return report, time.time() - start
     return report["runs"][report["chosen"]], time.time() - start
 
 
 def describe(name, spec, chosen):
-    """(line, kept-lags set or None) of a chosen trial."""
-    weight = list(chosen["settings"].values())[-1]
+    """(line, weight, test RMSE, kept-lags set or None) of a chosen trial."""
+    weight = list(chosen.get("settings", {"none": float("nan")}).values())[-1]
     weight = weight[0] if isinstance(weight, list) else weight
     test = chosen.get("test_rmse", float("nan"))
     line = "weight %-9.4g val %-9.4g test_rmse %-9.4g zeros %5.1f%%" % (
@@ -86,6 +89,13 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     args = ap.parse_args()
     tmp = tempfile.mkdtemp(prefix="sparrow-paths.")
+    try:
+        run_examples(args, tmp)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def run_examples(args, tmp):
     for name in args.examples:
         spec = json.load(open(os.path.join(ROOT, "examples", os.path.basename(name))))
         missing = [f for f in [spec["data"].get("csv_path", "")]

@@ -1,5 +1,6 @@
 #include "translate/sweep.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -153,6 +154,40 @@ absl::StatusOr<Setting> PathSetting(const v1::Sweep::Path& path) {
   return s;
 }
 
+// Two settings of one field, or of a field and a message around it, would
+// overwrite each other.
+absl::Status CheckDistinct(const std::vector<Setting>& settings) {
+  for (size_t i = 0; i < settings.size(); ++i) {
+    for (size_t j = 0; j < i; ++j) {
+      const std::vector<std::string>& a = settings[i].names;
+      const std::vector<std::string>& b = settings[j].names;
+      const size_t n = std::min(a.size(), b.size());
+      if (std::equal(a.begin(), a.begin() + n, b.begin())) {
+        return SweepError(
+            settings[i].where,
+            absl::StrCat("'", settings[i].field, "' and ", settings[j].where,
+                         "'s '", settings[j].field,
+                         "' set the same field; keep one"));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+// Every trial reads the data the base spec loads: the model family and the
+// loss (tables or traces, one-hot targets) must stay.
+absl::Status SameFamily(const v1::JobSpec& base, const v1::JobSpec& trial,
+                        const std::vector<Setting>& settings) {
+  if (trial.model().kind_case() == base.model().kind_case() &&
+      trial.loss().kind() == base.loss().kind()) {
+    return absl::OkStatus();
+  }
+  return SweepError(settings.front().where,
+                    "a sweep cannot change the model family or the loss kind "
+                    "(every trial trains on the data the spec loads); run "
+                    "separate jobs instead");
+}
+
 bool HasValidation(const v1::JobSpec& spec) {
   return spec.split().validation_size() > 0 ||
          spec.split().validation_fraction() > 0 || spec.has_validation_data();
@@ -192,9 +227,10 @@ absl::StatusOr<v1::JobSpec> TrialSpec(const Json& base,
 absl::StatusOr<std::vector<Trial>> ExpandSweep(const v1::JobSpec& spec) {
   const v1::Sweep& sweep = spec.sweep();
   if (sweep.seeds() < 0 || sweep.max_parallel() < 0 ||
-      !(sweep.within_pct() >= 0)) {
+      !(sweep.within_pct() >= 0) || !std::isfinite(sweep.within_pct())) {
     return SweepError("seeds",
-                      "seeds, max_parallel and within_pct must be >= 0");
+                      "seeds, max_parallel and within_pct must be >= 0 (and "
+                      "within_pct finite)");
   }
   std::vector<Setting> settings;
   for (int i = 0; i < sweep.grid_size(); ++i) {
@@ -206,6 +242,7 @@ absl::StatusOr<std::vector<Trial>> ExpandSweep(const v1::JobSpec& spec) {
     SPARROW_ASSIGN_OR_RETURN(Setting s, PathSetting(sweep.path()));
     settings.push_back(std::move(s));
   }
+  SPARROW_RETURN_IF_ERROR(CheckDistinct(settings));
   if (!settings.empty() && !HasValidation(spec)) {
     return SweepError(
         settings.front().where,
@@ -214,11 +251,11 @@ absl::StatusOr<std::vector<Trial>> ExpandSweep(const v1::JobSpec& spec) {
         "validation_data");
   }
   const int64_t seeds = std::max(1, sweep.seeds());
-  int64_t total = seeds;
+  double total = static_cast<double>(seeds);  // a double cannot overflow
   for (const Setting& s : settings) total *= s.values.size();
   if (total > kMaxSweepTrials) {
     return SweepError("seeds",
-                      absl::StrFormat("the sweep has %d trials; at most %d "
+                      absl::StrFormat("the sweep has %.0f trials; at most %d "
                                       "(kMaxSweepTrials). Use fewer values",
                                       total, kMaxSweepTrials));
   }
@@ -244,6 +281,7 @@ absl::StatusOr<std::vector<Trial>> ExpandSweep(const v1::JobSpec& spec) {
         if (p > 0 && !sweep.path().cold_start()) t.warm_from = t.index - 1;
         SPARROW_ASSIGN_OR_RETURN(t.spec,
                                  TrialSpec(base, settings, choice, t.seed));
+        SPARROW_RETURN_IF_ERROR(SameFamily(spec, t.spec, settings));
         trials.push_back(std::move(t));
       }
     }
@@ -275,6 +313,8 @@ int ChooseTrial(const v1::Sweep& sweep, const std::vector<TrialScore>& scores) {
   bool validated = false;
   for (const TrialScore& s : scores)
     validated = validated || (s.ok && std::isfinite(s.validation));
+  // A grid or path compares settings: training loss cannot stand in.
+  if (!validated && (sweep.grid_size() > 0 || sweep.has_path())) return -1;
   auto error = [&](const TrialScore& s) {
     const double v = validated ? s.validation : s.train_loss;
     return s.ok && std::isfinite(v) ? v

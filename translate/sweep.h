@@ -1,4 +1,4 @@
-// Sweeps (JobSpec.sweep, docs/spec.md#sweeps): the trials a sweep block
+// Sweeps (JobSpec.sweep, docs/spec.md#sweep): the trials a sweep block
 // expands into, each a complete spec of its own, and the choice among their
 // results on validation data. Used by `sparrow run --local`; the runner
 // trains the trials and calls ChooseTrial.
@@ -36,9 +36,11 @@ struct Trial {
 // The trials of spec.sweep, in an order where each trial comes after the one
 // it starts from; one trial (the spec itself) when the spec has no sweep.
 // INVALID_ARGUMENT names the sweep field and says what to change: an unknown
-// or unsweepable field (the data, split, seed, ...), a value the field does
-// not take, a path without points, more than kMaxSweepTrials trials, or a
-// grid or path without a validation split to choose on.
+// or unsweepable field (the data, split, seed, ...), a field set twice, a
+// value the field does not take, a change of model family or loss kind, a
+// path without points, more than kMaxSweepTrials trials, or a grid or path
+// without a validation split to choose on. The trials' specs are parsed, not
+// translated: the caller runs ToTrainConfig on each.
 absl::StatusOr<std::vector<Trial>> ExpandSweep(const v1::JobSpec& spec);
 
 // "tau=0.1 seed=3": the settings' last field names and values, and the seed.
@@ -57,9 +59,9 @@ struct TrialScore {
 // The chosen trial's index into `scores` by sweep.select (RULE_BEST: the
 // lowest validation error; RULE_SPARSEST_WITHIN: the sparsest whose
 // validation error is within within_pct % of the best, ties to the lower
-// error). Trials without a finite validation error are chosen by training
-// loss only when no trial has one (a seeds-only sweep without validation
-// data). -1 when no trial qualifies.
+// error). A seeds-only sweep without validation data is chosen by training
+// loss. -1 when no trial qualifies: none trained, or a grid or path with no
+// finite validation error.
 int ChooseTrial(const v1::Sweep& sweep, const std::vector<TrialScore>& scores);
 
 }  // namespace sparrow::translate

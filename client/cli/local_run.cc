@@ -3,6 +3,7 @@
 #include <atomic>
 #include <cmath>
 #include <csignal>
+#include <fstream>
 #include <iostream>
 #include <memory>
 #include <string>
@@ -11,6 +12,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "client/cli/common.h"
 #include "client/cli/data_files.h"
@@ -148,6 +150,21 @@ struct LocalRun {
   translate::DataSummary data_summary;
 };
 
+// Refuses a sweep any of whose trials would be refused, before any trains.
+absl::Status CheckTrials(const std::vector<translate::Trial>& trials) {
+  if (trials.size() == 1) return absl::OkStatus();  // the spec's own check
+  for (const translate::Trial& t : trials) {
+    absl::StatusOr<core::TrainConfig> c = translate::ToTrainConfig(t.spec);
+    if (!c.ok()) {
+      return absl::Status(
+          c.status().code(),
+          absl::StrCat("sweep trial ", t.index, " (", translate::TrialLabel(t),
+                       "): ", c.status().message()));
+    }
+  }
+  return absl::OkStatus();
+}
+
 // Checks the flags, then reads the spec and the CSV or IDX files it names.
 absl::StatusOr<LocalRun> LoadLocalRun(const RunFlags& f) {
   if (f.seeds < 1)
@@ -164,6 +181,7 @@ absl::StatusOr<LocalRun> LoadLocalRun(const RunFlags& f) {
   }
   if (f.seeds > 1) run.spec.mutable_sweep()->set_seeds(f.seeds);
   SPARROW_ASSIGN_OR_RETURN(run.trials, translate::ExpandSweep(run.spec));
+  SPARROW_RETURN_IF_ERROR(CheckTrials(run.trials));
   SPARROW_ASSIGN_OR_RETURN(run.config, translate::ToTrainConfig(run.spec));
   SPARROW_RETURN_IF_ERROR(SetLocalWarmStart(run.spec, &run.config));
   if (run.spec.data().has_images()) {
@@ -270,20 +288,22 @@ absl::Status WriteModel(const v1::TrainedModel& model,
 }
 
 // The reports of the trials that ran (a signal keeps the rest from starting)
-// and their indices into run.trials; the first error of a trial that failed.
+// and their indices into run.trials. A trial that failed is left out and
+// named in *failed; a single run's failure is the error.
 absl::Status Reports(const LocalRun& run,
                      const std::vector<TrainOutcome>& results, bool stopped,
-                     std::vector<RunReport>* reports, std::vector<int>* ran) {
+                     std::vector<RunReport>* reports, std::vector<int>* ran,
+                     std::vector<std::string>* failed) {
   for (size_t i = 0; i < results.size(); ++i) {
     if (stopped && results[i].status().code() == absl::StatusCode::kCancelled) {
       continue;
     }
     if (!results[i].ok()) {
       if (run.trials.size() == 1) return results[i].status();
-      return absl::Status(
-          results[i].status().code(),
+      failed->push_back(
           absl::StrCat("trial ", i, " (", translate::TrialLabel(run.trials[i]),
-                       "): ", results[i].status().message()));
+                       ") failed: ", results[i].status().message()));
+      continue;
     }
     RunReport r = MakeReport(run.trials[i].seed, *results[i]);
     r.settings = run.trials[i].settings;
@@ -293,13 +313,21 @@ absl::Status Reports(const LocalRun& run,
   return absl::OkStatus();
 }
 
-int Chosen(const v1::JobSpec& spec, const std::vector<RunReport>& reports) {
+absl::StatusOr<int> Chosen(const v1::JobSpec& spec,
+                           const std::vector<RunReport>& reports) {
   std::vector<translate::TrialScore> scores;
   for (const RunReport& r : reports) {
     scores.push_back(
         {true, r.validation, r.final_loss, r.Metric("sparsity_pct")});
   }
-  return std::max(0, translate::ChooseTrial(spec.sweep(), scores));
+  const int chosen = translate::ChooseTrial(spec.sweep(), scores);
+  if (chosen < 0) {
+    return absl::FailedPreconditionError(
+        "no trial has a finite validation error (or, without a validation "
+        "split, training loss) to choose by; check the validation split and "
+        "the trials' terminations above");
+  }
+  return chosen;
 }
 
 void PrintStopped(int signal, size_t ran, size_t trials) {
@@ -344,15 +372,26 @@ int RunLocal(const RunFlags& f) {
 
   std::vector<RunReport> reports;
   std::vector<int> ran;  // index into results per report
-  if (absl::Status s = Reports(*run, results, stop_signal != 0, &reports, &ran);
+  std::vector<std::string> failed;
+  if (absl::Status s =
+          Reports(*run, results, stop_signal != 0, &reports, &ran, &failed);
       !s.ok()) {
     return Fail(s);
   }
+  for (const std::string& f : failed) std::cerr << "sparrow: " << f << "\n";
   if (reports.empty()) {
-    std::cerr << "sparrow: stopped by a signal before any trial started\n";
+    std::cerr
+        << (failed.empty()
+                ? "sparrow: stopped by a signal before any trial started\n"
+                : "sparrow: every trial failed\n");
     return kExitFailed;
   }
-  const int best = Chosen(spec, reports);
+  absl::StatusOr<int> chosen = Chosen(spec, reports);
+  if (!chosen.ok()) {
+    std::cout << ReportTable(reports, -1);
+    return Fail(chosen.status());
+  }
+  const int best = *chosen;
   if (!f.model_out.empty()) {
     const translate::Trial& trial = run->trials[ran[best]];
     v1::TrainedModel model =
@@ -364,6 +403,7 @@ int RunLocal(const RunFlags& f) {
   if (f.json) {
     nlohmann::json report = ReportJson(reports, best);
     report["data"] = DataJson(run->data_summary);
+    if (!failed.empty()) report["failed"] = failed;
     std::cout << report.dump(2) << "\n";
   } else {
     std::cout << ReportTable(reports, best);
@@ -374,6 +414,7 @@ int RunLocal(const RunFlags& f) {
     PrintStopped(stop_signal, reports.size(), trials);
     return kExitFailed;
   }
+  if (!failed.empty()) return kExitFailed;
   for (const RunReport& r : reports) {
     if (r.termination == "diverged") return kExitFailed;
   }

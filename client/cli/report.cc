@@ -182,13 +182,11 @@ RunReport MakeReport(uint64_t seed, const core::TrainResult& result) {
   }
   r.per_epoch = PerEpoch(result.summary.history);
   r.loss_history = LossHistory(result.summary.history);
-  r.validation = std::numeric_limits<double>::quiet_NaN();
-  for (const core::IterationRecord& rec : result.summary.history) {
-    if (std::isfinite(rec.validation_metric) &&
-        !(rec.validation_metric >= r.validation)) {  // min, NaN-aware
-      r.validation = rec.validation_metric;
-    }
-  }
+  // The returned model's own validation error, as the trainer measures it
+  // (a staged run's earlier stages may have reported lower ones).
+  r.validation = std::isfinite(m.validation_accuracy)
+                     ? 100.0 - m.validation_accuracy
+                     : m.validation_rmse;
   return r;
 }
 
@@ -243,9 +241,9 @@ std::string ShortName(const std::string& field) {
 
 std::string ReportTable(const std::vector<RunReport>& reports, int best) {
   const auto cols = Columns(reports);
-  const bool sweep = !reports[best].settings.empty();
+  const bool sweep = !reports[0].settings.empty();
   std::string out;
-  for (const auto& [field, value] : reports[best].settings)
+  for (const auto& [field, value] : reports[0].settings)
     out += absl::StrFormat("%-12s ", ShortName(field));  // values fit: %.6g
   out += absl::StrFormat("%-6s", "seed");
   for (const auto& c : cols) out += absl::StrFormat(" %14s", c.first);
@@ -275,6 +273,7 @@ std::string ReportTable(const std::vector<RunReport>& reports, int best) {
     if (!r.message.empty())
       out += absl::StrFormat("seed %d: %s\n", r.seed, r.message);
   }
+  if (best < 0) return out;  // nothing chosen
   const RunReport& b = reports[best];
   if (!b.layers.empty() &&
       std::any_of(b.layers.begin(), b.layers.end(),

@@ -24,8 +24,9 @@ struct RunReport {
   double seconds = 0.0;
   double ms_per_epoch = 0.0;
   double final_loss = 0.0;
-  double validation =
-      0.0;  // best validation metric, NaN without a validation split
+  // The model's validation error (RMSE, or 100 - accuracy), NaN without a
+  // validation split.
+  double validation = 0.0;
   std::string termination;
   std::string message;
   // mlp / narx_mlp: sparsity per weight matrix and the removed lags / neurons.
@@ -57,7 +58,8 @@ RunReport MakeReport(uint64_t seed, const core::TrainResult& result);
 // (`best` is the chosen run; a sweep's runs carry their settings, and the
 // summary over them is left out when they differ in more than the seed).
 nlohmann::json ReportJson(const std::vector<RunReport>& reports, int best);
-// One row per run (a sweep's settings first), the chosen one marked.
+// One row per run (a sweep's settings first), the chosen one (`best`, -1 for
+// none) marked.
 std::string ReportTable(const std::vector<RunReport>& reports, int best);
 
 }  // namespace sparrow::cli

@@ -158,6 +158,30 @@ TEST(SweepTest, RefusesWhatItCannotSweepWithAFix) {
               "the sweep has 1100 trials; at most 1000");
 }
 
+TEST(SweepTest, RefusesFieldsSetTwiceAndAnotherModelOrLoss) {
+  ExpectError(ExpandSweep(Spec(R"({"grid": [
+      {"field": "regularization.rho_theta", "values": [1]}],
+      "path": {"field": "regularization.rhoTheta", "from": 1, "to": 2,
+               "points": 2}})"))
+                  .status(),
+              "set the same field; keep one");
+  ExpectError(ExpandSweep(Spec(R"({"grid": [
+      {"field": "optimizer", "values": [{"adam": {}}]},
+      {"field": "optimizer.lbfgs.memory", "values": [3]}]})"))
+                  .status(),
+              "set the same field");
+  ExpectError(ExpandSweep(Spec(R"({"grid": [{"field": "model", "values":
+      [{"mlp": {"hidden": [4]}}]}]})"))
+                  .status(),
+              "cannot change the model family");
+  ExpectError(ExpandSweep(Spec(R"({"grid": [{"field": "loss.kind", "values":
+      ["LOSS_BINARY_CROSS_ENTROPY"]}]})"))
+                  .status(),
+              "or the loss kind");
+  ExpectError(ExpandSweep(Spec(R"({"within_pct": "Infinity"})")).status(),
+              "within_pct finite");
+}
+
 TEST(SweepTest, AGridOrPathNeedsValidationDataNeverTheTestSplit) {
   ExpectError(ExpandSweep(Spec(R"({"grid": [{"field": "stopping.max_epochs",
       "values": [1, 2]}]})",
@@ -188,6 +212,10 @@ TEST(SweepTest, ChoosesTheBestOrTheSparsestWithinAMargin) {
   const double nan = std::nan("");
   EXPECT_EQ(ChooseTrial(best, {{true, nan, 0.3, 0}, {true, nan, 0.2, 0}}), 1);
   EXPECT_EQ(ChooseTrial(best, {{false, 1, 1, 0}}), -1);
+  // A grid or path never falls back to training loss.
+  v1::Sweep path;
+  path.mutable_path()->set_points(2);
+  EXPECT_EQ(ChooseTrial(path, {{true, nan, 0.3, 0}, {true, nan, 0.2, 0}}), -1);
 }
 
 }  // namespace

@@ -54,7 +54,7 @@ class AdmmState {
   bool Unpack(const Eigen::VectorXd& state, Eigen::VectorXd* theta_s,
               Eigen::VectorXd* u, GaussNewton* solver, Eigen::VectorXd* best,
               double* best_loss) const {
-    if (state.size() != packed_.size()) return false;
+    if (state.size() != packed_.size() || !(state(2 * s_) > 0)) return false;
     *theta_s = state.head(s_);
     *u = state.segment(s_, s_);
     solver->set_lambda(state(2 * s_));
