@@ -48,9 +48,12 @@ std::string EventLine(const v1::ProgressEvent& e, int budget) {
     return absl::StrCat("[", e.seq(), "] ", StateName(e.state()),
                         e.reason().empty() ? "" : ": ", e.reason());
   }
-  std::string line = budget > 0
-                         ? absl::StrFormat("iter %d/%d", e.iteration(), budget)
-                         : absl::StrFormat("iter %d", e.iteration());
+  // A sweep job's copy of a trial's event says whose it is.
+  std::string line =
+      e.has_trial() ? absl::StrFormat("trial %d  ", e.trial()) : "";
+  absl::StrAppend(
+      &line, budget > 0 ? absl::StrFormat("iter %d/%d", e.iteration(), budget)
+                        : absl::StrFormat("iter %d", e.iteration()));
   absl::StrAppendFormat(&line, "  loss %-11.5g", e.loss());
   if (e.has_validation_metric()) {
     absl::StrAppendFormat(&line, "  val %-10.5g", e.validation_metric());
@@ -113,6 +116,35 @@ std::string OrDash(bool has, double value) {
   return has ? absl::StrFormat("%.5g", value) : "-";
 }
 
+// A sweep's trials, one line each: index, settings, state, iterations,
+// validation error, zeros, model order and test metric; the chosen one
+// marked.
+void PrintTrials(const v1::Job& job) {
+  std::cout << absl::StrFormat("  trials (%d):\n", job.trials_size());
+  std::cout << absl::StrFormat("  %5s  %-28s %-10s %6s %11s %7s %6s  %s\n",
+                               "trial", "settings", "state", "iters",
+                               "validation", "zeros", "order", "test");
+  for (const v1::SweepTrial& t : job.trials()) {
+    const v1::Metrics& m = t.metrics();
+    const bool ended = t.has_metrics();
+    const double validation = std::isfinite(m.validation_accuracy())
+                                  ? 100.0 - m.validation_accuracy()
+                                  : m.validation_rmse();
+    v1::Job as_job;  // for TestMetric
+    *as_job.mutable_metrics() = m;
+    if (!ended) as_job.clear_metrics();
+    const bool chosen =
+        job.has_chosen_trial() && job.chosen_trial() == t.index();
+    std::cout << absl::StrFormat(
+        "  %5d  %-28s %-10s %6d %11s %7s %6s  %s%s\n", t.index(), t.label(),
+        StateName(t.state()), t.iterations(),
+        OrDash(ended && std::isfinite(validation), validation),
+        ended ? absl::StrFormat("%.1f%%", m.sparsity_pct()) : "-",
+        OrDash(ended && m.model_order() > 0, m.model_order()),
+        TestMetric(as_job), chosen ? "  (chosen)" : "");
+  }
+}
+
 void PrintJob(const v1::Job& job) {
   std::cout << absl::StrFormat("job %s: %s", job.id(), StateName(job.state()));
   if (!job.reason().empty()) std::cout << " (" << job.reason() << ")";
@@ -150,6 +182,11 @@ void PrintJob(const v1::Job& job) {
     std::cout << "  " << google::protobuf::util::TimeUtil::ToString(t.time())
               << "  " << StateName(t.state()) << ": " << t.reason() << "\n";
   }
+  if (!job.parent_id().empty()) {
+    std::cout << absl::StrFormat("  trial %d of sweep %s\n", job.trial_index(),
+                                 job.parent_id());
+  }
+  if (job.trials_size() > 0) PrintTrials(job);
 }
 
 }  // namespace sparrow::cli

@@ -31,7 +31,8 @@ std::string MetricsLine(const v1::Metrics& m);
 std::string TestMetric(const v1::Job& j);
 // The value as %.5g, or "-" when the job has not reported it.
 std::string OrDash(bool has, double value);
-// `sparrow status`: the job's state, progress, summary and history.
+// `sparrow status`: the job's state, progress, summary and history, and a
+// sweep job's table of trials.
 void PrintJob(const v1::Job& job);
 
 }  // namespace sparrow::cli

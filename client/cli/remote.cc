@@ -254,11 +254,6 @@ int RemoteCommands::Submit() {
   if (!text.ok()) return Fail(text.status());
   auto spec = translate::ParseJobSpecJson(*text);
   if (!spec.ok()) return Fail(spec.status());
-  if (spec->has_sweep()) {  // refused before anything is uploaded
-    return Fail(absl::UnimplementedError(
-        "spec.sweep: sparrowd does not run sweeps yet; run the sweep with "
-        "sparrow run --local, or submit one job per trial"));
-  }
   if (absl::Status s = InlineWarmStart(&*spec); !s.ok()) return Fail(s);
   auto client = submit_connection_.Connect();
   if (!client.ok()) return Fail(client.status());

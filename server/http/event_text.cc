@@ -101,6 +101,7 @@ std::string EventJson(const v1::ProgressEvent& e) {
     AppendJsonNumber(e.has_sparsity_pct() ? e.sparsity_pct() : nan, &out);
     out.append(",\"step_size\":");
     AppendJsonNumber(e.has_step_size() ? e.step_size() : nan, &out);
+    if (e.has_trial()) absl::StrAppend(&out, ",\"trial\":", e.trial());
   }
   out.push_back('}');
   return out;

@@ -412,7 +412,10 @@ void HttpServer::ServeEventsCsv(const httplib::Request& req,
         std::string text(offset == 0 ? kEventsCsvHeader : "");
         auto events = store->ListEvents(id, *last, kCsvBatch);
         if (!events.ok()) return false;
-        for (const v1::ProgressEvent& e : *events) AppendCsvRow(e, &text);
+        for (const v1::ProgressEvent& e : *events) {
+          // A sweep's copies of its trials' events: each trial has its own.
+          if (!e.has_trial()) AppendCsvRow(e, &text);
+        }
         if (!events->empty()) *last = events->back().seq();
         if (!text.empty() && !sink.write(text.data(), text.size()))
           return false;

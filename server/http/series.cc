@@ -90,7 +90,8 @@ absl::StatusOr<Series> FromEvents(Store* store, const std::string& job_id,
       out.last_seq = e.seq();
       if (e.kind() == v1::ProgressEvent::STATE) {
         out.states.push_back(Mark(e.seq(), e.state(), e.time(), e.reason()));
-      } else if (e.kind() == v1::ProgressEvent::ITERATION) {
+      } else if (e.kind() == v1::ProgressEvent::ITERATION && !e.has_trial()) {
+        // A sweep's copies of its trials' events are in the trials' series.
         bucketer.Add(ToSeriesPoint(e), e.seq());
       }
     }

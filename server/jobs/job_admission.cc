@@ -4,6 +4,7 @@
 #include <optional>
 #include <random>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "core/data/csv.h"
@@ -184,11 +185,7 @@ absl::StatusOr<int64_t> JobManager::ValidateSubmission(
         "put its id here; data.csv_path and data.images are for local runs "
         "only");
   }
-  if (spec.has_sweep()) {
-    return absl::UnimplementedError(
-        "spec.sweep: sparrowd does not run sweeps yet; run the sweep with "
-        "sparrow run --local, or submit one job per trial");
-  }
+  if (spec.has_sweep()) return ValidateSweep(tenant, spec);
   SPARROW_ASSIGN_OR_RETURN(core::TrainConfig config,
                            translate::ToTrainConfig(spec));
   SPARROW_ASSIGN_OR_RETURN(
@@ -290,6 +287,11 @@ absl::StatusOr<v1::Job> JobManager::Submit(
     return absl::UnavailableError(
         "the server is shutting down; retry after it restarts");
   }
+  if (absl::StartsWith(request.request_id(), "sweep:")) {
+    return absl::InvalidArgumentError(
+        "request_id: ids that start with 'sweep:' are sparrowd's own (the "
+        "trials of sweep jobs); choose another");
+  }
   // A retry of an earlier submission returns that job, even when the queue
   // has filled up or the dataset is gone since.
   SPARROW_ASSIGN_OR_RETURN(
@@ -319,6 +321,10 @@ absl::StatusOr<v1::Job> JobManager::Submit(
   hub_->Publish(stored.id(), stored.last_seq());
   spdlog::info("job {} tenant {}: QUEUED (priority {})", stored.id(), tenant,
                stored.priority());
+  if (stored.spec().has_sweep()) {
+    NotifySweep(stored.id());  // the sweep thread starts its trials
+    return stored;
+  }
   if (shared_) {
     cv_.notify_one();  // a worker of this replica may claim it
     return stored;

@@ -43,6 +43,7 @@ class JobManager::AttemptRunner {
       : m_(manager), entry_(entry), running_(running) {}
 
   Attempt Run(const v1::Job& job) {
+    job_ = &job;
     if (absl::Status s = Launch(job); !s.ok()) {
       if (s.code() == absl::StatusCode::kNotFound) {
         return End(m_->Fail(entry_, std::string(s.message()), fence()));
@@ -165,15 +166,19 @@ class JobManager::AttemptRunner {
         std::vector<v1::ProgressEvent> events(
             std::make_move_iterator(in.begin()),
             std::make_move_iterator(in.end()));
-        std::lock_guard<std::mutex> lock(running_->mu);
-        SPARROW_ASSIGN_OR_RETURN(
-            auto stored,
-            m_->store_->AppendEvents(entry_.id, std::move(events), fence()));
-        m_->hub_->Publish(entry_.id, stored.back().seq());
-        m_->metrics_->CountEvents(n);
-        v1::WorkerControl ack;
-        ack.set_events_stored(true);
-        worker_->Send(ack).IgnoreError();  // a dead worker is seen by Next
+        std::vector<v1::ProgressEvent> stored;
+        {
+          std::lock_guard<std::mutex> lock(running_->mu);
+          SPARROW_ASSIGN_OR_RETURN(
+              stored,
+              m_->store_->AppendEvents(entry_.id, std::move(events), fence()));
+          m_->hub_->Publish(entry_.id, stored.back().seq());
+          m_->metrics_->CountEvents(n);
+          v1::WorkerControl ack;
+          ack.set_events_stored(true);
+          worker_->Send(ack).IgnoreError();  // a dead worker is seen by Next
+        }
+        if (!job_->parent_id().empty()) m_->MirrorEvents(*job_, stored);
         return absl::OkStatus();
       }
       case v1::WorkerReport::kCheckpoint:
@@ -322,6 +327,7 @@ class JobManager::AttemptRunner {
 
   JobManager* m_;
   const QueueEntry& entry_;
+  const v1::Job* job_ = nullptr;  // as the attempt started
   RunningJob* running_;
   absl::Time attempt_start_;
   std::unique_ptr<WorkerProcess> worker_;

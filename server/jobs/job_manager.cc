@@ -115,16 +115,23 @@ absl::Status JobManager::Start() {
       std::vector<JobRecord> jobs,
       store_->JobsInStates(
           {v1::Job::QUEUED, v1::Job::RUNNING, v1::Job::CANCELLING}));
-  int resumed = 0, queued = 0;
+  int resumed = 0, queued = 0, sweeps = 0;
   for (const JobRecord& r : jobs) {
+    if (r.job.spec().has_sweep()) {  // its trials are jobs of their own
+      NotifySweep(r.job.id());
+      ++sweeps;
+      continue;
+    }
     SPARROW_RETURN_IF_ERROR(Recover(r, &resumed, &queued));
   }
-  spdlog::info("recovered {} queued and {} running jobs", queued, resumed);
+  spdlog::info("recovered {} queued and {} running jobs, and {} sweeps", queued,
+               resumed, sweeps);
   std::lock_guard<std::mutex> lock(mu_);
   started_ = true;
   for (int i = 0; i < std::max(1, options_.workers); ++i) {
     workers_.emplace_back([this] { WorkerLoop(); });
   }
+  sweep_thread_ = std::thread([this] { SweepLoop(); });
   UpdateGauges();
   return absl::OkStatus();
 }
@@ -170,13 +177,21 @@ absl::Status JobManager::Recover(const JobRecord& r, int* resumed,
 
 void JobManager::Shutdown() {
   std::vector<std::thread> workers;
+  std::thread sweeps;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (draining_ && workers_.empty()) return;
     draining_ = true;
     shutting_down_ = true;
     workers.swap(workers_);
+    sweeps.swap(sweep_thread_);
   }
+  {
+    std::lock_guard<std::mutex> lock(sweep_mu_);
+    sweep_stop_ = true;
+  }
+  sweep_cv_.notify_all();
+  if (sweeps.joinable()) sweeps.join();
   cv_.notify_all();
   for (std::thread& t : workers) t.join();
   {
@@ -219,6 +234,9 @@ absl::StatusOr<v1::Job> JobManager::Transition(
   spdlog::info("job {} tenant {}: {} ({})", id, tenant,
                v1::Job::State_Name(transition.to), transition.reason);
   const v1::Job& job = updated.first;
+  if (v1::IsFinal(job.state()) && !job.parent_id().empty()) {
+    NotifySweep(job.parent_id());  // a trial has ended
+  }
   if (v1::IsFinal(job.state()) && job.has_start_time()) {
     const absl::Time started =
         absl::FromUnixSeconds(job.start_time().seconds()) +
@@ -235,6 +253,9 @@ absl::StatusOr<v1::Job> JobManager::GetJob(const std::string& tenant,
   if (!record.ok() || record->tenant != tenant) {
     return absl::NotFoundError(
         absl::StrCat("job ", translate::ForMessage(id), " not found"));
+  }
+  if (record->job.spec().has_sweep()) {
+    SPARROW_RETURN_IF_ERROR(DescribeSweep(tenant, &record->job));
   }
   return std::move(record->job);
 }
@@ -270,6 +291,10 @@ absl::StatusOr<v1::Job> JobManager::Cancel(const std::string& tenant,
   // States only move forward: a job that has ended stays ended. (Checked
   // before running_, which still holds a job for a moment after it ended.)
   if (v1::IsFinal(job.state())) return AlreadyEnded(id, job.state());
+  if (job.spec().has_sweep()) {
+    if (job.state() == v1::Job::CANCELLING) return job;
+    return CancelSweep(tenant, job);
+  }
   std::lock_guard<std::mutex> lock(mu_);
   if (queued_by_id_.count(id) > 0) return CancelQueued(tenant, id);
   auto running = running_.find(id);
@@ -307,8 +332,10 @@ absl::StatusOr<v1::Job> JobManager::CancelQueued(const std::string& tenant,
 absl::StatusOr<v1::Job> JobManager::CancelRunning(const std::string& tenant,
                                                   const std::string& id,
                                                   RunningJob* running) {
-  if (running->cancel.load()) {
-    return GetJob(tenant, id);  // already cancelling
+  if (running->cancel.load()) {  // already cancelling; it may have ended
+    SPARROW_ASSIGN_OR_RETURN(v1::Job job, GetJob(tenant, id));
+    if (v1::IsFinal(job.state())) return AlreadyEnded(id, job.state());
+    return job;
   }
   // CANCELLING is stored before the worker can see the flag, so that it
   // always precedes the worker's CANCELLED; the worker hears of it at once.

@@ -6,13 +6,15 @@
 // out of memory ends only itself. The services are thin wrappers over this
 // class and the Store. Its member functions are defined in job_manager.cc
 // (the queue, recovery, cancellation), job_admission.cc (Submit) and
-// job_attempt.cc (running a job, attempt by attempt).
+// job_attempt.cc (running a job, attempt by attempt) and job_sweeps.cc
+// (sweep jobs, whose trials are jobs of their own).
 #ifndef SPARROW_SERVER_JOBS_JOB_MANAGER_H_
 #define SPARROW_SERVER_JOBS_JOB_MANAGER_H_
 
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -31,6 +33,7 @@
 #include "server/metrics.h"
 #include "server/store/store.h"
 #include "sparrow/v1/jobs.pb.h"
+#include "translate/sweep.h"
 
 namespace sparrow::server {
 
@@ -117,7 +120,8 @@ class JobManager {
   // finished job; another tenant's job is NOT_FOUND.
   absl::StatusOr<v1::Job> Cancel(const std::string& tenant,
                                  const std::string& id);
-  // A job of the tenant (NOT_FOUND otherwise, also for another tenant's).
+  // A job of the tenant (NOT_FOUND otherwise, also for another tenant's);
+  // a sweep job with its trials (Job.trials, Job.chosen_trial).
   absl::StatusOr<v1::Job> GetJob(const std::string& tenant,
                                  const std::string& id);
   // The model of an ended job, with the job in *job: a succeeded job's, or
@@ -233,6 +237,60 @@ class JobManager {
   absl::StatusOr<v1::Job> CancelRunning(const std::string& tenant,
                                         const std::string& id,
                                         RunningJob* running);
+  // ---- sweeps (job_sweeps.cc) ----
+  // A sweep job is never run by a worker: the sweep thread creates its
+  // trials as jobs of their own (Job.parent_id), at most as many unfinished
+  // at once as there are workers (or sweep.max_parallel), each warm-started
+  // path point once the point before it has ended; when all have ended it
+  // chooses one (translate::ChooseTrial) and ends with its model. Every step
+  // is idempotent (a trial's request_id is derived from the sweep's), so
+  // that after a restart the thread simply goes on.
+  //
+  // Submit's checks of a sweep: every trial's, the trials' memory.
+  absl::StatusOr<int64_t> ValidateSweep(const std::string& tenant,
+                                        const v1::JobSpec& spec);
+  // Asks the sweep thread to look at the sweep job `id` again.
+  void NotifySweep(const std::string& id);
+  void SweepLoop();
+  // One look at a sweep: starts the trials that may start, passes a cancel
+  // on, or ends the sweep. An error is retried: RESOURCE_EXHAUSTED when the
+  // queue is full, FAILED_PRECONDITION when the sweep changed meanwhile,
+  // else the store's.
+  absl::Status AdvanceSweep(const std::string& id);
+  // The sweep's trials that may start now, and the cancel of its trials.
+  absl::Status StartTrials(const std::string& tenant, const v1::Job& parent,
+                           const std::vector<translate::Trial>& trials,
+                           const std::vector<std::optional<v1::Job>>& jobs);
+  absl::Status CancelTrials(const std::string& tenant,
+                            const std::vector<std::optional<v1::Job>>& jobs);
+  // Creates a trial's job (idempotent) and queues it, or fails it when it
+  // cannot run. `before`: the ended path point it starts from, or null.
+  absl::Status StartTrial(const std::string& tenant, const v1::Job& parent,
+                          const translate::Trial& trial, const v1::Job* before);
+  // Queues a trial's stored QUEUED job, or fails it (not_run set); a job a
+  // worker already has, or the queue holds, is left alone.
+  absl::Status QueueTrial(const std::string& tenant, const v1::Job& job,
+                          int64_t memory, const std::string& not_run);
+  // The memory a trial needs, or why it cannot run (*not_run); an error is
+  // the store's.
+  absl::StatusOr<int64_t> TrialAdmission(const std::string& tenant,
+                                         const v1::JobSpec& spec,
+                                         const v1::Job* before,
+                                         std::string* not_run);
+  // The trials' jobs of a sweep, by trial index (nullopt: not created yet).
+  absl::StatusOr<std::vector<std::optional<v1::Job>>> TrialJobs(
+      const std::string& tenant, const v1::Job& parent, int trials);
+  // Fills Job.trials and Job.chosen_trial of a sweep job.
+  absl::Status DescribeSweep(const std::string& tenant, v1::Job* job);
+  // Cancel of a sweep job: CANCELLING, then the sweep thread cancels the
+  // trials and ends it.
+  absl::StatusOr<v1::Job> CancelSweep(const std::string& tenant,
+                                      const v1::Job& job);
+  // Copies a trial's stored iteration events into its sweep job's log,
+  // tagged with the trial (ProgressEvent.trial).
+  void MirrorEvents(const v1::Job& trial,
+                    const std::vector<v1::ProgressEvent>& events);
+
   void Enqueue(QueueEntry entry);  // mu_ held
   void UpdateGauges();             // mu_ held
 
@@ -266,6 +324,17 @@ class JobManager {
   std::thread lease_thread_;
   std::atomic<bool> stop_listening_{false};
   std::thread listener_;
+
+  // Sweeps.
+  std::mutex sweep_mu_;  // taken after mu_, never before
+  std::condition_variable sweep_cv_;
+  // Under sweep_mu_: the sweeps to look at, first come first served (the
+  // set keeps each once), and those to look at again later.
+  std::deque<std::string> sweep_queue_;
+  std::set<std::string> sweeps_due_;
+  std::map<std::string, absl::Time> sweep_retry_;
+  bool sweep_stop_ = false;
+  std::thread sweep_thread_;
 };
 
 }  // namespace sparrow::server

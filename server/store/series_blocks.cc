@@ -83,7 +83,9 @@ std::vector<v1::SeriesBlock> SummarizeEvents(
   const int64_t size = SeriesBlockSize(level);
   std::vector<v1::SeriesBlock> blocks;
   for (const v1::ProgressEvent& e : events) {
-    if (e.kind() != v1::ProgressEvent::ITERATION) continue;
+    // A sweep job's copies of its trials' events (ProgressEvent.trial) are
+    // in the trials' own series.
+    if (e.kind() != v1::ProgressEvent::ITERATION || e.has_trial()) continue;
     const int64_t index = e.seq() / size;
     if (blocks.empty() || blocks.back().index() != index) {
       blocks.emplace_back().set_index(index);

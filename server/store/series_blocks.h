@@ -27,7 +27,8 @@ void AddSeriesPoint(const v1::SeriesPoint& point, v1::SeriesBlock* block);
 void MergeSeriesBlock(const v1::SeriesBlock& later, v1::SeriesBlock* block);
 
 // The blocks of `level` that the ITERATION events touch, each summarizing
-// only these events, in index order. `events` are in seq order.
+// only these events, in index order. `events` are in seq order. A sweep
+// job's copies of its trials' events (ProgressEvent.trial set) are left out.
 std::vector<v1::SeriesBlock> SummarizeEvents(
     absl::Span<const v1::ProgressEvent> events, int level);
 

@@ -158,7 +158,16 @@ function writeSpecs() {
   const long = path.join(tmpDir, 'long.json');
   fs.writeFileSync(short, JSON.stringify(spec('short lbfgs', { lbfgs: { memory: 10 } }, 200, 1)));
   fs.writeFileSync(long, JSON.stringify(spec('long adam', { adam: { learning_rate: 0.001 } }, 1_000_000, 10)));
-  return { short, long };
+  // A regularization path of three cold-started points, chosen on validation data.
+  const sweep = path.join(tmpDir, 'sweep.json');
+  fs.writeFileSync(
+    sweep,
+    JSON.stringify({
+      ...spec('sweep lbfgs', { lbfgs: { memory: 10 } }, 60, 1),
+      sweep: { path: { field: 'regularization.rho_theta', from: 0.001, to: 0.1, points: 3, cold_start: true } },
+    }),
+  );
+  return { short, long, sweep };
 }
 
 async function submit(binDir, grpcPort, specPath) {
@@ -419,6 +428,21 @@ async function main() {
   await page.waitForSelector('#heatmap canvas.heatmap');
   log(`PASS live job page went from ${stateAtLoad} to SUCCEEDED and drew the model`);
 
+  // A sweep job: its trials' table with the chosen one, the path plot, and the overlay of the
+  // trials' curves.
+  const sweepId = await submit(binDir, grpcPort, specs.sweep);
+  await page.goto(`${base}/#/job/${sweepId}`);
+  await page.waitForSelector('#job-state[data-state="SUCCEEDED"]', { timeout: 180_000 });
+  await waitFor('the chosen trial', async () => (await page.$$('#sweep-trials tbody tr.chosen')).length === 1);
+  const trialRows = await page.$$eval('#sweep-trials tbody tr', (rows) => rows.length);
+  check(trialRows === 3, `the sweep page lists ${trialRows} trials, not 3`);
+  check((await points(page, '#chart-path-validation')) === 3, 'the path plot does not have the 3 points');
+  const sweepPng = path.join(outDir, 'dashboard-sweep.png');
+  await page.screenshot({ path: sweepPng, fullPage: true });
+  await page.click('#overlay-trials');
+  await waitFor('the overlay of 3 trials', async () => (await page.$$('#compare-table tbody tr')).length === 3);
+  log('PASS sweep page: trials, chosen trial, path plot and overlay');
+
   // An API error shows up in the banner.
   await page.goto(`${base}/#/job/no-such-job`);
   await page.waitForSelector('#error-banner:not([hidden])');
@@ -438,7 +462,7 @@ async function main() {
   check(await page.$('#login-form input[name="token"]'), 'the login form has no token field');
   log('PASS login page');
 
-  for (const file of [runsPng, jobPng, comparePng]) await checkNotBlank(page, file);
+  for (const file of [runsPng, jobPng, comparePng, sweepPng]) await checkNotBlank(page, file);
   check(pageErrors.length === 0, `uncaught errors in the page: ${pageErrors.join('; ')}`);
 
   if (process.env.SPARROW_UPDATE_SCREENSHOTS === '1') {

@@ -37,7 +37,7 @@ def tiny(spec):
     """The spec with a budget of seconds: 2 epochs, 3 s, 2 ADMM or SBDL outer iterations,
     256 training images."""
     s = json.loads(json.dumps(spec))
-    s.pop("sweep", None)  # sparrowd does not run sweeps yet: their base spec runs here
+    s.pop("sweep", None)  # the base spec of a sweep; remote_cli_test.sh runs sweeps
     if s.get("data", {}).get("images"):
         # An epoch over 60,000 images takes minutes and max_seconds is checked between
         # epochs: train on 256 images, test on 256.

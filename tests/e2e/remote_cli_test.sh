@@ -600,6 +600,67 @@ expect_json 0 images -- sp predict "$cnn" --images "$tmp/img.gz" --json
 check "cnn: predicts the 3 classes of the 90 images, 80 % or more right" \
   [ "$(jget "$tmp/out" 'sum(p["class"] == (p["index"] - 1) % 3 for p in d["images"]) >= 72')" == True ]
 
+# --- a sweep on sparrowd: 4 seeds, 2 at a time, across a SIGKILL --------------------------
+section "a sweep across a SIGKILL"
+"$py" - "$tmp" <<'PY'
+import json, sys
+tmp = sys.argv[1]
+s = json.load(open(tmp + "/restart.json"))
+s["split"] = {"train": [{"first": 1, "last": 300}], "validation": [{"first": 301, "last": 400}],
+              "test": [{"first": 401, "last": 600}]}
+s["stopping"]["max_seconds"] = 6
+s["sweep"] = {"seeds": 4}
+json.dump(s, open(tmp + "/sweep.json", "w"))
+PY
+kill -TERM "$a_pid"
+wait_exit "$a_pid" 15
+start_sparrowd "$tmp/a6.log" "127.0.0.1:$port" --data-dir "$tmp/a" --workers 2
+a_pid=$server_pid
+sweep=$(sp submit "$tmp/sweep.json")
+timeout 120 "$bin" watch "$sweep" --json > "$tmp/sweep_watch.json" 2> "$tmp/sweep_watch.err" &
+watch_pid=$!
+pids+=("$watch_pid")
+if wait_lines "$tmp/sweep_watch.json" 30 30; then ok; else bad "sweep: no trial events before the SIGKILL"; fi
+sleep 1.5  # past --checkpoint-min-seconds, so the trials have checkpoints
+{ kill -KILL "$a_pid"; wait "$a_pid"; } 2>/dev/null
+wait_exit "$a_pid" 5
+start_sparrowd "$tmp/a7.log" "127.0.0.1:$port" --data-dir "$tmp/a" --workers 2
+a_pid=$server_pid
+wait_exit "$watch_pid" 120
+check "sweep: the watch exits 0 when the sweep succeeds ($exit_status: $(cat "$tmp/sweep_watch.err"))" [ "$exit_status" == 0 ]
+check "sweep: the watch saw every seq once, trial events tagged" \
+  [ -n "$(check_events "$tmp/sweep_watch.json" 1 SUCCEEDED)" -a \
+    "$("$py" -c 'import json,sys; e=[json.loads(l) for l in open(sys.argv[1])]; it=[x for x in e if x["kind"]=="ITERATION"]; print(bool(it) and all(x.get("trial") in (0,1,2,3) for x in it))' "$tmp/sweep_watch.json")" == True ]
+expect_json 0 state trials chosen_trial -- sp status "$sweep" --json
+cp "$tmp/out" "$tmp/sweep_status.json"
+for t in 0 1 2 3; do
+  sp status "$(jget "$tmp/sweep_status.json" "d['trials'][$t]['job_id']")" --json > "$tmp/trial$t.json"
+done
+check "sweep: 4 trials, each ended once, the first two resumed after the SIGKILL" "$py" - "$tmp" <<'PY'
+import json, sys
+tmp = sys.argv[1]
+d = json.load(open(tmp + "/sweep_status.json"))
+assert d["state"] == "SUCCEEDED", d["state"]
+assert [t.get("index", 0) for t in d["trials"]] == [0, 1, 2, 3], d["trials"]
+ids = set()
+for t in range(4):
+    j = json.load(open("%s/trial%d.json" % (tmp, t)))
+    ids.add(j["id"])
+    assert j["state"] == "SUCCEEDED" and j["parent_id"] == d["id"], j
+    ends = [h for h in j["history"] if h["state"] in ("SUCCEEDED", "FAILED", "CANCELLED")]
+    assert len(ends) == 1, j["history"]
+    if t < 2:
+        assert j["attempts"] == 2, (t, j["attempts"])
+assert len(ids) == 4
+val = [t["metrics"]["validation_rmse"] for t in d["trials"]]
+assert d["chosen_trial"] == val.index(min(val)), (d["chosen_trial"], val)
+PY
+expect 0 "(chosen)" sp status "$sweep"
+expect 0 "written to" sp model get "$sweep" -o "$tmp/sweep_model.json"
+chosen_job=$(jget "$tmp/sweep_status.json" "d['trials'][d['chosen_trial']]['job_id']")
+expect 0 "written to" sp model get "$chosen_job" -o "$tmp/chosen_model.json"
+check "sweep: its model is the chosen trial's" cmp -s "$tmp/sweep_model.json" "$tmp/chosen_model.json"
+
 # --- server B: bearer tokens and tenants ---------------------------------------------------
 section "server B: tokens and tenants"
 printf '# tokens of the e2e test\ntok-alice alice\n\ntok-bob bob\n' > "$tmp/tokens.txt"

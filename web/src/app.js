@@ -176,7 +176,7 @@ function chartPanel(id, title) {
 // A uPlot line chart that keeps its data so CSV export and live updates share one copy.
 // `series` are [{label, color, width, dash}], `data` is [x, y1, y2, ...] as uPlot wants.
 class LineChart {
-  constructor(panel, { xLabel, logY = false, series, data, drawHooks = [] }) {
+  constructor(panel, { xLabel, logX = false, logY = false, series, data, drawHooks = [], showPoints = false }) {
     this.panel = panel;
     this.xLabel = xLabel;
     this.series = series;
@@ -192,7 +192,7 @@ class LineChart {
         width: this.width(),
         height: 220,
         // x is iterations or seconds, never dates.
-        scales: { x: { time: false }, y: logY ? { distr: 3 } : {} },
+        scales: { x: logX ? { time: false, distr: 3 } : { time: false }, y: logY ? { distr: 3 } : {} },
         // uPlot's own labels print tiny log-axis ticks as 0; ours keep the significant digits.
         axes: [
           { ...axis, label: xLabel },
@@ -206,7 +206,7 @@ class LineChart {
             width: s.width ?? 1.5,
             dash: s.dash,
             spanGaps: true,
-            points: { show: false },
+            points: { show: showPoints },
           })),
         ],
         legend: { live: true },
@@ -618,6 +618,26 @@ async function renderJob(view, id) {
   const chartGrid = el('div', { class: 'chart-grid', id: 'job-charts' });
   const timeline = el('ol', { id: 'state-timeline', class: 'timeline' }, (series.states || []).map(timelineItem));
   const afterRun = el('div', { id: 'after-run' });
+  const trialsSection = el('div', { id: 'sweep' });
+  const isSweep = Boolean(detail.job && detail.job.trials && detail.job.trials.length > 0);
+  let trialCharts = isSweep ? renderTrials(trialsSection, detail.job) : [];
+  // A sweep job's own curves would mix its trials: its page shows them per trial instead.
+  chartGrid.hidden = isSweep;
+  let trialsTimer = null;
+  // A sweep's page follows its trials: their table and path plot are read again now and then.
+  function refreshTrials() {
+    if (trialsTimer !== null) return;
+    trialsTimer = setTimeout(async () => {
+      try {
+        const again = await api(base);
+        trialCharts.forEach((c) => c.destroy());
+        trialCharts = renderTrials(trialsSection, again.job);
+      } catch (error) {
+        showError(error);
+      }
+      trialsTimer = null;
+    }, TRIALS_REFRESH_MS);
+  }
   const iterationsText = el('span', {
     id: 'job-iterations',
     text: `${summary.iterations ?? 0} / ${summary.max_iterations ?? '—'}`,
@@ -635,6 +655,7 @@ async function renderJob(view, id) {
       cancelButton,
     ),
     chartGrid,
+    trialsSection,
     el('h3', { text: 'State timeline' }),
     timeline,
     el(
@@ -702,6 +723,11 @@ async function renderJob(view, id) {
   function onIteration(message) {
     const point = JSON.parse(message.data);
     if (!isNew(point)) return;
+    if (point.trial !== undefined) {
+      // A sweep's copy of a trial's event: the trials have their own pages and curves.
+      refreshTrials();
+      return;
+    }
     for (const key of Object.keys(columns)) columns[key].push(point[key] ?? null);
     iterationsText.textContent = `${point.iteration} / ${summary.max_iterations ?? '—'}`;
     scheduleRedraw();
@@ -714,6 +740,7 @@ async function renderJob(view, id) {
     setJobState(change.state, change.reason);
     if (TERMINAL_STATES.has(change.state)) {
       cancelButton.disabled = true;
+      if (isSweep) refreshTrials();
       // The stream ends after the final state; EventSource would reconnect forever otherwise.
       source.close();
       if (change.state === 'SUCCEEDED') showAfterRun().catch(showError);
@@ -789,8 +816,124 @@ async function renderJob(view, id) {
   return () => {
     if (source) source.close();
     clearTimeout(redrawTimer);
-    [...charts, ...afterRunCharts].forEach((c) => c.destroy());
+    clearTimeout(trialsTimer);
+    [...charts, ...afterRunCharts, ...trialCharts].forEach((c) => c.destroy());
   };
+}
+
+// ------------------------------------------------------------------------------------------
+// Sweep jobs: the trials' table (the chosen one marked), a link that overlays their curves, and
+// for a path, validation error and zero weights against the path's value.
+
+const TRIALS_REFRESH_MS = 2000;
+
+function trialValidation(metrics) {
+  if (!metrics) return null;
+  if (Number.isFinite(metrics.validation_accuracy)) return 100 - metrics.validation_accuracy;
+  return Number.isFinite(metrics.validation_rmse) ? metrics.validation_rmse : null;
+}
+
+// The path's value in a trial's label ("lambda=9.49 seed=1", or "lambda=[9.49]").
+function pathValue(trial, field) {
+  const name = field.split('.').pop();
+  const match = (trial.label || '').match(new RegExp(`(?:^| )${name}=\\[?([^\\] ]+)`));
+  const value = match ? Number.parseFloat(match[1]) : Number.NaN;
+  return Number.isFinite(value) ? value : null;
+}
+
+function trialRow(trial, chosen) {
+  const m = trial.metrics || {};
+  const ended = Boolean(trial.metrics);
+  const isChosen = trial.index === chosen;
+  return el(
+    'tr',
+    { 'data-trial': String(trial.index), class: isChosen ? 'chosen' : null },
+    el('td', { text: String(trial.index) }),
+    el(
+      'td',
+      {},
+      trial.job_id ? el('a', { href: `#/job/${encodeURIComponent(trial.job_id)}`, text: trial.label }) : trial.label,
+    ),
+    el('td', {}, el('span', { class: `state state-${trial.state}`, text: trial.state })),
+    el('td', { text: String(trial.iterations ?? 0) }),
+    el('td', { text: fmtNumber(trialValidation(trial.metrics)) }),
+    el('td', { text: ended && Number.isFinite(m.sparsity_pct) ? m.sparsity_pct.toFixed(1) : '—' }),
+    el('td', { text: ended && m.model_order ? String(m.model_order) : '—' }),
+    el('td', { text: isChosen ? 'chosen' : '' }),
+  );
+}
+
+// Validation error and zeros against the path's value, one line per seed and grid point.
+function pathCharts(container, job) {
+  const field = job.spec.sweep.path.field;
+  const groups = new Map();
+  for (const trial of job.trials) {
+    const x = pathValue(trial, field);
+    if (x === null) continue;
+    const key = (trial.label || '').replace(new RegExp(`(?:^| )${field.split('.').pop()}=\\S+`), '').trim();
+    if (!groups.has(key)) groups.set(key, []);
+    groups.get(key).push({ x, trial });
+  }
+  const colors = theme();
+  const keys = [...groups.keys()];
+  const grid = el('div', { class: 'chart-grid' });
+  container.append(grid);
+  return [
+    ['validation', 'Validation error along the path', (t) => trialValidation(t.metrics)],
+    ['zeros', 'Zero weights % along the path', (t) => (t.metrics ? t.metrics.sparsity_pct ?? null : null)],
+  ].map(([id, title, value]) => {
+    const panel = chartPanel(`chart-path-${id}`, title);
+    grid.append(panel.root);
+    const columns = keys.map((key) => {
+      const points = groups.get(key).sort((a, b) => a.x - b.x);
+      return [points.map((p) => p.x), points.map((p) => value(p.trial))];
+    });
+    return new LineChart(panel, {
+      xLabel: field,
+      logX: true,
+      showPoints: true,
+      series: keys.map((key, i) => ({ label: key || id, color: colors.palette[i % colors.palette.length] })),
+      data: uPlot.join(columns),
+    });
+  });
+}
+
+// Renders (again) the sweep section into `container`; returns its charts.
+function renderTrials(container, job) {
+  const chosen = job.chosen_trial;
+  const started = job.trials.filter((t) => t.job_id).map((t) => encodeURIComponent(t.job_id));
+  container.replaceChildren(
+    el('h3', { text: `Trials (${job.trials.length})` }),
+    started.length > 1
+      ? el('p', {}, el('a', { id: 'overlay-trials', href: `#/compare/${started.join(',')}`, text: 'Overlay the trials' }))
+      : null,
+    el(
+      'div',
+      { class: 'table-scroll' },
+      el(
+        'table',
+        { id: 'sweep-trials', class: 'data' },
+        el(
+          'thead',
+          {},
+          el(
+            'tr',
+            {},
+            ['Trial', 'Settings', 'State', 'Iterations', 'Validation error', 'Zeros %', 'Order', ''].map((h) =>
+              el('th', { text: h }),
+            ),
+          ),
+        ),
+        el(
+          'tbody',
+          {},
+          job.trials.map((t) => trialRow(t, chosen)),
+        ),
+      ),
+    ),
+  );
+  const sweep = job.spec && job.spec.sweep;
+  return sweep && sweep.path && sweep.path.field ? pathCharts(container, job) : [];
 }
 
 // ------------------------------------------------------------------------------------------

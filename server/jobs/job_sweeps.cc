@@ -1,0 +1,463 @@
+// JobManager, sweep jobs (JobSpec.sweep, docs/spec.md#sweeps): each trial is
+// a job of its own, created by the sweep thread as workers become free;
+// the sweep job follows its trials, copies their progress into its own log
+// and ends with the chosen trial's model.
+#include <algorithm>
+#include <cmath>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/string_view.h"
+#include "core/util/status_macros.h"
+#include "server/jobs/job_manager.h"
+#include "sparrow/v1/job_state.h"
+#include "spdlog/spdlog.h"
+
+namespace sparrow::server {
+namespace {
+
+// A trial job's request_id: it makes creating a trial idempotent.
+std::string TrialRequestId(const std::string& parent_id, int index) {
+  return absl::StrCat("sweep:", parent_id, ":trial-", index);
+}
+
+// What ChooseTrial reads of an ended trial job.
+translate::TrialScore Score(const v1::Job& trial) {
+  const v1::Metrics& m = trial.metrics();
+  translate::TrialScore s;
+  s.ok = trial.state() == v1::Job::SUCCEEDED;
+  s.validation = std::isfinite(m.validation_accuracy())
+                     ? 100.0 - m.validation_accuracy()
+                     : m.validation_rmse();
+  s.train_loss = trial.loss();
+  s.sparsity_pct = m.sparsity_pct();
+  return s;
+}
+
+// Trials of one sweep unfinished at once: sweep.max_parallel, at most the
+// workers (more would only wait in the queue, holding queue places).
+int Parallel(const v1::Sweep& sweep, int workers) {
+  workers = std::max(1, workers);
+  return sweep.max_parallel() > 0 ? std::min(sweep.max_parallel(), workers)
+                                  : workers;
+}
+
+std::string DescribeChoice(const translate::Trial& trial, const v1::Job& job) {
+  const translate::TrialScore s = Score(job);
+  return absl::StrFormat(
+      "chose trial %d (%s, job %s): validation error %.6g, %.1f%% zero "
+      "weights",
+      trial.index, translate::TrialLabel(trial), job.id(), s.validation,
+      s.sparsity_pct);
+}
+
+}  // namespace
+
+absl::StatusOr<int64_t> JobManager::ValidateSweep(const std::string& tenant,
+                                                  const v1::JobSpec& spec) {
+  if (shared_) {
+    return absl::UnimplementedError(
+        "spec.sweep: sweeps run on a single sparrowd, not yet on replicas "
+        "sharing a store; run the sweep with sparrow run --local, or submit "
+        "one job per trial");
+  }
+  SPARROW_ASSIGN_OR_RETURN(std::vector<translate::Trial> trials,
+                           translate::ExpandSweep(spec));
+  int64_t memory = 0;
+  for (translate::Trial& trial : trials) {
+    // A warm path point starts from the point before it, which has the
+    // same architecture; that model does not exist yet.
+    if (trial.warm_from >= 0) trial.spec.clear_warm_start();
+    absl::StatusOr<int64_t> m = ValidateSubmission(tenant, trial.spec);
+    if (!m.ok()) {
+      return absl::Status(m.status().code(),
+                          absl::StrCat("spec.sweep, trial ", trial.index, " (",
+                                       translate::TrialLabel(trial),
+                                       "): ", m.status().message()));
+    }
+    memory = std::max(memory, *m);
+  }
+  return memory;
+}
+
+void JobManager::NotifySweep(const std::string& id) {
+  std::lock_guard<std::mutex> lock(sweep_mu_);
+  if (sweeps_due_.insert(id).second) sweep_queue_.push_back(id);
+  sweep_cv_.notify_one();
+}
+
+void JobManager::SweepLoop() {
+  std::unique_lock<std::mutex> lock(sweep_mu_);
+  while (!sweep_stop_) {
+    const absl::Time now = absl::Now();
+    absl::Time wake = absl::InfiniteFuture();
+    for (auto it = sweep_retry_.begin(); it != sweep_retry_.end();) {
+      if (it->second > now) {
+        wake = std::min(wake, it->second);
+        ++it;
+        continue;
+      }
+      if (sweeps_due_.insert(it->first).second) {
+        sweep_queue_.push_back(it->first);
+      }
+      it = sweep_retry_.erase(it);
+    }
+    if (sweep_queue_.empty()) {
+      if (wake == absl::InfiniteFuture()) {
+        sweep_cv_.wait(lock);
+      } else {
+        sweep_cv_.wait_for(lock, absl::ToChronoNanoseconds(wake - now));
+      }
+      continue;
+    }
+    const std::string id = std::move(sweep_queue_.front());
+    sweep_queue_.pop_front();
+    sweeps_due_.erase(id);
+    lock.unlock();
+    const absl::Status s = AdvanceSweep(id);
+    lock.lock();
+    if (s.ok()) continue;
+    // Look again later; meanwhile the other sweeps go on.
+    absl::Duration pause = absl::Seconds(1);
+    if (s.code() == absl::StatusCode::kFailedPrecondition) {
+      pause = absl::Milliseconds(50);  // the sweep changed meanwhile
+    } else if (s.code() != absl::StatusCode::kResourceExhausted) {
+      spdlog::error("sweep job {}: {}; retrying", id, s.ToString());
+    }
+    sweep_retry_.emplace(id, absl::Now() + pause);
+  }
+}
+
+absl::StatusOr<std::vector<std::optional<v1::Job>>> JobManager::TrialJobs(
+    const std::string& tenant, const v1::Job& parent, int trials) {
+  std::vector<std::optional<v1::Job>> jobs(trials);
+  for (int i = 0; i < trials; ++i) {
+    SPARROW_ASSIGN_OR_RETURN(
+        jobs[i],
+        store_->FindJobByRequestId(tenant, TrialRequestId(parent.id(), i)));
+    if (jobs[i].has_value() && jobs[i]->parent_id() != parent.id()) {
+      // Submit refuses request ids of this form: a store from elsewhere.
+      return absl::FailedPreconditionError(absl::StrCat(
+          "request_id ", TrialRequestId(parent.id(), i), " belongs to job ",
+          jobs[i]->id(), ", not to a trial of this sweep"));
+    }
+  }
+  return jobs;
+}
+
+absl::Status JobManager::AdvanceSweep(const std::string& id) {
+  SPARROW_ASSIGN_OR_RETURN(JobRecord record, store_->GetJob(id));
+  const std::string& tenant = record.tenant;
+  v1::Job& parent = record.job;
+  if (v1::IsFinal(parent.state())) return absl::OkStatus();
+  auto fail = [&](absl::string_view reason) {
+    const bool cancelling = parent.state() == v1::Job::CANCELLING;
+    return Transition(tenant, id,
+                      {cancelling ? v1::Job::CANCELLED : v1::Job::FAILED,
+                       std::string(reason),
+                       "",
+                       nullptr,
+                       {parent.state()}})
+        .status();
+  };
+  absl::StatusOr<std::vector<translate::Trial>> trials =
+      translate::ExpandSweep(parent.spec());
+  if (!trials.ok()) return fail(trials.status().message());
+  const int n = static_cast<int>(trials->size());
+  if (parent.state() == v1::Job::QUEUED) {
+    SPARROW_ASSIGN_OR_RETURN(
+        parent,
+        Transition(
+            tenant, id,
+            {v1::Job::RUNNING,
+             absl::StrCat("started: ", n, " trials, ",
+                          Parallel(parent.spec().sweep(), options_.workers),
+                          " at a time"),
+             "",
+             nullptr,
+             {v1::Job::QUEUED}}));
+  }
+  auto jobs = TrialJobs(tenant, parent, n);
+  if (jobs.status().code() == absl::StatusCode::kFailedPrecondition) {
+    return fail(jobs.status().message());
+  }
+  SPARROW_RETURN_IF_ERROR(jobs.status());
+  int created = 0, ended = 0;
+  for (const auto& job : *jobs) {
+    created += job.has_value();
+    ended += job.has_value() && v1::IsFinal(job->state());
+  }
+  if (parent.state() == v1::Job::CANCELLING) {
+    SPARROW_RETURN_IF_ERROR(CancelTrials(tenant, *jobs));
+    if (ended < created) return absl::OkStatus();  // their ends notify
+    return Transition(tenant, id,
+                      {v1::Job::CANCELLED,
+                       absl::StrCat("cancelled by the user; ", created, " of ",
+                                    n, " trials had started"),
+                       "",
+                       nullptr,
+                       {v1::Job::CANCELLING}})
+        .status();
+  }
+  if (ended < n) return StartTrials(tenant, parent, *trials, *jobs);
+  std::vector<translate::TrialScore> scores;
+  for (const auto& job : *jobs) scores.push_back(Score(*job));
+  const int chosen = translate::ChooseTrial(parent.spec().sweep(), scores);
+  if (chosen < 0) {
+    return fail(
+        "no trial has a finite validation error (or, for seeds alone "
+        "without a validation split, a training loss) to choose by; see "
+        "the trials' reasons (sparrow status)");
+  }
+  const v1::Job& best = *(*jobs)[chosen];
+  SPARROW_ASSIGN_OR_RETURN(v1::TrainedModel model, store_->GetModel(best.id()));
+  const std::string choice = DescribeChoice((*trials)[chosen], best);
+  return Transition(tenant, id,
+                    {v1::Job::SUCCEEDED,
+                     absl::StrCat(n, " trials ended; ", choice),
+                     choice,
+                     &model,
+                     {v1::Job::RUNNING}})
+      .status();
+}
+
+absl::Status JobManager::CancelTrials(
+    const std::string& tenant,
+    const std::vector<std::optional<v1::Job>>& jobs) {
+  for (const auto& job : jobs) {
+    if (!job.has_value() || v1::IsFinal(job->state())) continue;
+    absl::Status s = Cancel(tenant, job->id()).status();
+    // FAILED_PRECONDITION: it has just ended (and notifies).
+    if (!s.ok() && s.code() != absl::StatusCode::kFailedPrecondition) {
+      return s;
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status JobManager::StartTrials(
+    const std::string& tenant, const v1::Job& parent,
+    const std::vector<translate::Trial>& trials,
+    const std::vector<std::optional<v1::Job>>& jobs) {
+  const int n = static_cast<int>(trials.size());
+  auto before = [&](const translate::Trial& trial) -> const v1::Job* {
+    return trial.warm_from >= 0 && jobs[trial.warm_from].has_value()
+               ? &*jobs[trial.warm_from]
+               : nullptr;
+  };
+  int unfinished = 0;
+  for (int i = 0; i < n; ++i) {
+    if (!jobs[i].has_value() || v1::IsFinal(jobs[i]->state())) continue;
+    ++unfinished;
+    if (jobs[i]->state() != v1::Job::QUEUED) continue;
+    bool known;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      known = queued_by_id_.count(jobs[i]->id()) > 0 ||
+              running_.count(jobs[i]->id()) > 0;
+    }
+    if (known) continue;
+    // Stored, but neither queued nor running: its queueing was cut short
+    // (a store error).
+    std::string not_run;
+    SPARROW_ASSIGN_OR_RETURN(
+        int64_t memory,
+        TrialAdmission(tenant, jobs[i]->spec(), before(trials[i]), &not_run));
+    SPARROW_RETURN_IF_ERROR(QueueTrial(tenant, *jobs[i], memory, not_run));
+  }
+  // Start trials in order while there is room; a warm path point waits for
+  // the point before it.
+  int room = Parallel(parent.spec().sweep(), options_.workers) - unfinished;
+  for (int i = 0; i < n && room > 0; ++i) {
+    const translate::Trial& trial = trials[i];
+    if (jobs[i].has_value()) continue;
+    if (trial.warm_from >= 0 &&
+        !(jobs[trial.warm_from].has_value() &&
+          v1::IsFinal(jobs[trial.warm_from]->state()))) {
+      continue;
+    }
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (draining_) return absl::OkStatus();
+      SPARROW_RETURN_IF_ERROR(CheckQueueLimits(tenant));  // full: wait
+    }
+    // A cancel acknowledged meanwhile starts no other trial.
+    SPARROW_ASSIGN_OR_RETURN(JobRecord now, store_->GetJob(parent.id()));
+    if (now.job.state() != v1::Job::RUNNING) {
+      return absl::FailedPreconditionError("the sweep changed");
+    }
+    SPARROW_RETURN_IF_ERROR(StartTrial(tenant, parent, trial, before(trial)));
+    --room;
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<int64_t> JobManager::TrialAdmission(const std::string& tenant,
+                                                   const v1::JobSpec& spec,
+                                                   const v1::Job* before,
+                                                   std::string* not_run) {
+  if (before != nullptr && before->state() != v1::Job::SUCCEEDED) {
+    *not_run = absl::StrCat(
+        "the path's point before (trial ", before->trial_index(), ") ended ",
+        absl::AsciiStrToLower(v1::Job::State_Name(before->state())),
+        "; there is no model to start from");
+    return 0;
+  }
+  absl::StatusOr<int64_t> memory = ValidateSubmission(tenant, spec);
+  const absl::StatusCode code = memory.status().code();
+  if (code == absl::StatusCode::kUnavailable ||
+      code == absl::StatusCode::kInternal ||
+      code == absl::StatusCode::kDataLoss) {
+    return memory.status();
+  }
+  if (!memory.ok()) {
+    *not_run = std::string(memory.status().message());
+    return 0;
+  }
+  return *memory;
+}
+
+absl::Status JobManager::StartTrial(const std::string& tenant,
+                                    const v1::Job& parent,
+                                    const translate::Trial& trial,
+                                    const v1::Job* before) {
+  v1::Job job;
+  *job.mutable_spec() = trial.spec;
+  if (before != nullptr) {
+    job.mutable_spec()->mutable_warm_start()->set_job_id(before->id());
+  }
+  job.set_id(absl::StrCat(parent.id(), "-t", trial.index));
+  job.set_priority(parent.priority());
+  job.set_request_id(TrialRequestId(parent.id(), trial.index));
+  job.set_parent_id(parent.id());
+  job.set_trial_index(trial.index);
+  std::string not_run;
+  SPARROW_ASSIGN_OR_RETURN(
+      int64_t memory, TrialAdmission(tenant, job.spec(), before, &not_run));
+  job.set_memory_estimate_bytes(memory);
+  bool existed = false;
+  SPARROW_ASSIGN_OR_RETURN(v1::Job stored,
+                           store_->CreateJob(tenant, job, &existed));
+  if (!existed) {
+    hub_->Publish(stored.id(), stored.last_seq());
+    spdlog::info("job {} tenant {}: QUEUED (trial {} of sweep {}: {})",
+                 stored.id(), tenant, trial.index, parent.id(),
+                 translate::TrialLabel(trial));
+  }
+  return QueueTrial(tenant, stored, memory, not_run);
+}
+
+absl::Status JobManager::QueueTrial(const std::string& tenant,
+                                    const v1::Job& job, int64_t memory,
+                                    const std::string& not_run) {
+  if (!not_run.empty()) {
+    return Transition(tenant, job.id(),
+                      {v1::Job::FAILED,
+                       absl::StrCat("not run: ", not_run),
+                       "",
+                       nullptr,
+                       {v1::Job::QUEUED}})
+        .status();
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  if (draining_) return absl::OkStatus();  // QUEUED: recovered at the start
+  if (queued_by_id_.count(job.id()) > 0 || running_.count(job.id()) > 0) {
+    return absl::OkStatus();
+  }
+  Enqueue({false, job.priority(), next_order_++, job.id(), tenant, memory});
+  UpdateGauges();
+  return absl::OkStatus();
+}
+
+absl::StatusOr<v1::Job> JobManager::CancelSweep(const std::string& tenant,
+                                                const v1::Job& job) {
+  absl::StatusOr<v1::Job> cancelling =
+      Transition(tenant, job.id(),
+                 {v1::Job::CANCELLING,
+                  "cancel requested by the user; its trials are being "
+                  "cancelled",
+                  "",
+                  nullptr,
+                  {v1::Job::QUEUED, v1::Job::RUNNING}});
+  if (cancelling.status().code() == absl::StatusCode::kFailedPrecondition) {
+    // Another cancel, or the sweep's end, came first.
+    SPARROW_ASSIGN_OR_RETURN(v1::Job now, GetJob(tenant, job.id()));
+    if (now.state() == v1::Job::CANCELLING) return now;
+    if (v1::IsFinal(now.state())) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("job ", job.id(), " already ",
+                       absl::AsciiStrToLower(v1::Job::State_Name(now.state())),
+                       "; only queued or running jobs can be cancelled"));
+    }
+  }
+  if (cancelling.ok()) NotifySweep(job.id());
+  return cancelling;
+}
+
+absl::Status JobManager::DescribeSweep(const std::string& tenant,
+                                       v1::Job* job) {
+  absl::StatusOr<std::vector<translate::Trial>> trials =
+      translate::ExpandSweep(job->spec());
+  if (!trials.ok()) return absl::OkStatus();  // the job FAILED saying why
+  const int n = static_cast<int>(trials->size());
+  auto jobs = TrialJobs(tenant, *job, n);
+  // A trial's request id taken by another job fails the sweep (saying so).
+  if (jobs.status().code() == absl::StatusCode::kFailedPrecondition) {
+    return absl::OkStatus();
+  }
+  SPARROW_RETURN_IF_ERROR(jobs.status());
+  std::vector<translate::TrialScore> scores;
+  for (int i = 0; i < n; ++i) {
+    v1::SweepTrial* t = job->add_trials();
+    t->set_index(i);
+    t->set_label(translate::TrialLabel((*trials)[i]));
+    t->set_state(v1::Job::QUEUED);
+    t->set_reason("waiting for a worker or for the path's point before");
+    translate::TrialScore score;
+    if (const auto& trial = (*jobs)[i]; trial.has_value()) {
+      t->set_job_id(trial->id());
+      t->set_state(trial->state());
+      t->set_reason(trial->reason());
+      t->set_iterations(trial->iterations());
+      if (trial->has_metrics()) *t->mutable_metrics() = trial->metrics();
+      score = Score(*trial);
+    }
+    scores.push_back(score);
+  }
+  if (job->state() == v1::Job::SUCCEEDED) {
+    const int chosen = translate::ChooseTrial(job->spec().sweep(), scores);
+    if (chosen >= 0) job->set_chosen_trial(chosen);
+  }
+  return absl::OkStatus();
+}
+
+void JobManager::MirrorEvents(const v1::Job& trial,
+                              const std::vector<v1::ProgressEvent>& events) {
+  std::vector<v1::ProgressEvent> copies;
+  copies.reserve(events.size());
+  for (const v1::ProgressEvent& e : events) {
+    if (e.kind() != v1::ProgressEvent::ITERATION) continue;
+    v1::ProgressEvent& c = copies.emplace_back(e);
+    c.clear_seq();
+    c.clear_job_id();
+    c.set_trial(trial.trial_index());
+  }
+  if (copies.empty()) return;
+  auto stored =
+      store_->AppendEvents(trial.parent_id(), std::move(copies), kNoFence);
+  if (!stored.ok()) {
+    // The trial's own log has them; the sweep's copy is for watching.
+    spdlog::warn("sweep job {}: cannot copy events of trial {}: {}",
+                 trial.parent_id(), trial.trial_index(),
+                 stored.status().ToString());
+    return;
+  }
+  hub_->Publish(trial.parent_id(), stored->back().seq());
+}
+
+}  // namespace sparrow::server
