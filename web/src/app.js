@@ -622,7 +622,7 @@ async function renderJob(view, id) {
   const isSweep = Boolean(detail.job && detail.job.trials && detail.job.trials.length > 0);
   let trialCharts = isSweep ? renderTrials(trialsSection, detail.job) : [];
   // A sweep job's own curves would mix its trials: its page shows them per trial instead.
-  chartGrid.hidden = isSweep;
+  if (isSweep) chartGrid.style.display = 'none';
   let trialsTimer = null;
   // A sweep's page follows its trials: their table and path plot are read again now and then.
   function refreshTrials() {
