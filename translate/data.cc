@@ -38,18 +38,19 @@ std::vector<RowRange> Prefix(std::vector<RowRange> ranges, double fraction) {
   return out;
 }
 
-// Held-out rows must never be trained on.
+// Held-out rows must never be trained on, and the rows that choose the model
+// (validation) are never the ones that judge it (test); `why` says which.
 absl::Status Disjoint(const std::vector<RowRange>& a, absl::string_view a_name,
-                      const std::vector<RowRange>& b,
-                      absl::string_view b_name) {
+                      const std::vector<RowRange>& b, absl::string_view b_name,
+                      absl::string_view why) {
   for (const auto& x : a) {
     for (const auto& y : b) {
       const int64_t first = std::max(x.first, y.first);
       const int64_t last = std::min(x.last, y.last);
       if (first <= last) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            b_name, " overlaps ", a_name, " at rows ", first, "-", last,
-            "; held-out rows must not be used for training"));
+        return absl::InvalidArgumentError(
+            absl::StrCat(b_name, " overlaps ", a_name, " at rows ", first, "-",
+                         last, "; ", why));
       }
     }
   }
@@ -97,12 +98,18 @@ absl::StatusOr<SplitRows> CutSplits(const v1::JobSpec& spec, int64_t rows) {
         core::data::ValidateRanges(out.test, rows, "split.test"));
   }
   // Test rows from other columns may share row numbers with the training rows.
+  constexpr absl::string_view kHeldOut =
+      "held-out rows must not be used for training";
   if (!HasTestColumns(spec.data())) {
     SPARROW_RETURN_IF_ERROR(
-        Disjoint(out.train, "split.train", out.test, "split.test"));
+        Disjoint(out.train, "split.train", out.test, "split.test", kHeldOut));
+    SPARROW_RETURN_IF_ERROR(Disjoint(
+        out.test, "split.test", out.validation, "split.validation",
+        "validation rows choose the model (early stopping, the best iterate, "
+        "sweeps) and must not be the test rows that judge it"));
   }
-  SPARROW_RETURN_IF_ERROR(
-      Disjoint(out.train, "split.train", out.validation, "split.validation"));
+  SPARROW_RETURN_IF_ERROR(Disjoint(out.train, "split.train", out.validation,
+                                   "split.validation", kHeldOut));
   return out;
 }
 

@@ -1,5 +1,7 @@
 #include "translate/data.h"
 
+#include <algorithm>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -293,6 +295,51 @@ TEST(RandomSplitSpecTest, ValidationFractionAndTrainFraction) {
   EXPECT_EQ(half->train_table.x, full->train_table.x.leftCols(70));
   EXPECT_EQ(half->test_table.x, full->test_table.x);
   EXPECT_EQ(half->validation_table.x, full->validation_table.x);
+}
+
+// A sweep chooses on the validation split: for every way of splitting, its
+// rows are never test rows (nor training rows).
+TEST(RandomSplitSpecTest, ValidationRowsAreNeverTestRows) {
+  const std::string splits[] = {
+      R"({"train": [{"first": 1, "last": 120}],
+          "validation": [{"first": 121, "last": 160}],
+          "test": [{"first": 161, "last": 200}]})",
+      R"({"train": [{"first": 41, "last": 160}],
+          "validation": [{"first": 1, "last": 20}, {"first": 181, "last": 200}],
+          "test": [{"first": 21, "last": 40}, {"first": 161, "last": 180}]})",
+      R"({"test_fraction": 0.2, "validation_fraction": 0.1})",
+      R"({"test_fraction": 0.3, "validation_fraction": 0.3,
+          "shuffle_seed": 7})",
+      R"({"test_fraction": 0.2, "validation_fraction": 0.1,
+          "train_fraction": 0.5})",
+  };
+  for (const std::string& split : splits) {
+    SCOPED_TRACE(split);
+    auto data = LoadData(RandomSplitSpec(split), CategoricalCsv(200));
+    ASSERT_TRUE(data.ok()) << data.status();
+    std::vector<int> validation = RowsOfTable(data->validation_table);
+    std::vector<int> test = RowsOfTable(data->test_table);
+    std::vector<int> train = RowsOfTable(data->train_table);
+    ASSERT_FALSE(validation.empty());
+    ASSERT_FALSE(test.empty());
+    for (std::vector<int>* rows : {&validation, &test, &train}) {
+      std::sort(rows->begin(), rows->end());
+    }
+    std::vector<int> shared;
+    std::set_intersection(validation.begin(), validation.end(), test.begin(),
+                          test.end(), std::back_inserter(shared));
+    EXPECT_TRUE(shared.empty()) << shared.size() << " rows in both";
+    std::set_intersection(validation.begin(), validation.end(), train.begin(),
+                          train.end(), std::back_inserter(shared));
+    EXPECT_TRUE(shared.empty()) << shared.size() << " rows in both";
+  }
+  // Ranges that overlap are refused, not split between the two.
+  ExpectError(LoadData(RandomSplitSpec(R"({"train": [{"first": 1, "last": 120}],
+      "validation": [{"first": 121, "last": 170}],
+      "test": [{"first": 161, "last": 200}]})"),
+                       CategoricalCsv(200))
+                  .status(),
+              "overlaps");
 }
 
 TEST(RandomSplitSpecTest, SplitsTheRowsLeftAfterDropping) {
