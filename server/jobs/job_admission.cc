@@ -313,7 +313,8 @@ absl::StatusOr<v1::Job> JobManager::Submit(
   *job.mutable_spec() = request.spec();
   job.set_priority(request.priority());
   job.set_request_id(request.request_id());
-  job.set_memory_estimate_bytes(memory);
+  // A sweep job itself holds no memory: its trials, jobs of their own, do.
+  job.set_memory_estimate_bytes(request.spec().has_sweep() ? 0 : memory);
   bool existed = false;
   SPARROW_ASSIGN_OR_RETURN(v1::Job stored,
                            store_->CreateJob(tenant, job, &existed));
@@ -321,7 +322,7 @@ absl::StatusOr<v1::Job> JobManager::Submit(
   hub_->Publish(stored.id(), stored.last_seq());
   spdlog::info("job {} tenant {}: QUEUED (priority {})", stored.id(), tenant,
                stored.priority());
-  if (stored.spec().has_sweep()) {
+  if (stored.spec().has_sweep() && !shared_) {
     NotifySweep(stored.id());  // the sweep thread starts its trials
     return stored;
   }

@@ -34,6 +34,10 @@ void JobManager::ClaimLoop() {
       continue;
     }
     const v1::Job& job = claimed->record.job;
+    if (job.spec().has_sweep()) {  // followed, not run by this worker
+      AdoptSweep(*claimed);
+      continue;
+    }
     QueueEntry entry{
         claimed->resumed, job.priority(),         0,
         job.id(),         claimed->record.tenant, job.memory_estimate_bytes()};
@@ -124,6 +128,14 @@ void JobManager::OnStoreChange(const std::string& job_id, int64_t seq) {
   }
   std::lock_guard<std::mutex> lock(mu_);
   cv_.notify_all();  // a new job, or memory freed elsewhere
+  // A sweep followed here, or one of its trials, changed; after a reconnect
+  // (events may have been missed) every sweep is looked at.
+  for (const auto& [id, running] : running_) {
+    if (running->sweep && (job_id.empty() || id == job_id)) NotifySweep(id);
+  }
+  if (const std::string sweep = OwnSweepOf(job_id); !sweep.empty()) {
+    NotifySweep(sweep);
+  }
   if (job_id.empty() || running_.count(job_id) > 0) {
     lease_check_ = true;  // perhaps a cancel sent to another replica
     lease_cv_.notify_all();

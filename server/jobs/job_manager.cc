@@ -102,6 +102,7 @@ absl::Status JobManager::Start() {
       workers_.emplace_back([this] { ClaimLoop(); });
     }
     lease_thread_ = std::thread([this] { LeaseLoop(); });
+    sweep_thread_ = std::thread([this] { SweepLoop(); });
     listener_ = std::thread([this] {
       absl::Status s =
           store_->Listen([this](const std::string& id,
@@ -192,6 +193,7 @@ void JobManager::Shutdown() {
   }
   sweep_cv_.notify_all();
   if (sweeps.joinable()) sweeps.join();
+  if (shared_) ReleaseSweeps();
   cv_.notify_all();
   for (std::thread& t : workers) t.join();
   {

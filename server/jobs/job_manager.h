@@ -169,6 +169,9 @@ class JobManager {
     std::atomic<int32_t> fence{0};
     // Another replica has taken the job over: the worker is stopped.
     std::atomic<bool> lost{false};
+    // A sweep job this replica follows on a shared store: no worker runs
+    // it; its lease is renewed like a job's.
+    bool sweep = false;
   };
   // How one attempt of a job (one worker process) ended; kLost: another
   // replica took the job over.
@@ -280,6 +283,15 @@ class JobManager {
   // The trials' jobs of a sweep, by trial index (nullopt: not created yet).
   absl::StatusOr<std::vector<std::optional<v1::Job>>> TrialJobs(
       const std::string& tenant, const v1::Job& parent, int trials);
+  // On a shared store: a claimed sweep job is followed here, under a lease
+  // like a job's, until it ends (ForgetSweep) or this replica stops
+  // (ReleaseSweeps hands it to another replica at once).
+  void AdoptSweep(const ClaimedJob& claimed);
+  void ForgetSweep(const std::string& id);
+  void ReleaseSweeps();
+  // The sweep whose trial `job_id` is ("<sweep id>-t<index>"), if this
+  // replica follows it; mu_ held.
+  std::string OwnSweepOf(const std::string& job_id) const;
   // Fills Job.trials and Job.chosen_trial of a sweep job.
   absl::Status DescribeSweep(const std::string& tenant, v1::Job* job);
   // Cancel of a sweep job: CANCELLING, then the sweep thread cancels the

@@ -39,12 +39,14 @@ translate::TrialScore Score(const v1::Job& trial) {
   return s;
 }
 
-// Trials of one sweep unfinished at once: sweep.max_parallel, at most the
-// workers (more would only wait in the queue, holding queue places).
-int Parallel(const v1::Sweep& sweep, int workers) {
+// Trials of one sweep unfinished at once: sweep.max_parallel, else the
+// workers; on one sparrowd at most its workers (more would only wait in the
+// queue, holding queue places), on replicas as many as asked.
+int Parallel(const v1::Sweep& sweep, int workers, bool shared) {
   workers = std::max(1, workers);
-  return sweep.max_parallel() > 0 ? std::min(sweep.max_parallel(), workers)
-                                  : workers;
+  if (sweep.max_parallel() <= 0) return workers;
+  return shared ? sweep.max_parallel()
+                : std::min(sweep.max_parallel(), workers);
 }
 
 std::string DescribeChoice(const translate::Trial& trial, const v1::Job& job) {
@@ -60,12 +62,6 @@ std::string DescribeChoice(const translate::Trial& trial, const v1::Job& job) {
 
 absl::StatusOr<int64_t> JobManager::ValidateSweep(const std::string& tenant,
                                                   const v1::JobSpec& spec) {
-  if (shared_) {
-    return absl::UnimplementedError(
-        "spec.sweep: sweeps run on a single sparrowd, not yet on replicas "
-        "sharing a store; run the sweep with sparrow run --local, or submit "
-        "one job per trial");
-  }
   SPARROW_ASSIGN_OR_RETURN(std::vector<translate::Trial> trials,
                            translate::ExpandSweep(spec));
   int64_t memory = 0;
@@ -154,16 +150,35 @@ absl::Status JobManager::AdvanceSweep(const std::string& id) {
   SPARROW_ASSIGN_OR_RETURN(JobRecord record, store_->GetJob(id));
   const std::string& tenant = record.tenant;
   v1::Job& parent = record.job;
-  if (v1::IsFinal(parent.state())) return absl::OkStatus();
+  if (v1::IsFinal(parent.state())) {
+    ForgetSweep(id);
+    return absl::OkStatus();
+  }
+  // On a shared store a replica's claim starts the sweep (AdoptSweep), and
+  // a replica that lost its lease leaves the sweep to the one that took it.
+  if (shared_ && parent.state() == v1::Job::QUEUED) return absl::OkStatus();
+  if (shared_) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = running_.find(id);
+    if (it != running_.end() && it->second->sweep && it->second->lost) {
+      running_.erase(it);
+      UpdateGauges();
+      return absl::OkStatus();
+    }
+  }
+  // The sweep's end; the next look forgets it.
+  auto end = [&](const JobTransition& t) {
+    absl::Status s = Transition(tenant, id, t).status();
+    if (s.ok()) NotifySweep(id);
+    return s;
+  };
   auto fail = [&](absl::string_view reason) {
     const bool cancelling = parent.state() == v1::Job::CANCELLING;
-    return Transition(tenant, id,
-                      {cancelling ? v1::Job::CANCELLED : v1::Job::FAILED,
-                       std::string(reason),
-                       "",
-                       nullptr,
-                       {parent.state()}})
-        .status();
+    return end({cancelling ? v1::Job::CANCELLED : v1::Job::FAILED,
+                std::string(reason),
+                "",
+                nullptr,
+                {parent.state()}});
   };
   absl::StatusOr<std::vector<translate::Trial>> trials =
       translate::ExpandSweep(parent.spec());
@@ -171,16 +186,15 @@ absl::Status JobManager::AdvanceSweep(const std::string& id) {
   const int n = static_cast<int>(trials->size());
   if (parent.state() == v1::Job::QUEUED) {
     SPARROW_ASSIGN_OR_RETURN(
-        parent,
-        Transition(
-            tenant, id,
-            {v1::Job::RUNNING,
-             absl::StrCat("started: ", n, " trials, ",
-                          Parallel(parent.spec().sweep(), options_.workers),
-                          " at a time"),
-             "",
-             nullptr,
-             {v1::Job::QUEUED}}));
+        parent, Transition(tenant, id,
+                           {v1::Job::RUNNING,
+                            absl::StrCat("started: ", n, " trials, ",
+                                         Parallel(parent.spec().sweep(),
+                                                  options_.workers, shared_),
+                                         " at a time"),
+                            "",
+                            nullptr,
+                            {v1::Job::QUEUED}}));
   }
   auto jobs = TrialJobs(tenant, parent, n);
   if (jobs.status().code() == absl::StatusCode::kFailedPrecondition) {
@@ -195,14 +209,12 @@ absl::Status JobManager::AdvanceSweep(const std::string& id) {
   if (parent.state() == v1::Job::CANCELLING) {
     SPARROW_RETURN_IF_ERROR(CancelTrials(tenant, *jobs));
     if (ended < created) return absl::OkStatus();  // their ends notify
-    return Transition(tenant, id,
-                      {v1::Job::CANCELLED,
-                       absl::StrCat("cancelled by the user; ", created, " of ",
-                                    n, " trials had started"),
-                       "",
-                       nullptr,
-                       {v1::Job::CANCELLING}})
-        .status();
+    return end({v1::Job::CANCELLED,
+                absl::StrCat("cancelled by the user; ", created, " of ", n,
+                             " trials had started"),
+                "",
+                nullptr,
+                {v1::Job::CANCELLING}});
   }
   if (ended < n) return StartTrials(tenant, parent, *trials, *jobs);
   std::vector<translate::TrialScore> scores;
@@ -217,13 +229,11 @@ absl::Status JobManager::AdvanceSweep(const std::string& id) {
   const v1::Job& best = *(*jobs)[chosen];
   SPARROW_ASSIGN_OR_RETURN(v1::TrainedModel model, store_->GetModel(best.id()));
   const std::string choice = DescribeChoice((*trials)[chosen], best);
-  return Transition(tenant, id,
-                    {v1::Job::SUCCEEDED,
-                     absl::StrCat(n, " trials ended; ", choice),
-                     choice,
-                     &model,
-                     {v1::Job::RUNNING}})
-      .status();
+  return end({v1::Job::SUCCEEDED,
+              absl::StrCat(n, " trials ended; ", choice),
+              choice,
+              &model,
+              {v1::Job::RUNNING}});
 }
 
 absl::Status JobManager::CancelTrials(
@@ -254,7 +264,8 @@ absl::Status JobManager::StartTrials(
   for (int i = 0; i < n; ++i) {
     if (!jobs[i].has_value() || v1::IsFinal(jobs[i]->state())) continue;
     ++unfinished;
-    if (jobs[i]->state() != v1::Job::QUEUED) continue;
+    // On a shared store the store is the queue: a QUEUED trial is claimed.
+    if (shared_ || jobs[i]->state() != v1::Job::QUEUED) continue;
     bool known;
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -272,7 +283,8 @@ absl::Status JobManager::StartTrials(
   }
   // Start trials in order while there is room; a warm path point waits for
   // the point before it.
-  int room = Parallel(parent.spec().sweep(), options_.workers) - unfinished;
+  int room =
+      Parallel(parent.spec().sweep(), options_.workers, shared_) - unfinished;
   for (int i = 0; i < n && room > 0; ++i) {
     const translate::Trial& trial = trials[i];
     if (jobs[i].has_value()) continue;
@@ -281,7 +293,9 @@ absl::Status JobManager::StartTrials(
           v1::IsFinal(jobs[trial.warm_from]->state()))) {
       continue;
     }
-    {
+    if (shared_) {  // the queue's counts are read from the store
+      SPARROW_RETURN_IF_ERROR(CheckQueueLimits(tenant));  // full: wait
+    } else {
       std::lock_guard<std::mutex> lock(mu_);
       if (draining_) return absl::OkStatus();
       SPARROW_RETURN_IF_ERROR(CheckQueueLimits(tenant));  // full: wait
@@ -365,6 +379,10 @@ absl::Status JobManager::QueueTrial(const std::string& tenant,
         .status();
   }
   std::lock_guard<std::mutex> lock(mu_);
+  if (shared_) {  // the store is the queue: some replica's worker claims it
+    cv_.notify_one();
+    return absl::OkStatus();
+  }
   if (draining_) return absl::OkStatus();  // QUEUED: recovered at the start
   if (queued_by_id_.count(job.id()) > 0 || running_.count(job.id()) > 0) {
     return absl::OkStatus();
@@ -372,6 +390,58 @@ absl::Status JobManager::QueueTrial(const std::string& tenant,
   Enqueue({false, job.priority(), next_order_++, job.id(), tenant, memory});
   UpdateGauges();
   return absl::OkStatus();
+}
+
+void JobManager::AdoptSweep(const ClaimedJob& claimed) {
+  const v1::Job& job = claimed.record.job;
+  auto running = std::make_shared<RunningJob>();
+  running->fence = job.attempts();
+  running->sweep = true;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    running_[job.id()] = running;
+    UpdateGauges();
+  }
+  hub_->Publish(job.id(), job.last_seq());
+  spdlog::info(
+      "job {} tenant {}: RUNNING on replica {}, which starts the sweep's "
+      "trials ({})",
+      job.id(), claimed.record.tenant, replica_, job.reason());
+  NotifySweep(job.id());
+}
+
+void JobManager::ForgetSweep(const std::string& id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = running_.find(id);
+  if (it == running_.end() || !it->second->sweep) return;
+  running_.erase(it);
+  UpdateGauges();
+}
+
+void JobManager::ReleaseSweeps() {
+  std::vector<std::pair<std::string, int32_t>> sweeps;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [id, running] : running_) {
+      if (running->sweep) sweeps.emplace_back(id, running->fence.load());
+    }
+  }
+  // Another replica may take them over at once.
+  for (const auto& [id, fence] : sweeps) {
+    store_->RenewLease(id, fence, absl::ZeroDuration()).IgnoreError();
+    ForgetSweep(id);
+  }
+}
+
+std::string JobManager::OwnSweepOf(const std::string& job_id) const {
+  const size_t at = job_id.rfind("-t");
+  if (at == std::string::npos || at + 2 == job_id.size() ||
+      job_id.find_first_not_of("0123456789", at + 2) != std::string::npos) {
+    return "";
+  }
+  std::string sweep = job_id.substr(0, at);
+  auto it = running_.find(sweep);
+  return it != running_.end() && it->second->sweep ? sweep : "";
 }
 
 absl::StatusOr<v1::Job> JobManager::CancelSweep(const std::string& tenant,

@@ -143,5 +143,69 @@ TEST_F(JobManagerReplicasTest, AJobLeftByAReplicaIsTakenOver) {
   EXPECT_EQ(job->replica(), "b");
 }
 
+// A sweep on two replicas: one claims it and starts its trials, which run on
+// both; when that replica stops, the other takes the sweep over and ends it,
+// every trial ending once.
+TEST_F(JobManagerReplicasTest, ASweepRunsOnBothReplicasAndOutlivesItsReplica) {
+  std::unique_ptr<Replica> replicas[2] = {std::make_unique<Replica>(uri_, "a"),
+                                          std::make_unique<Replica>(uri_, "b")};
+  ASSERT_NE(replicas[0]->jobs, nullptr);
+  ASSERT_NE(replicas[1]->jobs, nullptr);
+  const std::string dataset =
+      testing::PutTanksDataset(replicas[0]->store.get(), "default");
+  for (auto& r : replicas) ASSERT_TRUE(r->jobs->Start().ok());
+  v1::SubmitJobRequest request;
+  v1::JobSpec& spec = *request.mutable_spec();
+  spec = testing::SmallSpec(dataset, 1000000);
+  spec.mutable_stopping()->set_max_seconds(0.5);
+  spec.mutable_split()->mutable_train(0)->set_last(250);
+  auto* validation = spec.mutable_split()->add_validation();
+  validation->set_first(251);
+  validation->set_last(300);
+  spec.mutable_sweep()->set_seeds(4);
+  spec.mutable_sweep()->set_max_parallel(2);
+  auto submitted = replicas[0]->jobs->Submit("default", request);
+  ASSERT_TRUE(submitted.ok()) << submitted.status();
+  const std::string id = submitted->id();
+
+  // Two trials run at once; then the sweep's replica stops.
+  v1::Job sweep;
+  ASSERT_TRUE(Eventually([&] {
+    auto job = replicas[1]->jobs->GetJob("default", id);
+    if (!job.ok()) return false;
+    sweep = *job;
+    return sweep.trials_size() == 4 &&
+           sweep.trials(1).state() == v1::Job::RUNNING;
+  }));
+  const int owner = sweep.replica() == "a" ? 0 : 1;
+  ASSERT_EQ(sweep.replica(), owner == 0 ? "a" : "b");
+  replicas[owner].reset();
+  Replica& survivor = *replicas[1 - owner];
+  ASSERT_TRUE(Eventually([&] {
+    return StateOf(survivor, id) == v1::Job::SUCCEEDED;
+  })) << StateOf(survivor, id);
+
+  sweep = *survivor.jobs->GetJob("default", id);
+  EXPECT_EQ(sweep.replica(), owner == 0 ? "b" : "a");
+  EXPECT_EQ(sweep.attempts(), 2);
+  EXPECT_TRUE(sweep.has_chosen_trial());
+  std::set<std::string> ran_on;
+  for (const v1::SweepTrial& t : sweep.trials()) {
+    auto trial = survivor.jobs->GetJob("default", t.job_id());
+    ASSERT_TRUE(trial.ok()) << trial.status();
+    EXPECT_EQ(trial->state(), v1::Job::SUCCEEDED) << trial->reason();
+    int ends = 0;
+    for (const auto& h : trial->history()) ends += v1::IsFinal(h.state());
+    EXPECT_EQ(ends, 1) << t.job_id();
+    for (const auto& h : trial->history()) {
+      if (h.state() == v1::Job::RUNNING) {
+        ran_on.insert(h.reason().find("replica a") != std::string::npos ? "a"
+                                                                        : "b");
+      }
+    }
+  }
+  EXPECT_EQ(ran_on.size(), 2u) << "the trials ran on one replica only";
+}
+
 }  // namespace
 }  // namespace sparrow::server
