@@ -9,14 +9,13 @@
 #include <string>
 #include <vector>
 
-#include "google/protobuf/util/time_util.h"
+#include "google/protobuf/util/time_util.h"  // Timestamp comparisons
 #include "gtest/gtest.h"
 #include "tests/server/testing/service_fixture.h"
 
 namespace sparrow::server {
 namespace {
 
-using google::protobuf::util::TimeUtil;
 using testing::CountIterations;
 using testing::kLongEpochs;
 using testing::ServiceFixture;
