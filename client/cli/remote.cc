@@ -421,15 +421,19 @@ int RemoteCommands::List() {
     return kExitOk;
   }
   if (page->jobs().empty()) std::cout << "no jobs\n";
-  constexpr char kRow[] = "%-22s %-10s %6s %-11s %-11s %6s %-20s  %-30s %s\n";
+  constexpr char kRow[] = "%-*s %-10s %6s %-11s %-11s %6s %-20s  %-30s %s\n";
+  int width = 22;  // job ids; a sweep's trials have longer ones
+  for (const v1::Job& j : page->jobs()) {
+    width = std::max(width, static_cast<int>(j.id().size()));
+  }
   if (!page->jobs().empty()) {
-    std::cout << absl::StrFormat(kRow, "JOB", "STATE", "ITER", "LOSS",
+    std::cout << absl::StrFormat(kRow, width, "JOB", "STATE", "ITER", "LOSS",
                                  "BEST_VAL", "ZEROS", "TEST", "NAME", "REASON");
   }
   for (const v1::Job& j : page->jobs()) {
     const std::string test = TestMetric(j);
     std::cout << absl::StrFormat(
-        kRow, j.id(), StateName(j.state()), absl::StrCat(j.iterations()),
+        kRow, width, j.id(), StateName(j.state()), absl::StrCat(j.iterations()),
         OrDash(j.iterations() > 0, j.loss()),
         OrDash(j.has_best_validation_metric(), j.best_validation_metric()),
         j.has_sparsity_pct() ? absl::StrFormat("%.1f%%", j.sparsity_pct())

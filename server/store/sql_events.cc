@@ -49,6 +49,7 @@ absl::Status SqlStore::StoreEvents(v1::Job* stored,
     if (!event.has_time()) *event.mutable_time() = now;
     SPARROW_RETURN_IF_ERROR(InsertEvent(insert, event));
     job.set_last_seq(event.seq());
+    if (event.has_trial()) continue;  // a sweep's copy: the trial has these
     if (event.has_validation_metric() &&
         (!job.has_best_validation_metric() ||
          event.validation_metric() < job.best_validation_metric())) {
@@ -57,9 +58,11 @@ absl::Status SqlStore::StoreEvents(v1::Job* stored,
     if (event.has_sparsity_pct()) job.set_sparsity_pct(event.sparsity_pct());
   }
   SPARROW_RETURN_IF_ERROR(UpdateSeriesBlocks(job_id, events));
-  job.set_iterations(events.back().iteration());
-  job.set_loss(events.back().loss());
-  job.set_elapsed_seconds(events.back().elapsed_seconds());
+  if (!events.back().has_trial()) {
+    job.set_iterations(events.back().iteration());
+    job.set_loss(events.back().loss());
+    job.set_elapsed_seconds(events.back().elapsed_seconds());
+  }
   SPARROW_RETURN_IF_ERROR(UpdateJob(job));
   return Notify(job_id, job.last_seq());
 }

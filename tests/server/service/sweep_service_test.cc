@@ -100,6 +100,10 @@ TEST_F(SweepServiceTest, SeedsRunAsTrialJobsAndTheBestOnValidationIsChosen) {
   }
   ASSERT_TRUE(sweep.has_chosen_trial());
   EXPECT_EQ(sweep.chosen_trial(), best);
+  // The trials' copied events leave the sweep's own progress fields alone.
+  EXPECT_EQ(sweep.iterations(), 0);
+  EXPECT_FALSE(sweep.has_best_validation_metric());
+  EXPECT_FALSE(sweep.has_sparsity_pct());
 
   // The sweep's model is the chosen trial's.
   v1::TrainedModel model, chosen;
