@@ -295,7 +295,14 @@ absl::StatusOr<v1::Job> JobManager::Cancel(const std::string& tenant,
   if (v1::IsFinal(job.state())) return AlreadyEnded(id, job.state());
   if (job.spec().has_sweep()) {
     if (job.state() == v1::Job::CANCELLING) return job;
-    return CancelSweep(tenant, job);
+    auto cancelling = CancelSweep(tenant, job);
+    if (cancelling.status().code() != absl::StatusCode::kFailedPrecondition) {
+      return cancelling;
+    }
+    // Another cancel, or the sweep's end, came first.
+    SPARROW_ASSIGN_OR_RETURN(job, GetJob(tenant, id));
+    if (v1::IsFinal(job.state())) return AlreadyEnded(id, job.state());
+    return job;
   }
   std::lock_guard<std::mutex> lock(mu_);
   if (queued_by_id_.count(id) > 0) return CancelQueued(tenant, id);

@@ -21,7 +21,11 @@
 namespace sparrow::server {
 namespace {
 
-// A trial job's request_id: it makes creating a trial idempotent.
+// A trial job's id (OwnSweepOf reads it back) and request_id (which makes
+// creating a trial idempotent).
+std::string TrialJobId(const std::string& parent_id, int index) {
+  return absl::StrCat(parent_id, "-t", index);
+}
 std::string TrialRequestId(const std::string& parent_id, int index) {
   return absl::StrCat("sweep:", parent_id, ":trial-", index);
 }
@@ -158,18 +162,20 @@ absl::Status JobManager::AdvanceSweep(const std::string& id) {
   // a replica that lost its lease leaves the sweep to the one that took it.
   if (shared_ && parent.state() == v1::Job::QUEUED) return absl::OkStatus();
   if (shared_) {
-    std::lock_guard<std::mutex> lock(mu_);
-    auto it = running_.find(id);
-    if (it != running_.end() && it->second->sweep && it->second->lost) {
-      running_.erase(it);
-      UpdateGauges();
+    bool lost;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto it = running_.find(id);
+      lost = it != running_.end() && it->second->sweep && it->second->lost;
+    }
+    if (lost) {
+      ForgetSweep(id);
       return absl::OkStatus();
     }
   }
-  // The sweep's end; the next look forgets it.
   auto end = [&](const JobTransition& t) {
     absl::Status s = Transition(tenant, id, t).status();
-    if (s.ok()) NotifySweep(id);
+    if (s.ok()) ForgetSweep(id);
     return s;
   };
   auto fail = [&](absl::string_view reason) {
@@ -345,7 +351,7 @@ absl::Status JobManager::StartTrial(const std::string& tenant,
   if (before != nullptr) {
     job.mutable_spec()->mutable_warm_start()->set_job_id(before->id());
   }
-  job.set_id(absl::StrCat(parent.id(), "-t", trial.index));
+  job.set_id(TrialJobId(parent.id(), trial.index));
   job.set_priority(parent.priority());
   job.set_request_id(TrialRequestId(parent.id(), trial.index));
   job.set_parent_id(parent.id());
@@ -446,26 +452,17 @@ std::string JobManager::OwnSweepOf(const std::string& job_id) const {
 
 absl::StatusOr<v1::Job> JobManager::CancelSweep(const std::string& tenant,
                                                 const v1::Job& job) {
-  absl::StatusOr<v1::Job> cancelling =
-      Transition(tenant, job.id(),
+  const std::string& id = job.id();
+  SPARROW_ASSIGN_OR_RETURN(
+      v1::Job cancelling,
+      Transition(tenant, id,
                  {v1::Job::CANCELLING,
                   "cancel requested by the user; its trials are being "
                   "cancelled",
                   "",
                   nullptr,
-                  {v1::Job::QUEUED, v1::Job::RUNNING}});
-  if (cancelling.status().code() == absl::StatusCode::kFailedPrecondition) {
-    // Another cancel, or the sweep's end, came first.
-    SPARROW_ASSIGN_OR_RETURN(v1::Job now, GetJob(tenant, job.id()));
-    if (now.state() == v1::Job::CANCELLING) return now;
-    if (v1::IsFinal(now.state())) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("job ", job.id(), " already ",
-                       absl::AsciiStrToLower(v1::Job::State_Name(now.state())),
-                       "; only queued or running jobs can be cancelled"));
-    }
-  }
-  if (cancelling.ok()) NotifySweep(job.id());
+                  {v1::Job::QUEUED, v1::Job::RUNNING}}));
+  NotifySweep(id);
   return cancelling;
 }
 
