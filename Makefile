@@ -13,7 +13,7 @@ TSAN_DIR ?= build-tsan
 # the client's 4000-epoch restart test (106 s under ASan), and the job manager's shutdown test
 # during a multi-second NAILS epoch (it needs the epoch to outlast the stop grace, and waits
 # for a whole one first).
-ASAN_TESTS ?= ^(core_|server_(service|store|jobs|http)_|translate_(config|data|images|json|model|predict)_|client_|fuzz_)
+ASAN_TESTS ?= ^(core_|server_(service|store|jobs|http)_|translate_(config|data|images|json|model|onnx|predict)_|client_|fuzz_)
 ASAN_SKIP ?= WatchDeliversEveryEventOnceAcrossARestart|StopsWithinTheGraceDuringALongEpoch
 # TSan runs the store, event hub and job manager tests (the last drives the job manager without
 # gRPC). Debian's gRPC and Abseil are not instrumented, so in the service tests every hand-off

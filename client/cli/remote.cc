@@ -161,7 +161,8 @@ void RemoteCommands::AddJobCommands(CLI::App* app) {
 }
 
 void RemoteCommands::AddModelCommands(CLI::App* app) {
-  model_ = app->add_subcommand("model", "Trained models of ended jobs");
+  model_ = app->add_subcommand(
+      "model", "Trained models of ended jobs: download or export them");
   model_->require_subcommand(1);
   model_get_ = model_->add_subcommand(
       "get",
@@ -174,6 +175,7 @@ void RemoteCommands::AddModelCommands(CLI::App* app) {
       ->required();
   model_get_->add_flag("--json", json_, "Print a JSON summary");
   model_connection_.AddTo(model_get_);
+  model_export_.AddTo(model_);
 
   health_ = app->add_subcommand(
       "health",
@@ -195,6 +197,7 @@ int RemoteCommands::Run() {
   if (list_->parsed()) return List();
   if (cancel_->parsed()) return Cancel();
   if (model_get_->parsed()) return ModelGet();
+  if (model_export_.parsed()) return model_export_.Run();
   if (health_->parsed()) return Health();
   return -1;
 }

@@ -1,5 +1,5 @@
 // The `sparrow` subcommands that talk to sparrowd: upload, submit, watch,
-// status, list, cancel, model get, predict JOB, health.
+// status, list, cancel, model get / export, predict JOB, health.
 #ifndef SPARROW_CLIENT_CLI_REMOTE_H_
 #define SPARROW_CLIENT_CLI_REMOTE_H_
 
@@ -8,6 +8,7 @@
 
 #include "CLI/CLI.hpp"
 #include "client/cli/common.h"
+#include "client/cli/model_export.h"
 
 namespace sparrow::cli {
 
@@ -64,6 +65,7 @@ class RemoteCommands {
   CLI::App* cancel_ = nullptr;
   CLI::App* model_ = nullptr;
   CLI::App* model_get_ = nullptr;
+  ModelExportCommand model_export_;
   CLI::App* health_ = nullptr;
 
   ConnectionFlags upload_connection_, submit_connection_, watch_connection_,

@@ -5,6 +5,7 @@
 #include "core/util/status_macros.h"
 #include "translate/images.h"
 #include "translate/json.h"
+#include "translate/onnx_export.h"
 #include "translate/predict.h"
 
 namespace sparrow::server {
@@ -34,13 +35,18 @@ grpc::ServerUnaryReactor* ModelService::Export(
       [&](const std::string& tenant) -> absl::Status {
         if (!v1::ExportModelRequest::Format_IsValid(request->format())) {
           return absl::InvalidArgumentError(absl::StrCat(
-              "format is ", request->format(), "; use PROTO (1) or JSON (2)"));
+              "format is ", request->format(),
+              "; use PROTO (1), JSON (2) or ONNX (3)"));
         }
         SPARROW_ASSIGN_OR_RETURN(v1::TrainedModel model,
                                  Load(tenant, request->job_id()));
         if (request->format() == v1::ExportModelRequest::JSON) {
           response->set_data(translate::ToJson(model));
           response->set_content_type("application/json");
+        } else if (request->format() == v1::ExportModelRequest::ONNX) {
+          SPARROW_ASSIGN_OR_RETURN(*response->mutable_data(),
+                                   translate::ExportOnnx(model));
+          response->set_content_type("application/onnx");
         } else {
           response->set_data(model.SerializeAsString());
           response->set_content_type("application/x-protobuf");

@@ -77,6 +77,7 @@ class Conv2dLayer : public Layer {
         precision_(precision) {}
 
   const ConvGeometry& geometry() const { return g_; }
+  Activation activation() const { return activation_; }
   Shape input_shape() const override { return g_.in; }
   Shape output_shape() const override { return g_.out(); }
   int num_params() const override { return g_.filters * (g_.field() + 1); }

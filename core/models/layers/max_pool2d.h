@@ -18,6 +18,8 @@ class MaxPool2dLayer : public Layer {
   MaxPool2dLayer(Shape in, int size, int stride)
       : in_(in), size_(size), stride_(stride) {}
 
+  int size() const { return size_; }
+  int stride() const { return stride_; }
   Shape input_shape() const override { return in_; }
   Shape output_shape() const override {
     return Shape{in_.channels, (in_.height - size_) / stride_ + 1,

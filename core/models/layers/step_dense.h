@@ -16,6 +16,8 @@ class StepDenseLayer : public Layer {
   StepDenseLayer(int steps, int in, int out, InitLaw init)
       : steps_(steps), in_(in), out_(out), init_(init) {}
 
+  int in() const { return in_; }
+  int out() const { return out_; }
   Shape input_shape() const override { return Shape{1, steps_, in_}; }
   Shape output_shape() const override { return Shape{1, steps_, out_}; }
   int num_params() const override { return out_ * (in_ + 1); }
