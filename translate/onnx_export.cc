@@ -2,15 +2,18 @@
 
 #include <cstdint>
 #include <limits>
+#include <new>
 #include <string>
 #include <variant>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "core/train/model.h"
 #include "core/train/model_registry.h"
 #include "core/util/status_macros.h"
+#include "nlohmann/json.hpp"
 #include "translate/model.h"
 #include "translate/onnx_graph.h"
 #include "translate/onnx_layered.h"
@@ -34,6 +37,11 @@ void Describe(onnx::GraphProto* graph, const std::string& name,
 
 std::string Columns(const std::vector<std::string>& names) {
   return absl::StrJoin(names, ", ");
+}
+
+// Column names as a JSON array (a name may hold commas).
+std::string JsonNames(const std::vector<std::string>& names) {
+  return nlohmann::json(names).dump();
 }
 
 void AddMetadata(onnx::ModelProto* proto, const std::string& key,
@@ -268,16 +276,17 @@ absl::Status Build(const core::Model& m, Export* e) {
   p.set_ir_version(onnx::IR_VERSION);
   p.set_producer_name("sparrow");
   p.set_model_version(1);
-  p.set_doc_string(absl::StrCat("A Sparrow ", kind,
-                                " model, float64, inputs and outputs in data "
-                                "units (docs/onnx.md)"));
+  p.set_doc_string(absl::StrCat(
+      "A Sparrow ", kind,
+      " model: float64 (Conv, RNN and LSTM layers float32), inputs and "
+      "outputs in data units (docs/onnx.md)"));
   onnx::OperatorSetIdProto* opset = p.add_opset_import();
   opset->set_domain("");
   opset->set_version(onnx_export::kOpset);
   p.mutable_graph()->set_name(absl::StrCat("sparrow_", kind));
   AddMetadata(&p, "sparrow.model", kind);
-  AddMetadata(&p, "sparrow.input_columns", Columns(m.input_names));
-  AddMetadata(&p, "sparrow.output_columns", Columns(m.output_names));
+  AddMetadata(&p, "sparrow.input_columns", JsonNames(m.input_names));
+  AddMetadata(&p, "sparrow.output_columns", JsonNames(m.output_names));
   return absl::OkStatus();
 }
 
@@ -286,14 +295,25 @@ absl::Status Build(const core::Model& m, Export* e) {
 absl::StatusOr<onnx::ModelProto> ToOnnx(const v1::TrainedModel& model) {
   SPARROW_ASSIGN_OR_RETURN(const core::Model m, FromProto(model));
   Export e;
-  SPARROW_RETURN_IF_ERROR(Build(m, &e));
+  try {
+    SPARROW_RETURN_IF_ERROR(Build(m, &e));
+  } catch (const std::bad_alloc&) {
+    return absl::ResourceExhaustedError(
+        "out of memory building the ONNX model");
+  }
   SPARROW_RETURN_IF_ERROR(onnx_export::CheckModel(e.proto));
   return std::move(e.proto);
 }
 
 absl::StatusOr<std::string> ExportOnnx(const v1::TrainedModel& model) {
   SPARROW_ASSIGN_OR_RETURN(const onnx::ModelProto proto, ToOnnx(model));
-  return proto.SerializeAsString();
+  std::string bytes;
+  if (!proto.SerializeToString(&bytes)) {
+    return absl::ResourceExhaustedError(absl::StrFormat(
+        "the ONNX model would be %d bytes; protobuf serializes at most 2 GiB",
+        proto.ByteSizeLong()));
+  }
+  return bytes;
 }
 
 }  // namespace sparrow::translate

@@ -1,6 +1,7 @@
 #include "translate/onnx_graph.h"
 
 #include <exception>
+#include <new>
 
 #include "absl/strings/str_cat.h"
 #include "onnx/checker.h"
@@ -206,19 +207,41 @@ void GraphBuilder::Output(const std::string& name,
   SetType(value, dims, dim_names);
 }
 
+namespace {
+
+// The model with its float weights' values dropped (shapes and types kept),
+// for shape inference, which reads only the int64 constants' values (Reshape
+// shapes, Slice bounds): a copy of the structure, not of the weights.
+onnx::ModelProto Structure(const onnx::ModelProto& model) {
+  onnx::ModelProto out = model;
+  for (onnx::TensorProto& t : *out.mutable_graph()->mutable_initializer()) {
+    t.clear_double_data();
+    t.clear_float_data();
+  }
+  return out;
+}
+
+}  // namespace
+
 absl::Status CheckModel(const onnx::ModelProto& model) {
   // The checker reports by exception (onnx::checker::ValidationError, and
-  // shape inference's onnx::InferenceError); both are std::exceptions.
+  // shape inference's onnx::InferenceError).
   try {
     onnx::checker::check_model(model);
-    onnx::ModelProto inferred = model;
+    onnx::ModelProto structure = Structure(model);
     onnx::shape_inference::InferShapes(
-        inferred, onnx::OpSchemaRegistry::Instance(),
+        structure, onnx::OpSchemaRegistry::Instance(),
         onnx::ShapeInferenceOptions(/*check_type_val=*/true,
                                     /*strict_mode_val=*/1));
+  } catch (const std::bad_alloc&) {
+    return absl::ResourceExhaustedError(
+        "out of memory checking the ONNX model");
   } catch (const std::exception& e) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("the ONNX checker refused the model: ", e.what()));
+    // A graph the exporter built wrong: a bug, not the caller's error.
+    return absl::InternalError(absl::StrCat(
+        "the ONNX checker refused the exported model (a bug in Sparrow's "
+        "exporter; please report it): ",
+        e.what()));
   }
   return absl::OkStatus();
 }

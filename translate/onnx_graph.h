@@ -106,7 +106,8 @@ inline constexpr int64_t kDynamic = -1;
 
 // onnx::checker's check of the whole model, then strict shape and type
 // inference (what Python's onnx.checker.check_model(m, full_check=True)
-// does). InvalidArgument with the checker's message.
+// does). Internal with the checker's message: the exporter built a wrong
+// graph.
 absl::Status CheckModel(const onnx::ModelProto& model);
 
 }  // namespace sparrow::translate::onnx_export

@@ -83,8 +83,8 @@ class ModelCalls:
     def export(self, job_id: str, format: str = "proto") -> bytes:
         """The model of an ended job as a file's bytes: ``"proto"`` (binary
         sparrow.v1.TrainedModel), ``"json"`` (its protobuf JSON mapping) or ``"onnx"`` (an ONNX
-        model, opset 17, float64: mlp and narx_mlp one step ahead, state_space_rnn as a
-        simulation from a given x0).
+        model, opset 17, docs/onnx.md: rows in, outputs out for mlp, cnn, rnn and lstm;
+        narx_mlp one step ahead; state_space_rnn as a simulation from a given x0).
 
         Example::
 

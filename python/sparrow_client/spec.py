@@ -233,6 +233,24 @@ def parse_spec_json(text: Union[str, bytes]) -> Dict[str, Any]:
                               "comments, strings in double quotes)" % (_WHAT, e)) from None
 
 
+def _plain(v: Any, path: str) -> Any:
+    """``v`` as JSON's Python types: mappings as dicts with string keys, tuples and NumPy arrays
+    as lists, NumPy scalars as int / float / bool."""
+    if isinstance(v, Mapping):
+        out = {}
+        for key, value in v.items():
+            if not isinstance(key, str):
+                raise _error(path, "the key %r is not a string; field names are strings" % (key,))
+            out[key] = _plain(value, _join(path, key))
+        return out
+    if isinstance(v, (list, tuple)) or type(v).__module__ == "numpy" and hasattr(v, "tolist"):
+        items = list(v) if isinstance(v, (list, tuple)) else v.tolist()
+        if not isinstance(items, list):  # a NumPy scalar
+            return items
+        return [_plain(x, "%s[%d]" % (path, i)) for i, x in enumerate(items)]
+    return v
+
+
 def to_job_spec(spec: SpecLike) -> spec_pb2.JobSpec:
     """A JobSpec from a JobSpec (copied), a dict of its JSON form, or a JSON file's path; what
     submit() sends (before uploads). Raises InvalidArgument worded as the CLI.
@@ -251,9 +269,10 @@ def to_job_spec(spec: SpecLike) -> spec_pb2.JobSpec:
     if not isinstance(spec, Mapping):
         raise InvalidArgument("the spec must be a dict, a JSON file's path or a "
                               "sparrow.v1.JobSpec, not %s" % type(spec).__name__)
+    spec = _plain(spec, "")
     check_spec_dict(spec)
     try:
-        return json_format.ParseDict(dict(spec), spec_pb2.JobSpec(), ignore_unknown_fields=False)
+        return json_format.ParseDict(spec, spec_pb2.JobSpec(), ignore_unknown_fields=False)
     except json_format.ParseError as e:
         raise InvalidArgument("the job spec is not valid: %s (field names are those of "
                               "sparrow.v1.JobSpec in proto/sparrow/v1/spec.proto)" % e) from None

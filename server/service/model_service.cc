@@ -27,37 +27,6 @@ grpc::ServerUnaryReactor* ModelService::Get(
                   });
 }
 
-grpc::ServerUnaryReactor* ModelService::Export(
-    grpc::CallbackServerContext* context, const v1::ExportModelRequest* request,
-    v1::ExportModelResponse* response) {
-  return RunUnary(
-      deps_, context, "ModelService.Export",
-      [&](const std::string& tenant) -> absl::Status {
-        if (!v1::ExportModelRequest::Format_IsValid(request->format())) {
-          return absl::InvalidArgumentError(absl::StrCat(
-              "format is ", request->format(),
-              "; use PROTO (1), JSON (2) or ONNX (3)"));
-        }
-        SPARROW_ASSIGN_OR_RETURN(v1::TrainedModel model,
-                                 Load(tenant, request->job_id()));
-        if (request->format() == v1::ExportModelRequest::JSON) {
-          response->set_data(translate::ToJson(model));
-          response->set_content_type("application/json");
-        } else if (request->format() == v1::ExportModelRequest::ONNX) {
-          SPARROW_ASSIGN_OR_RETURN(*response->mutable_data(),
-                                   translate::ExportOnnx(model));
-          response->set_content_type("application/onnx");
-        } else {
-          response->set_data(model.SerializeAsString());
-          response->set_content_type("application/x-protobuf");
-        }
-        response->set_partial(model.partial());
-        response->set_termination(model.termination());
-        response->set_epochs(model.epochs());
-        return absl::OkStatus();
-      });
-}
-
 namespace {
 
 // RESOURCE_EXHAUSTED unless an answer of `bytes` fits in one message.
@@ -157,7 +126,66 @@ absl::Status PredictImages(const v1::TrainedModel& model,
   return CheckAnswerSize(bytes, p.cols(), p.rows(), limits, "exactly");
 }
 
+// RESOURCE_EXHAUSTED before building an export that this server could not
+// send: an estimate from the stored model's size (ONNX holds the parameters,
+// 8 bytes each; protobuf JSON writes each as up to 24 characters).
+absl::Status CheckExportSize(const v1::TrainedModel& model,
+                             v1::ExportModelRequest::Format format,
+                             const Limits& limits) {
+  const auto stored = static_cast<int64_t>(model.ByteSizeLong());
+  const int64_t params = model.parameters_size();
+  int64_t bytes = stored;
+  if (format == v1::ExportModelRequest::ONNX) bytes = 8 * params + 16384;
+  if (format == v1::ExportModelRequest::JSON) bytes = 3 * stored;
+  constexpr int64_t kOverhead = 1024;
+  if (bytes + kOverhead <= limits.max_message_bytes) return absl::OkStatus();
+  return absl::ResourceExhaustedError(absl::StrFormat(
+      "the exported model of %d parameters would be about %.1f MiB, more "
+      "than the largest message this server sends, %.1f MiB (sparrowd "
+      "--max-message-bytes)",
+      params, bytes / 1048576.0, limits.max_message_bytes / 1048576.0));
+}
+
+absl::Status ExportTo(const v1::TrainedModel& model,
+                      v1::ExportModelRequest::Format format,
+                      v1::ExportModelResponse* response) {
+  if (format == v1::ExportModelRequest::JSON) {
+    response->set_data(translate::ToJson(model));
+    response->set_content_type("application/json");
+  } else if (format == v1::ExportModelRequest::ONNX) {
+    SPARROW_ASSIGN_OR_RETURN(*response->mutable_data(),
+                             translate::ExportOnnx(model));
+    response->set_content_type("application/onnx");
+  } else {
+    response->set_data(model.SerializeAsString());
+    response->set_content_type("application/x-protobuf");
+  }
+  response->set_partial(model.partial());
+  response->set_termination(model.termination());
+  response->set_epochs(model.epochs());
+  return absl::OkStatus();
+}
+
 }  // namespace
+
+grpc::ServerUnaryReactor* ModelService::Export(
+    grpc::CallbackServerContext* context, const v1::ExportModelRequest* request,
+    v1::ExportModelResponse* response) {
+  return RunUnary(
+      deps_, context, "ModelService.Export",
+      [&](const std::string& tenant) -> absl::Status {
+        if (!v1::ExportModelRequest::Format_IsValid(request->format())) {
+          return absl::InvalidArgumentError(
+              absl::StrCat("format is ", request->format(),
+                           "; use PROTO (1), JSON (2) or ONNX (3)"));
+        }
+        SPARROW_ASSIGN_OR_RETURN(const v1::TrainedModel model,
+                                 Load(tenant, request->job_id()));
+        SPARROW_RETURN_IF_ERROR(
+            CheckExportSize(model, request->format(), *deps_.limits));
+        return ExportTo(model, request->format(), response);
+      });
+}
 
 grpc::ServerUnaryReactor* ModelService::Predict(
     grpc::CallbackServerContext* context, const v1::PredictRequest* request,

@@ -142,6 +142,12 @@ def base_spec(csv_path, model, optimizer, epochs, inputs=("u",), outputs=("y",))
             "stopping": {"max_epochs": epochs}, "seed": 1}
 
 
+def metadata(h, onnx_path, key):
+    if h.onnx is None:
+        return None
+    return {p.key: p.value for p in h.onnx.load(onnx_path).metadata_props}.get(key)
+
+
 def check_sequence(h, name, spec, data_csv, u_names, y_names, predict_flags=(), x0=None):
     model, onnx_path = h.train(name, spec)
     header, rows = read_csv(data_csv)
@@ -151,11 +157,21 @@ def check_sequence(h, name, spec, data_csv, u_names, y_names, predict_flags=(), 
         y = columns(header, rows, y_names)
         out = h.run_onnx(onnx_path, {"u": u, "y": y})["y_pred"]
         first = len(rows) - out["dims"][0]
+        stated = metadata(h, onnx_path, "sparrow.first_predicted_sample")
+        if stated is not None and int(stated) != first:
+            h.failures.append("%s: first predicted sample %s, the output starts at %d"
+                              % (name, stated, first))
         h.compare(name, out, pred[first:], ops_of(onnx_path, h.onnx))
         return
     start = x0 if x0 is not None else printed["x0"]
     outs = h.run_onnx(onnx_path, {"u": u, "x0": start})
     h.compare(name, outs["y"], pred, ops_of(onnx_path, h.onnx))
+    # The same record in two pieces, the second from the first's x_final.
+    half = len(u) // 2
+    first = h.run_onnx(onnx_path, {"u": u[:half], "x0": start})
+    second = h.run_onnx(onnx_path, {"u": u[half:], "x0": first["x_final"]["data"]})
+    pieces = {"data": first["y"]["data"] + second["y"]["data"]}
+    h.compare(name + ", in two pieces via x_final", pieces, pred, "")
 
 
 def generated_cases(h):
@@ -187,12 +203,44 @@ def generated_cases(h):
                        "initial_state": "INITIAL_STATE_ENCODER",
                        "encoder": {"past_outputs": 3, "past_inputs": 3}}}, lbfgs, 10),
                    held_out, ["u"], ["y"], ["--x0", "0.25,-0.5,1"], x0=[0.25, -0.5, 1.0])
+    multi_channel_cases(h, header, rows)
     name = "mlp, sigmoid hidden (generated)"
     model, onnx_path = h.train(name, base_spec(
         data, {"mlp": {"hidden": [7, 5], "activation": "ACTIVATION_SIGMOID"}}, lbfgs, 20))
     _, pred, _ = h.predict(model, held_out)
     out = h.run_onnx(onnx_path, {"input": columns(header, rows[1024:], ["u"])})["output"]
     h.compare(name, out, pred, ops_of(onnx_path, h.onnx))
+
+
+def multi_channel_cases(h, header, rows):
+    """Two inputs and two outputs: u, u2 = u^2 / 10 and y, y2 = y one sample earlier."""
+    u, y = columns(header, rows, ["u"]), columns(header, rows, ["y"])
+    table = [[u[k][0], u[k][0] ** 2 / 10, y[k][0], y[k - 1][0] if k else y[0][0]]
+             for k in range(len(rows))]
+    names = ["u", "u2", "y", "y2"]
+    data = os.path.join(h.tmp, "two.csv")
+    write_csv(data, names, table)
+    held_out = os.path.join(h.tmp, "two_test.csv")
+    write_csv(held_out, names, table[1024:])
+    io = {"inputs": ("u", "u2"), "outputs": ("y", "y2")}
+    lbfgs = {"lbfgs": {}}
+    check_sequence(h, "narx 2 in 2 out, no feed-through (generated)",
+                   base_spec(data, {"narx_mlp": {"input_lags": 2, "output_lags": 1,
+                                                 "no_feedthrough": True, "hidden": [6]}},
+                             lbfgs, 10, **io),
+                   held_out, ["u", "u2"], ["y", "y2"], ["--one-step"])
+    check_sequence(h, "state-space linear 2 in 2 out, feed-through (generated)",
+                   base_spec(data, {"state_space_rnn": {"nx": 2, "fx_hidden": [4],
+                                                        "fy_hidden": [4], "linear": True}},
+                             lbfgs, 10, **io),
+                   held_out, ["u", "u2"], ["y", "y2"], ["--x0", "0.1,-0.2"], x0=[0.1, -0.2])
+    name = "stacked rnn, 2 steps, sequence output (generated)"
+    model, onnx_path = h.train(name, base_spec(
+        data, {"rnn": {"hidden": [5, 4], "steps": 2, "sequence_output": True}}, lbfgs, 10,
+        **io))
+    _, pred, _ = h.predict(model, held_out)
+    out = h.run_onnx(onnx_path, {"input": [r[:2] for r in table[1024:]]})["output"]
+    h.compare(name, out, pred, ops_of(onnx_path, h.onnx), 1e-5)
 
 
 def example(name):
@@ -233,8 +281,9 @@ def shared_cases(h):
         x = columns(header, rows[:2000], spec["data"]["inputs"])
         out = h.run_onnx(onnx_path, {"input": x})["output"]
         h.compare(name, out, pred, ops_of(onnx_path, h.onnx))
-    else:
-        print("note: ../shared/data absent: the benchmark models were not checked")
+    if not all(os.path.exists(p) for p in (damper, tanks, ccpp)):
+        print("SKIPPED: a benchmark model's data in ../shared/data is absent (damper %s, tanks "
+              "%s, ccpp %s)" % tuple(os.path.exists(p) for p in (damper, tanks, ccpp)))
 
 
 def write_test_images(path, count):
@@ -254,6 +303,7 @@ def image_cases(h):
     probabilities of 200 test images. Conv and LSTM run in float32 in the ONNX graph
     (onnxruntime has no float64 kernel for them), so they match to 1e-5."""
     if not os.path.exists(os.path.join(SHARED, "fashion_mnist")):
+        print("SKIPPED: ../shared/data/fashion_mnist is absent: the CNN and LSTM were not checked")
         return
     idx = os.path.join(h.tmp, "images.idx")
     pixels = write_test_images(idx, 200)

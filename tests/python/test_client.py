@@ -60,20 +60,25 @@ def test_tour(sc, client, server, tanks_csv, tmp_root):
     assert same_model(sc, exported, model)
     as_json = json.loads(client.export(job.id, "json"))
     assert as_json["epochs"] == 200 and len(as_json["parameters"]) == len(model.parameters)
+    onnx_path = os.path.join(tmp_root, "tour.onnx")
+    with open(onnx_path, "wb") as f:
+        f.write(client.export(job.id, "onnx"))
+    code, _, err = server.cli("model", "export", job.id, "--format", "onnx", "-o",
+                              onnx_path + ".cli")
+    assert code == 0, err
+    with open(onnx_path, "rb") as a, open(onnx_path + ".cli", "rb") as b:
+        assert a.read() == b.read()
 
 
 def test_export_onnx(sc, client, narx_job, ss_job):
     for job in (narx_job, ss_job):
-        try:
-            exported = client.export(job.id, "onnx")
-        except (sc.InvalidArgument, sc.Unimplemented) as e:
-            pytest.skip("this sparrowd does not export ONNX yet: %s" % e)
+        exported = client.export(job.id, "onnx")
         assert exported[:1] == b"\x08"  # ModelProto field 1, ir_version
         try:
             import onnx
         except ImportError:
             continue
-        onnx.checker.check_model(onnx.load_from_string(exported))
+        onnx.checker.check_model(onnx.load_from_string(exported), full_check=True)
     with pytest.raises(sc.InvalidArgument, match="use proto, json or onnx"):
         client.export(narx_job.id, "pickle")
 
@@ -244,6 +249,17 @@ def test_spec_checks_word_as_cli(sc, server, tanks_csv, tmp_root, change):
     with pytest.raises(sc.InvalidArgument) as e:
         sc.to_job_spec(spec)
     assert str(e.value) == cli_error(err)
+
+
+def test_spec_dicts_may_hold_numpy_and_tuples(sc, server, tanks_csv):
+    spec = narx_spec(tanks_csv)
+    spec["model"]["narx_mlp"]["hidden"] = np.array([8])
+    spec["seed"] = np.int64(3)
+    spec["data"]["inputs"] = ("u",)
+    parsed = sc.to_job_spec(spec)
+    assert list(parsed.model.narx_mlp.hidden) == [8] and parsed.seed == 3
+    with pytest.raises(sc.InvalidArgument, match="the key 1 is not a string"):
+        sc.to_job_spec({"model": {1: 2}})
 
 
 def test_tokens_match_cli(sc, token_server, tanks_csv):

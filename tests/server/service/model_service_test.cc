@@ -1,6 +1,6 @@
 // sparrow.v1.ModelService in-process: Get, Export (binary and JSON round
-// trips), Predict (free-run simulation and one step ahead), the refusal of
-// unfinished jobs' models, and bearer-token tenancy.
+// trips, ONNX, the size limit), Predict (free-run simulation and one step
+// ahead), the refusal of unfinished jobs' models, and bearer-token tenancy.
 #include "server/service/model_service.h"
 
 #include <cmath>
@@ -12,6 +12,7 @@
 #include "google/protobuf/util/json_util.h"
 #include "google/protobuf/util/message_differencer.h"
 #include "gtest/gtest.h"
+#include "onnx/onnx_pb.h"
 #include "tests/server/testing/service_fixture.h"
 
 namespace sparrow::server {
@@ -101,6 +102,45 @@ TEST_F(ModelServiceTest, ExportRoundTripsAsProtoAndJson) {
   ASSERT_TRUE(parse.ok()) << parse.ToString();
   std::string diff;
   EXPECT_TRUE(SameModel(parsed, model, &diff)) << diff;
+}
+
+TEST_F(ModelServiceTest, ExportsOnnx) {
+  v1::ExportModelResponse exported;
+  grpc::Status s = Export(job_.id(), v1::ExportModelRequest::ONNX, &exported);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_EQ(exported.content_type(), "application/onnx");
+  EXPECT_EQ(exported.epochs(), 20);
+  onnx::ModelProto model;
+  ASSERT_TRUE(model.ParseFromString(exported.data()));
+  ASSERT_EQ(model.graph().input_size(), 2);
+  EXPECT_EQ(model.graph().input(0).name(), "u");
+  EXPECT_EQ(model.graph().input(1).name(), "y");
+  EXPECT_EQ(model.graph().output(0).name(), "y_pred");
+}
+
+// Refused before anything is built, naming the flag that sets the limit.
+class ExportLimitTest : public ServiceFixture {
+ protected:
+  void Configure(ServerOptions* options) override {
+    options->jobs.limits.max_message_bytes = 64 << 10;
+  }
+};
+
+TEST_F(ExportLimitTest, AModelTooLargeToSendIsResourceExhausted) {
+  const std::string dataset = UploadOrDie(TanksCsv());
+  v1::JobSpec spec = SmallSpec(dataset, 1);
+  spec.mutable_model()->mutable_narx_mlp()->set_hidden(0, 1500);
+  const v1::Job job = SubmitOrDie(spec);
+  WaitForState(job.id(), v1::Job::SUCCEEDED);
+  for (auto format :
+       {v1::ExportModelRequest::PROTO, v1::ExportModelRequest::JSON,
+        v1::ExportModelRequest::ONNX}) {
+    const grpc::Status s = Export(job.id(), format);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED)
+        << s.error_message();
+    EXPECT_NE(s.error_message().find("--max-message-bytes"), std::string::npos)
+        << s.error_message();
+  }
 }
 
 TEST_F(ModelServiceTest, PredictSimulatesAndPredictsOneStepAhead) {
