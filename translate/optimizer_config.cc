@@ -60,6 +60,7 @@ core::SgdOptions ToSgd(const v1::SgdOptions& o, const core::StopRules& stop,
   if (o.learning_rate() != 0) f.learning_rate = o.learning_rate();
   f.momentum = o.momentum();
   f.nesterov = o.nesterov();
+  f.clip_norm = o.clip_norm();
   f.stop = stop;
   ToBatch(o.batch(), c);
   return f;
@@ -106,6 +107,7 @@ core::AdamOptions ToAdam(const v1::AdamOptions& o, const core::StopRules& stop,
   if (o.has_beta2()) f.beta2 = o.beta2();
   if (o.epsilon() != 0) f.epsilon = o.epsilon();
   f.amsgrad = o.amsgrad();
+  f.clip_norm = o.clip_norm();
   f.stop = stop;
   ToBatch(o.batch(), c);
   return f;

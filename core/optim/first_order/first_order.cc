@@ -20,6 +20,9 @@ absl::Status FirstOrderOptions::Validate() const {
   if (!(beta2 >= 0.0 && beta2 < 1.0))
     return OptionError("beta2", beta2, "in [0, 1)");
   if (!(epsilon > 0.0)) return OptionError("epsilon", epsilon, "positive");
+  if (!(clip_norm >= 0.0) || !std::isfinite(clip_norm)) {
+    return OptionError("clip_norm", clip_norm, ">= 0 and finite (0 = off)");
+  }
   return stop.Validate();
 }
 
@@ -117,6 +120,10 @@ double FirstOrderOptimizer::Step(Objective& objective, Eigen::VectorXd* w) {
       return std::numeric_limits<double>::infinity();
     }
     if (proximal_ != nullptr) proximal_->FilterGradient(&grad_);
+    if (options_.clip_norm > 0.0) {
+      const double norm = grad_.norm();
+      if (norm > options_.clip_norm) grad_ *= options_.clip_norm / norm;
+    }
     Update(w);
   }
   return sum / batches;

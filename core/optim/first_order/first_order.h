@@ -30,6 +30,9 @@ struct FirstOrderOptions {
   double epsilon = 1e-8;
   // AMSGrad: divide by the running maximum of the second-moment estimate.
   bool amsgrad = false;
+  // > 0: each minibatch gradient whose global L2 norm exceeds this is scaled
+  // down to it before the update (PyTorch's clip_grad_norm_); 0 = off.
+  double clip_norm = 0.0;
   // Iterations are epochs; tolerance is the absolute change of the epoch's
   // reported loss.
   StopRules stop;

@@ -56,6 +56,28 @@ INSTANTIATE_TEST_SUITE_P(
                       MethodCase{"amsgrad", Adam(0.05, true)}),
     [](const auto& info) { return std::string(info.param.name); });
 
+// One full-batch SGD step of lr 1 from w = 0 moves w by exactly the clipped
+// gradient: its direction, with norm clip_norm when the gradient is longer.
+TEST(FirstOrderTest, ClipNormScalesLongGradientsDownToIt) {
+  for (double clip : {0.0, 0.5, 1e6}) {
+    LeastSquares problem(5, 100, 1, 3);
+    FirstOrderOptions options = Sgd(1.0, 0.0, false);
+    options.clip_norm = clip;
+    options.stop.max_iterations = 1;
+    Eigen::VectorXd w = Eigen::VectorXd::Zero(5);
+    Eigen::VectorXd grad(5);
+    problem.EvaluateBatch(w, 0, &grad);
+    MinimizeFirstOrder(options, problem, &w, nullptr);
+    const double norm = grad.norm();
+    const double expected = clip > 0.0 && norm > clip ? clip : norm;
+    EXPECT_NEAR(w.norm(), expected, 1e-12 * norm) << "clip " << clip;
+    EXPECT_NEAR((-w).normalized().dot(grad.normalized()), 1.0, 1e-12);
+  }
+  FirstOrderOptions bad;
+  bad.clip_norm = -1.0;
+  EXPECT_NE(bad.Validate().message().find("clip_norm"), std::string::npos);
+}
+
 TEST(FirstOrderTest, DefaultOptionsValidate) {
   EXPECT_TRUE(FirstOrderOptions().Validate().ok());
 }
