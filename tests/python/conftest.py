@@ -8,36 +8,20 @@ sparrowd or the client's generated stubs are missing.
 
 import json
 import os
-import random
 import shutil
-import socket
 import subprocess
+import sys
 import tempfile
 import time
 
 import pytest
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+# free_ports: ports below the ephemeral range, picked as the e2e tests pick them.
+sys.path.insert(0, os.path.join(REPO, "tests", "e2e"))
+from sparrow_cluster import free_ports  # noqa: E402
 BIN_DIR = os.environ.get("SPARROW_BIN_DIR") or os.path.join(REPO, "build", "bin")
 TOKENS = {"tok-alice": "alice", "tok-bob": "bob"}
-
-
-def free_ports(n):
-    """n free ports below the ephemeral range (as tests/e2e/sparrow_cluster.py)."""
-    with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
-        lo, hi = map(int, f.read().split())
-    candidates = [p for p in range(20000, 32768) if not lo <= p <= hi]
-    found = []
-    for p in random.sample(candidates, 400):
-        with socket.socket() as s:
-            try:
-                s.bind(("127.0.0.1", p))
-            except OSError:
-                continue
-        found.append(p)
-        if len(found) == n:
-            return found
-    raise RuntimeError("no free ports")
 
 
 class Server:
