@@ -348,15 +348,16 @@ absl::StatusOr<v1::Job> JobManager::CancelRunning(const std::string& tenant,
   }
   // CANCELLING is stored before the worker can see the flag, so that it
   // always precedes the worker's CANCELLED; the worker hears of it at once.
-  RunningJob& r = *running;
-  std::unique_lock<std::mutex> stopping(r.mu);
-  auto cancelling = Transition(tenant, id,
-                               {v1::Job::CANCELLING,
-                                "cancel requested by the user",
-                                "",
-                                nullptr,
-                                {v1::Job::RUNNING}});
-  if (cancelling.ok()) {
+  auto request_cancel = [&]() -> absl::StatusOr<v1::Job> {
+    RunningJob& r = *running;
+    std::lock_guard<std::mutex> stopping(r.mu);
+    auto cancelling = Transition(tenant, id,
+                                 {v1::Job::CANCELLING,
+                                  "cancel requested by the user",
+                                  "",
+                                  nullptr,
+                                  {v1::Job::RUNNING}});
+    if (!cancelling.ok()) return cancelling;
     r.cancel = true;
     if (r.worker != nullptr) {
       v1::WorkerControl control;
@@ -364,10 +365,18 @@ absl::StatusOr<v1::Job> JobManager::CancelRunning(const std::string& tenant,
       r.worker->Send(control).IgnoreError();
     }
     return cancelling;
-  }
-  stopping.unlock();
-  SPARROW_ASSIGN_OR_RETURN(v1::Job job, GetJob(tenant, id));
-  if (job.state() == v1::Job::QUEUED) {
+  };
+  // States only move forward (QUEUED, RUNNING, CANCELLING or an end), so a
+  // cancel that races the worker's RUNNING settles within two rounds.
+  absl::Status refused;
+  for (int round = 0; round < 3; ++round) {
+    auto cancelling = request_cancel();
+    if (cancelling.ok()) return cancelling;
+    refused = cancelling.status();
+    SPARROW_ASSIGN_OR_RETURN(v1::Job job, GetJob(tenant, id));
+    if (v1::IsFinal(job.state())) return AlreadyEnded(id, job.state());
+    if (job.state() == v1::Job::CANCELLING) return job;  // another cancel
+    if (job.state() != v1::Job::QUEUED) continue;        // RUNNING meanwhile
     // A worker has taken the job but not recorded RUNNING yet: the cancel
     // is stored now (so that a crash cannot lose it), and the worker's
     // RUNNING is then refused.
@@ -381,10 +390,9 @@ absl::StatusOr<v1::Job> JobManager::CancelRunning(const std::string& tenant,
       running->cancel = true;
       return cancelled;
     }
-    SPARROW_ASSIGN_OR_RETURN(job, GetJob(tenant, id));
+    refused = cancelled.status();
   }
-  if (!v1::IsFinal(job.state())) return cancelling.status();
-  return AlreadyEnded(id, job.state());
+  return refused;
 }
 
 std::set<JobManager::QueueEntry>::iterator JobManager::NextRunnable(
