@@ -96,9 +96,11 @@ class Transport:
         self.datasets = datasets_pb2_grpc.DatasetServiceStub(self.channel)
         self.jobs = jobs_pb2_grpc.JobServiceStub(self.channel)
         self.models = model_service_pb2_grpc.ModelServiceStub(self.channel)
+        self.closed = False
         self.health_check = self.channel.unary_unary("/grpc.health.v1.Health/Check")
 
     def close(self) -> None:
+        self.closed = True
         self.channel.close()
 
     def call(self, method: Callable[..., Any], request: Any, *, timeout_factor: float = 1) -> Any:

@@ -9,7 +9,7 @@ from typing import Iterator, Optional
 import grpc
 from sparrow.v1 import jobs_pb2
 
-from .errors import DeadlineExceeded, Unavailable, from_rpc_error
+from .errors import Cancelled, DeadlineExceeded, Unavailable, from_rpc_error
 from .transport import Transport
 
 Job = jobs_pb2.Job
@@ -50,6 +50,19 @@ class Watch:
         return left
 
     def events(self) -> Iterator[ProgressEvent]:
+        try:
+            yield from self._events()
+        except ValueError as e:  # grpc: "Cannot invoke RPC: Channel closed!"
+            if not self.t.closed:
+                raise
+            raise self._closed() from None
+
+    def _closed(self) -> Cancelled:
+        return Cancelled("the client was closed while watching job %s (last seq %d); resume "
+                         "with watch(%r, after_seq=%d) on a new Client"
+                         % (self.job_id, self.last, self.job_id, self.last))
+
+    def _events(self) -> Iterator[ProgressEvent]:
         while True:
             request = jobs_pb2.WatchJobRequest(id=self.job_id, after_seq=self.last)
             stream = self.t.jobs.Watch(request, timeout=self._remaining(),
@@ -63,7 +76,7 @@ class Watch:
                     yield event
                     if is_final_event(event):
                         return
-                return  # the stream ended after the final event
+                return  # the server ended the stream: the job has ended
             except grpc.RpcError as e:
                 self._check_retry(e)
             finally:
@@ -71,6 +84,8 @@ class Watch:
             self._pause()
 
     def _check_retry(self, e: grpc.RpcError) -> None:
+        if self.t.closed:
+            raise self._closed() from None
         code = e.code()
         if code == grpc.StatusCode.DEADLINE_EXCEEDED and self.deadline is not None:
             raise DeadlineExceeded("job %s did not end within the timeout (last seq %d)"

@@ -52,7 +52,8 @@ class Postgres:
 def free_ports(n):
     """n free ports below the ephemeral range, so that no other process is handed one while
     its replica is down."""
-    lo, hi = map(int, open("/proc/sys/net/ipv4/ip_local_port_range").read().split())
+    with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+        lo, hi = map(int, f.read().split())
     candidates = [p for p in range(20000, 32768) if not lo <= p <= hi]
     found = []
     for p in random.sample(candidates, 400):

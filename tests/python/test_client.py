@@ -320,6 +320,19 @@ def test_request_id_makes_submit_idempotent(sc, client, tanks_csv):
         client.submit(narx_spec(tanks_csv, epochs=11), request_id="py-retry-1")
 
 
+def test_closing_the_client_ends_a_watch_with_cancelled(sc, server, tanks_csv):
+    c = sc.Client(server.address, token="")
+    job = c.submit(narx_spec(tanks_csv, epochs=100000))
+    events = c.watch(job.id)
+    next(events)
+    c.close()
+    with pytest.raises(sc.Cancelled, match="the client was closed while watching"):
+        for _ in events:
+            pass
+    with sc.Client(server.address, token="") as other:
+        other.cancel(job.id)
+
+
 def test_unreachable_server(sc):
     with sc.Client("127.0.0.1:1", max_attempts=2, initial_backoff=0.01) as c:
         with pytest.raises(sc.Unavailable, match="cannot reach sparrowd at 127.0.0.1:1"):
