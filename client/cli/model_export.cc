@@ -14,8 +14,6 @@
 namespace sparrow::cli {
 namespace {
 
-using json = nlohmann::json;
-
 const std::map<std::string, v1::ExportModelRequest::Format>& Formats() {
   static const auto* formats =
       new std::map<std::string, v1::ExportModelRequest::Format>{
@@ -90,33 +88,37 @@ int ModelExportCommand::Run() {
     exported = (*client)->ExportModel(job_, format);
   }
   if (!exported.ok()) return Fail(exported.status());
-  std::ofstream out(out_, std::ios::binary);
-  out << exported->data();
+  const std::string source = local_ ? model_path_ : job_;
+  return WriteExported(*exported, absl::StrCat(format_, " model of ", source),
+                       out_, {{"source", source}, {"format", format_}}, json_);
+}
+
+int WriteExported(const v1::ExportModelResponse& exported,
+                  const std::string& what, const std::string& path,
+                  nlohmann::json summary, bool json) {
+  std::ofstream out(path, std::ios::binary);
+  out << exported.data();
   out.close();
   if (!out) {
     return Fail(absl::InvalidArgumentError(
-        absl::StrCat("cannot write the model to ", out_)));
+        absl::StrCat("cannot write the model to ", path)));
   }
-  const std::string source = local_ ? model_path_ : job_;
-  if (json_) {
-    std::cout << json{{"source", source},
-                      {"file", out_},
-                      {"format", format_},
-                      {"bytes", exported->data().size()},
-                      {"partial", exported->partial()},
-                      {"termination", exported->termination()},
-                      {"epochs", exported->epochs()}}
-                     .dump(2)
-              << "\n";
+  if (json) {
+    summary["file"] = path;
+    summary["bytes"] = exported.data().size();
+    summary["partial"] = exported.partial();
+    summary["termination"] = exported.termination();
+    summary["epochs"] = exported.epochs();
+    std::cout << summary.dump(2) << "\n";
     return kExitOk;
   }
-  std::cout << absl::StrFormat("%s model of %s written to %s (%d bytes)\n",
-                               format_, source, out_, exported->data().size());
-  if (exported->partial()) {
+  std::cout << absl::StrFormat("%s written to %s (%d bytes)\n", what, path,
+                               exported.data().size());
+  if (exported.partial()) {
     std::cout << absl::StrFormat(
-        "note: the run did not finish (%s); this is the model it had reached "
+        "note: the job did not finish (%s); this is the model it had reached "
         "after %d epochs\n",
-        exported->termination(), exported->epochs());
+        exported.termination(), exported.epochs());
   }
   return kExitOk;
 }

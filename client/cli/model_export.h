@@ -8,8 +8,17 @@
 
 #include "CLI/CLI.hpp"
 #include "client/cli/common.h"
+#include "nlohmann/json.hpp"
 
 namespace sparrow::cli {
+
+// Writes an exported model's bytes to `path`, then prints "<what> written to
+// PATH (N bytes)" and, for a partial model, a note; with `json`, `summary`
+// plus the file's fields (file, bytes, partial, termination, epochs). The
+// exit code. Shared by `model get` and `model export`.
+int WriteExported(const v1::ExportModelResponse& exported,
+                  const std::string& what, const std::string& path,
+                  nlohmann::json summary, bool json);
 
 class ModelExportCommand {
  public:

@@ -472,33 +472,9 @@ int RemoteCommands::ModelGet() {
       (*client)->ExportModel(job_, as_json ? v1::ExportModelRequest::JSON
                                            : v1::ExportModelRequest::PROTO);
   if (!exported.ok()) return Fail(exported.status());
-  std::ofstream out(model_out_, std::ios::binary);
-  out << exported->data();
-  if (!out) {
-    return Fail(absl::InvalidArgumentError(
-        absl::StrCat("cannot write the model to ", model_out_)));
-  }
-  if (json_) {
-    std::cout << json{{"job_id", job_},
-                      {"file", model_out_},
-                      {"bytes", exported->data().size()},
-                      {"format", as_json ? "json" : "protobuf"},
-                      {"partial", exported->partial()},
-                      {"termination", exported->termination()},
-                      {"epochs", exported->epochs()}}
-                     .dump(2)
-              << "\n";
-    return kExitOk;
-  }
-  std::cout << absl::StrFormat("model of %s written to %s (%d bytes)\n", job_,
-                               model_out_, exported->data().size());
-  if (exported->partial()) {
-    std::cout << absl::StrFormat(
-        "note: the job did not finish (%s); this is the model it had reached "
-        "after %d epochs\n",
-        exported->termination(), exported->epochs());
-  }
-  return kExitOk;
+  return WriteExported(
+      *exported, absl::StrCat("model of ", job_), model_out_,
+      {{"job_id", job_}, {"format", as_json ? "json" : "protobuf"}}, json_);
 }
 
 // The answer of ModelService.Predict for images, as translate's.
