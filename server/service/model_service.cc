@@ -29,18 +29,28 @@ grpc::ServerUnaryReactor* ModelService::Get(
 
 namespace {
 
-// RESOURCE_EXHAUSTED unless an answer of `bytes` fits in one message.
-absl::Status CheckAnswerSize(int64_t bytes, int64_t rows, int64_t values,
-                             const Limits& limits, const char* how) {
-  // The PredictResponse's other fields and framing.
+// RESOURCE_EXHAUSTED unless an answer of `how` ("about", "exactly") `bytes`
+// fits in one message; `what` names the answer, `advice` (may be empty) what
+// to do instead.
+absl::Status CheckMessageSize(int64_t bytes, const Limits& limits,
+                              const std::string& what, const char* how,
+                              const std::string& advice) {
+  // The response's other fields and framing.
   constexpr int64_t kOverhead = 1024;
   if (bytes + kOverhead <= limits.max_message_bytes) return absl::OkStatus();
   return absl::ResourceExhaustedError(absl::StrFormat(
-      "the predictions for %d rows x %d values would be %s %.1f MiB, more "
-      "than the largest message this server sends, %.1f MiB (sparrowd "
-      "--max-message-bytes); predict fewer rows per call",
-      rows, values, how, bytes / 1048576.0,
-      limits.max_message_bytes / 1048576.0));
+      "%s would be %s %.1f MiB, more than the largest message this server "
+      "sends, %.1f MiB (sparrowd --max-message-bytes)%s",
+      what, how, bytes / 1048576.0, limits.max_message_bytes / 1048576.0,
+      advice));
+}
+
+absl::Status CheckAnswerSize(int64_t bytes, int64_t rows, int64_t values,
+                             const Limits& limits, const char* how) {
+  return CheckMessageSize(
+      bytes, limits,
+      absl::StrFormat("the predictions for %d rows x %d values", rows, values),
+      how, "; predict fewer rows per call");
 }
 
 // The CSV answer of a CSV request.
@@ -137,13 +147,10 @@ absl::Status CheckExportSize(const v1::TrainedModel& model,
   int64_t bytes = stored;
   if (format == v1::ExportModelRequest::ONNX) bytes = 8 * params + 16384;
   if (format == v1::ExportModelRequest::JSON) bytes = 3 * stored;
-  constexpr int64_t kOverhead = 1024;
-  if (bytes + kOverhead <= limits.max_message_bytes) return absl::OkStatus();
-  return absl::ResourceExhaustedError(absl::StrFormat(
-      "the exported model of %d parameters would be about %.1f MiB, more "
-      "than the largest message this server sends, %.1f MiB (sparrowd "
-      "--max-message-bytes)",
-      params, bytes / 1048576.0, limits.max_message_bytes / 1048576.0));
+  return CheckMessageSize(
+      bytes, limits,
+      absl::StrFormat("the exported model of %d parameters", params), "about",
+      "");
 }
 
 absl::Status ExportTo(const v1::TrainedModel& model,
