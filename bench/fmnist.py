@@ -6,7 +6,8 @@ For each model and seed, in the same invocation and one after the other (never i
          examples/fmnist_<model>_adam.json with absolute data paths, stopping.max_epochs = --epochs,
          seed = the seed and optimizer.adam.batch.threads = --threads;
   torch  bench/fmnist_torch.py --models <model> --epochs N --seed S --threads T --dtype float32
-         --normalization (zscore or none, the spec's), then the same with --dtype float64.
+         --normalization (zscore or none, the spec's) --init (the spec's model.init), then the
+         same with --dtype float64.
 Then it prints a markdown table: model | ours s/epoch | torch f32 s/epoch | torch f64 s/epoch |
 ratio torch/ours (f32, f64) | test accuracy after 1 and after N epochs (ours, torch f32), then a
 table of torch float64's accuracies and one JSON line with every number.
@@ -82,6 +83,14 @@ def peer_normalization(model):
     raise ValueError(f"examples/fmnist_{model}_adam.json: the peer has no {norm}")
 
 
+def peer_init(model):
+    """The peer's --init for the example's model.init."""
+    init = example(model)["model"].get("init", "glorot")
+    if init not in ("torch", "orthogonal"):
+        raise ValueError(f"examples/fmnist_{model}_adam.json: the peer has no init {init!r}")
+    return init
+
+
 def ours_spec(model, data_dir, epochs, seed, threads, quick, path, precision):
     spec = example(model)
     images = spec["data"]["images"]
@@ -134,7 +143,7 @@ def run_torch(py, model, dtype, epochs, seed, threads, quick, data_dir, blas_dir
     """The peer for one model and dtype; returns (list of per-epoch dicts, None) or (None, error)."""
     cmd = [py, PEER, "--models", model, "--epochs", str(epochs), "--seed", str(seed),
            "--threads", str(threads), "--dtype", dtype, "--data", data_dir,
-           "--normalization", peer_normalization(model)]
+           "--normalization", peer_normalization(model), "--init", peer_init(model)]
     if quick:
         cmd += ["--limit", str(QUICK_IMAGES)]
     if blas_dir:

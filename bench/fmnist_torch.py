@@ -8,7 +8,9 @@ The same four networks as the specs, trained the way a PyTorch user would:
   lstm  nn.LSTM(28, 128, num_layers=2, batch_first=True) over the 28 image rows, then
         nn.Linear(128, 10) on the top layer's output at the last step
   rnn   the same with nn.RNN(..., nonlinearity='tanh')
-PyTorch's default initialization (the specs' `"init": "torch"`), CrossEntropyLoss (mean over the
+PyTorch's default initialization (the specs' `"init": "torch"`), or with `--init orthogonal` the
+specs' `"init": "orthogonal"` (Glorot-normal weights, each recurrent gate's weight_hh block a
+random orthogonal matrix, zero biases), CrossEntropyLoss (mean over the
 minibatch), Adam lr 1e-3, batch 128, the training rows reshuffled every epoch by a seeded
 torch.Generator, pixels / 255, then with `--normalization zscore` (the fnn, lstm and rnn specs'
 NORMALIZATION_ZSCORE) each pixel standardized by the mean and population standard deviation of that
@@ -27,7 +29,7 @@ the epoch, `test_accuracy` a percentage on the test images.
 
 Usage: /usr/bin/python3 bench/fmnist_torch.py [--models fnn,cnn,lstm,rnn] [--epochs 5]
          [--dtype float32|float64] [--threads 2] [--seed 1] [--data DIR] [--limit N]
-         [--blas-dir DIR] [--normalization none|zscore]
+         [--blas-dir DIR] [--normalization none|zscore] [--init torch|orthogonal]
 `--limit N` keeps the first N training and the first N test images (smoke runs).
 
 BLAS and threads. Debian's python3-torch 1.13 is built with BLAS_INFO=generic: its matrix
@@ -132,6 +134,22 @@ def build(name, torch):
     raise ValueError(f"unknown model {name!r}")
 
 
+def orthogonal_init(model, torch):
+    """Sparrow's "init": "orthogonal": Glorot-normal weights, zero biases, and each H x H gate
+    block of a recurrent layer's weight_hh an independent random orthogonal matrix."""
+    nn = torch.nn
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if "bias" in name:
+                nn.init.zeros_(p)
+            elif "weight_hh" in name:
+                h = p.shape[1]
+                for g in range(p.shape[0] // h):
+                    nn.init.orthogonal_(p[g * h:(g + 1) * h])
+            else:
+                nn.init.xavier_normal_(p)
+
+
 def test_accuracy(model, x, y, torch):
     """% of the images whose largest output is their label, in chunks of 1000."""
     model.eval()
@@ -153,6 +171,8 @@ def main():
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--batch", type=int, default=128)
     ap.add_argument("--lr", type=float, default=1e-3)
+    ap.add_argument("--init", choices=("torch", "orthogonal"), default="torch",
+                    help="the spec's model.init: PyTorch's defaults or orthogonal recurrent weights")
     ap.add_argument("--normalization", choices=("none", "zscore"), default="none",
                     help="zscore: standardize each pixel by its training mean and std")
     ap.add_argument("--limit", type=int, default=0,
@@ -214,6 +234,8 @@ def main():
     for name in models:
         torch.manual_seed(a.seed)  # the initialization
         model = build(name, torch).to(dtype)
+        if a.init == "orthogonal":
+            orthogonal_init(model, torch)
         opt = torch.optim.Adam(model.parameters(), lr=a.lr)
         loss_fn = torch.nn.CrossEntropyLoss()
         gen = torch.Generator().manual_seed(a.seed)  # the minibatch order

@@ -90,8 +90,10 @@ absl::StatusOr<core::InitLaw> ToInitLaw(const std::string& init) {
   if (init.empty() || init == "glorot") return core::InitLaw::kGlorot;
   if (init == "he") return core::InitLaw::kHe;
   if (init == "torch") return core::InitLaw::kTorch;
-  return absl::InvalidArgumentError(absl::StrCat(
-      "model.init is \"", init, "\"; use \"glorot\", \"he\" or \"torch\""));
+  if (init == "orthogonal") return core::InitLaw::kOrthogonal;
+  return absl::InvalidArgumentError(
+      absl::StrCat("model.init is \"", init,
+                   "\"; use \"glorot\", \"he\", \"torch\" or \"orthogonal\""));
 }
 
 absl::Status ToLayeredConfig(const v1::ModelSpec& m, core::ModelConfig* c) {

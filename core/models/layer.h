@@ -49,7 +49,11 @@ struct Shape {
 //  kTorch:  PyTorch's defaults, so a PyTorch peer starts from the same law:
 //           dense and conv weights and biases U(-1/sqrt(fan_in),
 //           1/sqrt(fan_in)); recurrent parameters U(-1/sqrt(H), 1/sqrt(H)).
-enum class InitLaw { kGlorot, kHe, kTorch };
+//  kOrthogonal: kGlorot, except that each H x H block of a recurrent layer's
+//           recurrent weights (one per LSTM gate) is a random orthogonal
+//           matrix (Saxe et al. 2014; Keras's recurrent default), so h_{t-1}
+//           neither shrinks nor grows through V at the start.
+enum class InitLaw { kGlorot, kHe, kTorch, kOrthogonal };
 
 // The arithmetic of a dense or conv layer's matrix products
 // (ModelSpec.precision). Parameters, activations, gradients and the optimizer

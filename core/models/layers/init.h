@@ -10,6 +10,11 @@ namespace sparrow::core {
 // n weights of a layer with fan_in inputs and fan_out outputs per weight.
 void InitWeights(InitLaw law, double sigma0, int fan_in, int fan_out, int n,
                  Rng* rng, double* w);
+// An n x n random orthogonal matrix times sigma0 into the rows [0, n) of a
+// column-major matrix with leading dimension ld: Q of the QR factorization of
+// a standard normal matrix, its columns' signs fixed by R's diagonal, which
+// makes Q uniformly (Haar) distributed (Mezzadri 2007).
+void InitOrthogonal(double sigma0, int n, int ld, Rng* rng, double* w);
 // n biases: zero, except U(-1/sqrt(fan_in), 1/sqrt(fan_in)) under kTorch.
 void InitBiases(InitLaw law, double sigma0, int fan_in, int n, Rng* rng,
                 double* b);

@@ -25,7 +25,14 @@ void RecurrentLayer::Initialize(double sigma0, Rng* rng, double* params) const {
   const int w_fan_in = init_ == InitLaw::kTorch ? h : features_;
   InitWeights(init_, sigma0, w_fan_in, h, r * features_, rng, params);
   InitBiases(init_, sigma0, h, r, rng, params + b_offset());
-  InitWeights(init_, sigma0, h, h, r * h, rng, params + v_weight_offset());
+  if (init_ == InitLaw::kOrthogonal) {
+    // One orthogonal H x H block per gate (r / h of them) of the r x H V.
+    for (int g = 0; g < r / h; ++g) {
+      InitOrthogonal(sigma0, h, r, rng, params + v_weight_offset() + g * h);
+    }
+  } else {
+    InitWeights(init_, sigma0, h, h, r * h, rng, params + v_weight_offset());
+  }
   InitBiases(init_, sigma0, h, r, rng, params + v_bias_offset());
 }
 

@@ -95,7 +95,8 @@ class RecurrentLayer : public Layer {
   // Per InitLaw, drawn in layout order: kGlorot W, V ~ N(0, sigma0^2 * 2 /
   // (fan_in + H)), kHe N(0, sigma0^2 * 2 / fan_in) (fan_in = F for W, H for
   // V), zero biases; kTorch every parameter sigma0 * U(-1/sqrt(H),
-  // 1/sqrt(H)).
+  // 1/sqrt(H)); kOrthogonal W as kGlorot, each gate's H x H block of V
+  // sigma0 times a random orthogonal matrix, zero biases.
   void Initialize(double sigma0, Rng* rng, double* params) const override;
   // dW += dS X^T and dV += dS H_prev^T over all steps (one GEMM each), db and
   // dv the row sums of dS.
