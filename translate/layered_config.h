@@ -13,7 +13,7 @@
 
 namespace sparrow::translate {
 
-// model.init: "" or "glorot", "he", "torch".
+// model.init: "" or "glorot", "he", "torch", "orthogonal".
 absl::StatusOr<core::InitLaw> ToInitLaw(const std::string& init);
 
 // Sets c->kind and c->init from m (whose kind is cnn, rnn or lstm),
