@@ -135,8 +135,9 @@ def build(name, torch):
 
 
 def orthogonal_init(model, torch):
-    """Sparrow's "init": "orthogonal": Glorot-normal weights, zero biases, and each H x H gate
-    block of a recurrent layer's weight_hh an independent random orthogonal matrix."""
+    """Sparrow's "init": "orthogonal": Glorot-normal weights (a recurrent layer's weight_ih per
+    H x F gate block, as Sparrow draws it), zero biases, and each H x H gate block of weight_hh
+    an independent random orthogonal matrix."""
     nn = torch.nn
     with torch.no_grad():
         for name, p in model.named_parameters():
@@ -146,6 +147,11 @@ def orthogonal_init(model, torch):
                 h = p.shape[1]
                 for g in range(p.shape[0] // h):
                     nn.init.orthogonal_(p[g * h:(g + 1) * h])
+            elif "weight_ih" in name:
+                # Per gate block, so fan_out is H as in Sparrow, not 4H for an LSTM.
+                h = model.rnn.hidden_size
+                for g in range(p.shape[0] // h):
+                    nn.init.xavier_normal_(p[g * h:(g + 1) * h])
             else:
                 nn.init.xavier_normal_(p)
 
