@@ -51,8 +51,8 @@ struct Shape {
 //           1/sqrt(fan_in)); recurrent parameters U(-1/sqrt(H), 1/sqrt(H)).
 //  kOrthogonal: kGlorot, except that each H x H block of a recurrent layer's
 //           recurrent weights (one per LSTM gate) is a random orthogonal
-//           matrix (Saxe et al. 2014; Keras's recurrent default), so h_{t-1}
-//           neither shrinks nor grows through V at the start.
+//           matrix (Saxe et al. 2014; for the Elman RNN Keras's default), so
+//           h_{t-1} neither shrinks nor grows through V at the start.
 enum class InitLaw { kGlorot, kHe, kTorch, kOrthogonal };
 
 // The arithmetic of a dense or conv layer's matrix products
