@@ -116,7 +116,7 @@ int WriteExported(const v1::ExportModelResponse& exported,
                                exported.data().size());
   if (exported.partial()) {
     std::cout << absl::StrFormat(
-        "note: the job did not finish (%s); this is the model it had reached "
+        "note: the run did not finish (%s); this is the model it had reached "
         "after %d epochs\n",
         exported.termination(), exported.epochs());
   }

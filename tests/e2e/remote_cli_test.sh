@@ -450,7 +450,7 @@ check "watch of a cancelled job: ends with CANCELLED, seqs dense" events_ok "$tm
 expect 2 "already" sp cancel "$long"
 expect 1 "cancelled" sp watch "$long"
 # The cancelled running job keeps the model it had reached, marked; the queued one has none.
-expect 0 "note: the job did not finish (cancelled)" sp model get "$long" -o "$tmp/partial.json"
+expect 0 "note: the run did not finish (cancelled)" sp model get "$long" -o "$tmp/partial.json"
 expect_json 0 partial termination epochs -- sp model get "$long" -o "$tmp/partial.pb" --json
 check "model get --json of a cancelled job: partial" [ "$(jget "$tmp/out" 'd["partial"]')" == True ]
 expect 0 "model: partial (the one reached after" sp status "$long"
