@@ -37,6 +37,13 @@ EXAMPLES = {
         "note": "test = the arrow (rows 1-40000), extrapolation included",
         "records": [],
     },
+    "silverbox_narx_linear.json": {
+        "system": "Silverbox, one record, linear-plus-neural NARX",
+        "unit": "mV", "scale": 1e3,
+        "target": "<= 0.5",
+        "note": "test = the arrow (rows 1-40000), extrapolation included",
+        "records": [],
+    },
     "bouc_wen_linear_nailm.json": {
         "system": "Bouc-Wen (official validation records)",
         "unit": "um", "scale": 1e6,

@@ -74,6 +74,12 @@ absl::Status ToNarxMlpConfig(const v1::NarxMlpModel& n,
   narx.lags.input_lags = n.input_lags();
   narx.lags.output_lags = n.output_lags();
   narx.lags.feedthrough = !n.no_feedthrough();
+  narx.linear = n.linear();
+  if (narx.linear && default_output != Activation::kLinear) {
+    return absl::InvalidArgumentError(
+        "model.narx_mlp.linear needs a linear output, and this loss gives a "
+        "sigmoid one; use LOSS_MSE, or leave out linear");
+  }
   if (n.input_lags() < 0) {
     return core::OptionError("model.narx_mlp.input_lags", n.input_lags(),
                              ">= 0");

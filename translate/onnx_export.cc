@@ -153,6 +153,22 @@ std::string Lagged(GraphBuilder* g, const std::string& v, int max_lag,
                   absl::StrCat(v, "_lag", lag));
 }
 
+// The network on `in`, plus the linear term M in (M stored column-major at
+// `linear`, M^T read in order) when the model is linear-plus-neural: y or x+
+// of the state-space model, the NARX model's prediction.
+std::string NetworkPlusLinear(GraphBuilder* g, const std::string& in,
+                              const core::Mlp& net, const double* theta,
+                              const double* linear, absl::string_view hint) {
+  const std::string out = g->Dense(in, net.spec(), theta, hint);
+  if (linear == nullptr) return out;
+  const std::string term =
+      g->Apply("MatMul",
+               {in, g->Doubles(absl::StrCat(hint, "_linear_t"),
+                               {net.inputs(), net.outputs()}, linear)},
+               absl::StrCat(hint, "_linear"));
+  return g->Apply("Add", {out, term}, absl::StrCat(hint, "_plus_linear"));
+}
+
 void BuildNarx(const core::Model& m, Export* e) {
   GraphBuilder g = e->Main();
   const core::data::NarxLags& lags = m.config.as<core::NarxMlpKind>().lags;
@@ -173,9 +189,12 @@ void BuildNarx(const core::Model& m, Export* e) {
   }
   const std::string z = g.Name("regressors");
   GraphBuilder::SetInt(g.Node("Concat", blocks, z), "axis", 1);
-  const std::string out =
-      g.Dense(z, core::NetworkSpec(m.config, lags.dimension(nu, ny), ny),
-              m.params.data(), "narx");
+  const core::NarxMlp narx = core::NarxModel(m);
+  const core::Mlp::Layer* linear = narx.network().linear();
+  const std::string out = NetworkPlusLinear(
+      &g, z, narx.network(), m.params.data(),
+      linear != nullptr ? m.params.data() + linear->weight_offset : nullptr,
+      "narx");
   g.Node("Identity", {g.Unscale(out, m.output_scaling, "y_pred")}, "y_pred");
   g.Output("y_pred", {kDynamic, ny}, {"T_minus_max_lag"});
   onnx::GraphProto* graph = e->proto.mutable_graph();
@@ -190,22 +209,6 @@ void BuildNarx(const core::Model& m, Export* e) {
                         " .. T-1"));
   AddMetadata(&e->proto, "sparrow.first_predicted_sample",
               absl::StrCat(max_lag));
-}
-
-// y or x+ of the state-space model: the network on `in`, plus the linear
-// term M in (M stored column-major at `linear`, M^T read in order) when the
-// model is linear-plus-neural.
-std::string NetworkPlusLinear(GraphBuilder* g, const std::string& in,
-                              const core::Mlp& net, const double* theta,
-                              const double* linear, absl::string_view hint) {
-  const std::string out = g->Dense(in, net.spec(), theta, hint);
-  if (linear == nullptr) return out;
-  const std::string term =
-      g->Apply("MatMul",
-               {in, g->Doubles(absl::StrCat(hint, "_linear_t"),
-                               {net.inputs(), net.outputs()}, linear)},
-               absl::StrCat(hint, "_linear"));
-  return g->Apply("Add", {out, term}, absl::StrCat(hint, "_plus_linear"));
 }
 
 // The Scan body: (x [nx], u [nu]) -> (x+ [nx], y [ny]).

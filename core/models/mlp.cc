@@ -1,9 +1,11 @@
 #include "core/models/mlp.h"
 
+#include <algorithm>
 #include <cmath>
 #include <memory>
 #include <utility>
 
+#include "Eigen/QR"
 #include "absl/strings/str_cat.h"
 
 namespace sparrow::core {
@@ -58,6 +60,14 @@ absl::Status ValidateMlpSpec(const MlpSpec& spec, absl::string_view name,
                        "; layer sizes must be at most ", kMaxLayerWidth));
     }
   }
+  if (spec.linear && spec.output_activation != Activation::kLinear) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        name, ": a linear term (linear: true) needs a linear output layer"));
+  }
+  if (spec.linear && spec.precision != Precision::kFloat64) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        name, ": a linear term (linear: true) needs float64 products"));
+  }
   const int64_t params = CountMlpParameters(spec);
   if (limit_params && params > kMaxNetworkParams) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -75,7 +85,9 @@ int64_t CountMlpParameters(const MlpSpec& spec) {
     count += (fan_in + bias) * width;
     fan_in = width;
   }
-  return count + (fan_in + bias) * spec.outputs;
+  count += (fan_in + bias) * spec.outputs;
+  if (spec.linear) count += int64_t{spec.inputs} * spec.outputs;
+  return count;
 }
 
 Mlp::Mlp(const MlpSpec& spec) : spec_(spec) {
@@ -93,6 +105,13 @@ Mlp::Mlp(const MlpSpec& spec) : spec_(spec) {
   network_ = Network(std::move(layers));
   layers_ = DenseBlocks(network_);
   num_params_ = network_.num_params();
+  if (spec.linear) {
+    linear_.in = spec.inputs;
+    linear_.out = spec.outputs;
+    linear_.weight_offset = num_params_;
+    linear_.bias_offset = -1;
+    num_params_ += linear_.num_params();
+  }
 }
 
 void Mlp::Cache::Resize(const Mlp& mlp, int cols) {
@@ -113,16 +132,27 @@ void Mlp::Cache::Resize(const Mlp& mlp, int cols) {
 
 void Mlp::Initialize(double sigma0, Rng* rng, double* theta) const {
   network_.Initialize(sigma0, rng, theta);
+  if (spec_.linear) {
+    std::fill_n(theta + linear_.weight_offset, linear_.num_params(), 0.0);
+  }
+}
+
+void Mlp::AddLinear(const double* theta, int begin, int cols, Cache* c) const {
+  if (!spec_.linear) return;
+  Z(c, static_cast<int>(layers_.size())).middleCols(begin, cols).noalias() +=
+      Weights(theta, linear_) * Z(c, 0).middleCols(begin, cols);
 }
 
 void Mlp::Forward(const double* theta, const Eigen::Ref<const MatrixXd>& in,
                   Cache* c) const {
   c->Resize(*this, static_cast<int>(in.cols()));
   network_.Forward(theta, in, &c->net);
+  AddLinear(theta, 0, c->cols(), c);
 }
 
 void Mlp::ForwardFrom(const double* theta, int layer, Cache* c) const {
   network_.ForwardLayers(theta, layer, network_.num_layers(), &c->net);
+  AddLinear(theta, 0, c->cols(), c);
 }
 
 void Mlp::BackwardToLayer(const double* theta,
@@ -162,12 +192,28 @@ void Mlp::ForwardColumn(const double* theta, int col, Cache* c) const {
     }
     ApplyActivation(l.activation, v, Z(c, i + 1).col(col).data(), l.out);
   }
+  if (spec_.linear) {
+    // out(r) += sum_k L(r, k) x_k, in that order.
+    const double* x = Z(c, 0).col(col).data();
+    double* out = Z(c, static_cast<int>(layers_.size())).col(col).data();
+    const double* a = theta + linear_.weight_offset;
+    for (int r = 0; r < linear_.out; ++r) {
+      double acc = out[r];
+      for (int k = 0; k < linear_.in; ++k) acc += a[k * linear_.out + r] * x[k];
+      out[r] = acc;
+    }
+  }
 }
 
 void Mlp::Backward(const double* theta, const Eigen::Ref<const MatrixXd>& d_out,
                    Cache* c, double* grad, MatrixXd* d_in) const {
   network_.Backward(theta, d_out, &c->net, d_in);
   network_.Gradient(c->net, grad);
+  if (!spec_.linear) return;
+  Map<MatrixXd>(grad + linear_.weight_offset, linear_.out, linear_.in)
+      .noalias() += d_out * Z(c, 0).transpose();
+  if (d_in != nullptr)
+    d_in->noalias() += Weights(theta, linear_).transpose() * d_out;
 }
 
 void Mlp::BackwardColumn(const double* theta, int col, const double* d_out,
@@ -189,10 +235,21 @@ void Mlp::BackwardColumn(const double* theta, int col, const double* d_out,
   }
   Map<VectorXd>(d_in, inputs()).noalias() =
       Weights(theta, layers_[0]).transpose() * Delta(c, 1).col(col);
+  if (spec_.linear) {
+    Map<VectorXd>(d_in, inputs()).noalias() +=
+        Weights(theta, linear_).transpose() *
+        Map<const VectorXd>(d_out, outputs());
+  }
 }
 
 void Mlp::AccumulateGradient(const Cache& c, double* grad) const {
   network_.Gradient(c.net, grad);
+  if (!spec_.linear) return;
+  // The output layer is linear, so its deltas are dL/d(output).
+  const MatrixXd& delta =
+      c.net.work[layers_.size() - 1].buffers[DenseLayer::kDelta];
+  Map<MatrixXd>(grad + linear_.weight_offset, linear_.out, linear_.in)
+      .noalias() += delta * c.net.activation[0].transpose();
 }
 
 // Bemporad §2.3 "per-step MLP Jacobians": S_L = diag(phi'(v_L)); for each layer
@@ -250,8 +307,18 @@ void Mlp::Jacobian(const double* theta, int col, Cache* c,
       }
     }
   }
+  if (spec_.linear && d_theta.cols() > 0) {
+    // d out_r / d L(q, k) = [q == r] x_k.
+    const double* x = Z(c, 0).col(col).data();
+    for (int r = 0; r < m; ++r) {
+      double* dl =
+          d_theta.data() + r * d_theta.outerStride() + linear_.weight_offset;
+      std::fill_n(dl, linear_.num_params(), 0.0);
+      for (int k = 0; k < linear_.in; ++k) dl[k * m + r] = x[k];
+    }
+  }
   if (d_in.cols() > 0) {
-    // d_in = sens[1] A_1.
+    // d_in = sens[1] A_1 (+ L).
     const Layer& l = layers_[0];
     const double* w = theta + l.weight_offset;
     for (int r = 0; r < m; ++r) {
@@ -263,6 +330,10 @@ void Mlp::Jacobian(const double* theta, int col, Cache* c,
         double acc = 0.0;
         for (int q = 0; q < l.out; ++q) acc += sr[q] * wk[q];
         dst[k] = acc;
+      }
+      if (spec_.linear) {
+        const double* a = theta + linear_.weight_offset;
+        for (int k = 0; k < l.in; ++k) dst[k] += a[k * m + r];
       }
     }
   }
@@ -319,6 +390,14 @@ void Mlp::AccumulateDiagGgn(const double* theta,
             Delta(c, i).rowwise().sum();
       }
     }
+    if (spec_.linear) {
+      // d out_o / d L(o, k) = x_k; the output layer's squared delta row o is
+      // (sqrt_curv(o, t) f'(v))^2 with f' = 1.
+      Map<MatrixXd>(diag + linear_.weight_offset, linear_.out, linear_.in)
+          .row(o)
+          .noalias() += Delta(c, static_cast<int>(layers_.size())).row(o) *
+                        c->z_squared[0].transpose();
+    }
   }
 }
 
@@ -338,7 +417,50 @@ void Mlp::OutputVariance(const double* theta, const double* var, Cache* c,
       out->row(o) +=
           (Delta(c, i).array() * per_unit.array()).colwise().sum().matrix();
     }
+    if (spec_.linear) {
+      out->row(o).noalias() += Map<const MatrixXd>(var + linear_.weight_offset,
+                                                   linear_.out, linear_.in)
+                                   .row(o) *
+                               c->z_squared[0];
+    }
   }
+}
+
+absl::Status FitLinearTerm(const Mlp& mlp, const MatrixXd& x, const MatrixXd& y,
+                           double* theta) {
+  const Mlp::Layer* linear = mlp.linear();
+  if (linear == nullptr) {
+    return absl::InvalidArgumentError("the network has no linear term");
+  }
+  const Mlp::Layer& top = mlp.layers().back();
+  const bool intercept = top.bias_offset >= 0;
+  // Normal equations of the regressors [x; 1]: (in + 1)^2 memory whatever the
+  // number of samples; the complete orthogonal decomposition gives the
+  // minimum-norm solution when a regressor is constant or repeated.
+  const Eigen::Index in = x.rows(), k = in + (intercept ? 1 : 0);
+  MatrixXd gram(k, k), rhs(k, y.rows());
+  gram.topLeftCorner(in, in).noalias() = x * x.transpose();
+  rhs.topRows(in).noalias() = x * y.transpose();
+  if (intercept) {
+    gram.col(in).head(in) = x.rowwise().sum();
+    gram.row(in).head(in) = gram.col(in).head(in).transpose();
+    gram(in, in) = static_cast<double>(x.cols());
+    rhs.row(in) = y.rowwise().sum().transpose();
+  }
+  const MatrixXd coef =
+      Eigen::CompleteOrthogonalDecomposition<MatrixXd>(gram).solve(rhs);
+  if (!coef.allFinite()) {
+    return absl::InvalidArgumentError(
+        "the least-squares linear fit of the linear term is not finite; check "
+        "the training data for constant or huge columns");
+  }
+  Map<MatrixXd>(theta + linear->weight_offset, linear->out, linear->in) =
+      coef.topRows(in).transpose();
+  Map<MatrixXd>(theta + top.weight_offset, top.out, top.in).setZero();
+  if (intercept) {
+    Map<VectorXd>(theta + top.bias_offset, top.out) = coef.row(in).transpose();
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace sparrow::core

@@ -53,6 +53,11 @@ struct MlpSpec {
   InitLaw init = InitLaw::kGlorot;
   // The arithmetic of the layers' products (layer.h).
   Precision precision = Precision::kFloat64;
+  // A linear term beside the network: out = net(x) + L x, with L (outputs x
+  // inputs, column-major) after the network's parameters. Needs a linear
+  // output activation. The network's layers do not see L; Mlp's kernels add
+  // its terms (the NARX model's linear part).
+  bool linear = false;
 };
 
 // Checks sizes; `name` prefixes the message (e.g. "model.mlp").
@@ -106,9 +111,14 @@ class Mlp {
   int outputs() const { return spec_.outputs; }
   int num_params() const { return num_params_; }
   const std::vector<Layer>& layers() const { return layers_; }
+  // The dense layers only: without the linear term's L.
   const Network& network() const { return network_; }
+  // L as a bias-free block over the inputs (weight_offset = the network's
+  // parameter count), or nullptr without a linear term.
+  const Layer* linear() const { return spec_.linear ? &linear_ : nullptr; }
 
-  // Glorot-normal weights, A_ij ~ N(0, sigma0^2 * 2 / (in + out)); zero biases.
+  // Glorot-normal weights, A_ij ~ N(0, sigma0^2 * 2 / (in + out)); zero biases;
+  // L = 0.
   void Initialize(double sigma0, Rng* rng, double* theta) const;
 
   // Forward pass over all columns of `in` (inputs x B), through the Network;
@@ -123,7 +133,8 @@ class Mlp {
   // Partial backward pass: the deltas of the top layers down to `layer`
   // (0-based) only, and grad += dL/dtheta of that layer's parameters (its
   // weights and biases, at their offsets in a full-length grad). After a
-  // forward pass on the same cache.
+  // forward pass on the same cache. The linear term's L is not a layer: block
+  // methods refuse linear models.
   void BackwardToLayer(const double* theta,
                        const Eigen::Ref<const Eigen::MatrixXd>& d_out,
                        int layer, Cache* cache, double* grad) const;
@@ -169,6 +180,8 @@ class Mlp {
                       Eigen::MatrixXd* out) const;
 
  private:
+  // out += L in for the columns [begin, begin + cols) of the cache.
+  void AddLinear(const double* theta, int begin, int cols, Cache* cache) const;
   // Activation derivatives and squared inputs of every layer, after Forward.
   void PrepareSquaredDeltas(Cache* cache) const;
   // cache->delta[i] = squared per-sample Jacobian of output o with respect to
@@ -180,9 +193,19 @@ class Mlp {
   MlpSpec spec_;
   Network network_;
   std::vector<Layer> layers_;  // network_'s layers, described
+  Layer linear_;               // L, when spec_.linear
 
   int num_params_ = 0;
 };
+
+// Starts a linear-term model (spec.linear) at the least-squares linear fit of
+// y (outputs x N) on x (inputs x N): L and the output layer's biases (an
+// intercept only when the layer has biases) are the minimum-norm solution, and
+// the output layer's weights are zero, so the network adds nothing until
+// training moves them. The other layers keep their values. InvalidArgument
+// when the fit is not finite.
+absl::Status FitLinearTerm(const Mlp& mlp, const Eigen::MatrixXd& x,
+                           const Eigen::MatrixXd& y, double* theta);
 
 }  // namespace sparrow::core
 

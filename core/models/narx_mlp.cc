@@ -15,8 +15,8 @@ Eigen::MatrixXd NarxMlp::PredictOneStep(const double* theta,
   for (int t = first; t < u.cols(); ++t) {
     data::FillNarxRegressor(lags_, u, y, t, z.col(t - first));
   }
-  Network::Cache cache;
-  mlp_.network().Forward(theta, z, &cache);
+  Mlp::Cache cache;
+  mlp_.Forward(theta, z, &cache);  // the Mlp's: with its linear term
   return cache.output();
 }
 

@@ -98,6 +98,20 @@ DeadUnits FindDeadUnits(const Network& net, const double* theta) {
   return d;
 }
 
+DeadUnits FindDeadUnits(const Mlp& mlp, const double* theta) {
+  DeadUnits d = FindDeadUnits(mlp.network(), theta);
+  const Mlp::Layer* linear = mlp.linear();
+  if (linear == nullptr) return d;
+  auto reads = [&](int c) {
+    const double* col = theta + linear->weight_offset + c * linear->out;
+    return std::any_of(col, col + linear->out,
+                       [](double v) { return v != 0.0; });
+  };
+  d.inputs.erase(std::remove_if(d.inputs.begin(), d.inputs.end(), reads),
+                 d.inputs.end());
+  return d;
+}
+
 std::vector<std::string> DeadUnitNames(
     const DeadUnits& dead, const std::vector<std::string>& input_names) {
   std::vector<std::string> names;
@@ -121,9 +135,19 @@ CompactNetwork CompactMlp(const Mlp& mlp, const double* theta) {
   // kept[l]: the units of layer l (0 = inputs) in the compact network; a
   // hidden layer with none keeps one inert unit (-1).
   std::vector<std::vector<int>> kept(n + 1);
+  const Mlp::Layer* linear = mlp.linear();
+  auto linear_reads = [&](int c) {
+    if (linear == nullptr) return false;
+    const double* col = theta + linear->weight_offset + c * linear->out;
+    return std::any_of(col, col + linear->out,
+                       [](double v) { return v != 0.0; });
+  };
   for (int l = 0; l <= n; ++l) {
     for (size_t r = 0; r < a.live[l].size(); ++r) {
-      if (a.live[l][r] || l == n) kept[l].push_back(static_cast<int>(r));
+      const int unit = static_cast<int>(r);
+      if (a.live[l][r] || l == n || (l == 0 && linear_reads(unit))) {
+        kept[l].push_back(unit);
+      }
     }
     if (l > 0 && l < n && kept[l].empty()) kept[l].push_back(-1);
   }
@@ -171,6 +195,16 @@ CompactNetwork CompactMlp(const Mlp& mlp, const double* theta) {
         if (c < 0) continue;
         out.params(target.weight_offset + c2 * target.out + r2) =
             Weight(layer, theta, r, c);
+      }
+    }
+  }
+  if (linear != nullptr) {
+    // L's columns of the kept inputs.
+    const Mlp::Layer& target = *compact.linear();
+    for (size_t c2 = 0; c2 < kept[0].size(); ++c2) {
+      for (int r = 0; r < linear->out; ++r) {
+        out.params(target.weight_offset + c2 * target.out + r) =
+            Weight(*linear, theta, r, kept[0][c2]);
       }
     }
   }

@@ -36,6 +36,9 @@ struct DeadUnits {
 };
 // `net` must consist of dense layers only.
 DeadUnits FindDeadUnits(const Network& net, const double* theta);
+// The same for an Mlp; with a linear term an input is dead only when L's
+// column for it is zero as well.
+DeadUnits FindDeadUnits(const Mlp& mlp, const double* theta);
 
 // "u(t-3)" for inputs (from input_names), "hidden 2 neuron 7" (1-based) for
 // neurons.
@@ -45,7 +48,8 @@ std::vector<std::string> DeadUnitNames(
 // The network without its dead units. Its inputs are the kept inputs of the
 // original, in order; on them it predicts what the original predicts (up to
 // rounding in the biases that absorbed constant neurons). A hidden layer left
-// with no live neuron keeps one inert neuron (zero weights).
+// with no live neuron keeps one inert neuron (zero weights). A linear term
+// keeps the inputs it reads, with their columns of L.
 struct CompactNetwork {
   MlpSpec spec;
   Eigen::VectorXd params;

@@ -90,6 +90,7 @@ MlpSpec NetworkSpec(const ModelConfig& c, int n_in, int n_out) {
   spec.bias = c.bias;
   spec.init = c.init;
   spec.precision = c.precision;
+  spec.linear = c.is<NarxMlpKind>() && c.as<NarxMlpKind>().linear;
   return spec;
 }
 

@@ -149,9 +149,8 @@ absl::StatusOr<Eigen::MatrixXd> OneHot(const Eigen::MatrixXd& labels,
 void DescribeNetwork(const TrainSetup& setup, const Eigen::VectorXd& params,
                      Metrics* metrics) {
   metrics->layers = WeightSparsity(setup.mlp.network(), params.data());
-  metrics->removed =
-      DeadUnitNames(FindDeadUnits(setup.mlp.network(), params.data()),
-                    setup.train_table.input_names);
+  metrics->removed = DeadUnitNames(FindDeadUnits(setup.mlp, params.data()),
+                                   setup.train_table.input_names);
 }
 
 absl::Status BuildSetup(const TrainConfig& config, const TrainData& data,

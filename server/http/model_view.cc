@@ -42,10 +42,11 @@ std::vector<Network> Networks(const core::Model& m,
            0}};
 }
 
-// Layer i of a network: rows = neurons, cols = inputs, exact zeros counted
-// over the whole matrix, the weights cut to kMaxMatrixSide on each side.
-json LayerJson(const Network& net, int i, const Eigen::VectorXd& params) {
-  const core::DenseBlock& l = net.mlp.layers()[i];
+// A weight matrix of a network (a layer, or the linear term): rows = neurons,
+// cols = inputs, exact zeros counted over the whole matrix, the weights cut to
+// kMaxMatrixSide on each side.
+json LayerJson(const Network& net, const core::DenseBlock& l, std::string name,
+               const Eigen::VectorXd& params) {
   const double* w = params.data() + net.offset + l.weight_offset;
   int zeros = 0;
   for (int k = 0; k < l.in * l.out; ++k) zeros += w[k] == 0.0 ? 1 : 0;
@@ -57,7 +58,7 @@ json LayerJson(const Network& net, int i, const Eigen::VectorXd& params) {
     for (int c = 0; c < cols; ++c) row.push_back(w[c * l.out + r]);
     weights.push_back(std::move(row));
   }
-  return {{"name", absl::StrCat(net.prefix, "layer ", i + 1)},
+  return {{"name", std::move(name)},
           {"rows", l.out},
           {"cols", l.in},
           {"zeros", zeros},
@@ -74,7 +75,13 @@ absl::StatusOr<json> ModelJson(const v1::TrainedModel& proto) {
   for (const Network& net : Networks(m, proto)) {
     if (net.offset + net.mlp.num_params() > m.params.size()) continue;
     for (int i = 0; i < static_cast<int>(net.mlp.layers().size()); ++i) {
-      layers.push_back(LayerJson(net, i, m.params));
+      layers.push_back(LayerJson(net, net.mlp.layers()[i],
+                                 absl::StrCat(net.prefix, "layer ", i + 1),
+                                 m.params));
+    }
+    if (const core::DenseBlock* l = net.mlp.linear()) {
+      layers.push_back(LayerJson(
+          net, *l, absl::StrCat(net.prefix, "linear term"), m.params));
     }
   }
   json blocks = json::array();

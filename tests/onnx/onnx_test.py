@@ -185,6 +185,10 @@ def generated_cases(h):
                    base_spec(data, {"narx_mlp": {"input_lags": 3, "output_lags": 2,
                                                  "hidden": [8]}}, lbfgs, 20),
                    held_out, ["u"], ["y"], ["--one-step"])
+    check_sequence(h, "narx linear-plus-neural, one-step (generated)",
+                   base_spec(data, {"narx_mlp": {"input_lags": 3, "output_lags": 2,
+                                                 "hidden": [8], "linear": True}}, lbfgs, 20),
+                   held_out, ["u"], ["y"], ["--one-step"])
     check_sequence(h, "state-space free x0 (generated)",
                    base_spec(data, {"state_space_rnn": {"nx": 2, "fx_hidden": [6],
                                                         "fy_hidden": [6]},

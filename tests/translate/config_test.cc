@@ -149,6 +149,22 @@ TEST(ConfigTest, MissingPiecesAreExplained) {
               "optimizer.sbdl trains narx_mlp and mlp models");
 }
 
+TEST(ConfigTest, ALinearNarxNeedsALinearOutput) {
+  const std::string narx = Replace(
+      kRnnSpec,
+      R"({"state_space_rnn": {"nx": 2, "fx_hidden": [3], "fy_hidden": [3]}})",
+      R"({"narx_mlp": {"input_lags": 2, "output_lags": 2, "hidden": [3], "linear": true}})");
+  auto spec = ParseJobSpecJson(narx);
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  auto config = ToTrainConfig(*spec);
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_TRUE(config->model.as<core::NarxMlpKind>().linear);
+  spec->mutable_loss()->set_kind(v1::LOSS_BINARY_CROSS_ENTROPY);
+  ExpectError(ToTrainConfig(*spec).status(),
+              "model.narx_mlp.linear needs a linear output, and this loss "
+              "gives a sigmoid one");
+}
+
 TEST(ConfigTest, PenaltiesNeedAdmmAndAdmmNeedsAPenalty) {
   const std::string l1 = Replace(kRnnSpec, "\"optimizer\": {\"lbfgs\": {}}",
                                  "\"regularization\": {\"l1\": {\"tau\": "

@@ -111,6 +111,21 @@ TEST(OnnxExportTest, NarxTakesInputsAndMeasuredOutputs) {
   EXPECT_EQ(Metadata(*m, "sparrow.first_predicted_sample"), "3");
 }
 
+TEST(OnnxExportTest, ALinearNarxAddsItsLinearTerm) {
+  auto plain = ToOnnx(Train(R"({"narx_mlp": {"input_lags": 3, "output_lags": 2,
+                                              "hidden": [5]}})"));
+  auto linear = ToOnnx(Train(R"({"narx_mlp": {"input_lags": 3, "output_lags": 2,
+                                               "hidden": [5], "linear": true}})"));
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  ASSERT_TRUE(linear.ok()) << linear.status();
+  // One MatMul and one Add more: L z beside the two layers. (onnx_test.py
+  // runs both in onnxruntime against sparrow predict.)
+  EXPECT_EQ(CountOps(linear->graph(), "MatMul"),
+            CountOps(plain->graph(), "MatMul") + 1);
+  EXPECT_EQ(CountOps(linear->graph(), "Add"),
+            CountOps(plain->graph(), "Add") + 1);
+}
+
 TEST(OnnxExportTest, StateSpaceModelsAreAScanOverTime) {
   for (const char* model :
        {R"({"state_space_rnn": {"nx": 2, "fx_hidden": [4], "fy_hidden": [3]}})",

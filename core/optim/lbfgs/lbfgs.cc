@@ -17,8 +17,13 @@ namespace {
 
 using Eigen::VectorXd;
 
-// The objective as LBFGS++'s line search calls it. A non-finite value or
-// gradient is rejected (the line search backtracks on a larger value).
+// Thrown out of a line search at a point where the loss is not finite.
+struct NonFiniteLoss {};
+
+// The objective as LBFGS++ calls it. A non-finite value or gradient is +Inf
+// with a zero gradient; inside a line search it ends the search instead
+// (NonFiniteLoss): the strong-Wolfe zoom interpolates with the infinite value
+// into a NaN step, after which every further trial is lost.
 class Adapter {
  public:
   explicit Adapter(Objective& objective) : objective_(objective) {}
@@ -27,13 +32,16 @@ class Adapter {
     const double f = objective_.Evaluate(w, &grad);
     if (!std::isfinite(f) || !grad.allFinite()) {
       grad.setZero();
+      if (in_search_) throw NonFiniteLoss();
       return std::numeric_limits<double>::infinity();
     }
     return f;
   }
+  void set_in_search(bool in_search) { in_search_ = in_search; }
 
  private:
   Objective& objective_;
+  bool in_search_ = false;
 };
 
 // The correction pairs, oldest first, as the reported state
@@ -128,6 +136,34 @@ class LbfgsRun {
     summary_.message = message;
   }
 
+  // Armijo backtracking from the last iterate along the same direction, from
+  // a tenth of the step `bad` (one known not to serve), each trial 10 times
+  // shorter, down to 1e-12 of it. True with *x, fx_ and grad_ at the first
+  // trial that lowers the loss enough.
+  bool Backtrack(VectorXd* x, double previous, double bad) {
+    const double slope = gradp_.dot(drt_);
+    for (double t = 0.1 * bad; t >= bad * 1e-12; t *= 0.1) {
+      *x = xp_ + t * drt_;
+      fx_ = adapter_(*x, grad_);
+      if (std::isfinite(fx_) && fx_ <= previous + param_.ftol * t * slope) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  // The search direction drt_ at grad_ and its first step: the quasi-Newton
+  // step, or with an empty memory steepest descent with a step of unit
+  // length (the same at a start, a resume and after skipped pairs).
+  double Direction(int stored) {
+    if (stored > 0) {
+      bfgs_.apply_Hv(grad_, -1.0, drt_);
+      return 1.0;
+    }
+    drt_ = -grad_;
+    return 1.0 / drt_.norm();
+  }
+
   bool Converged(const VectorXd& x, double previous) const {
     const double g = grad_.norm();
     if (g <= param_.epsilon || g <= param_.epsilon_rel * x.norm()) return true;
@@ -160,47 +196,52 @@ class LbfgsRun {
       }
       return;
     }
-    double step = 1.0;
-    if (pairs > 0) {
-      bfgs_.apply_Hv(grad_, -1.0, drt_);
-    } else {
-      drt_ = -grad_;
-      step = 1.0 / drt_.norm();
-    }
+    int stored = pairs;  // correction pairs in the memory
+    double step = Direction(stored);
     for (int k = 1;; ++k) {
       xp_ = *x;
       gradp_ = grad_;
       const double previous = fx_;
+      const double trial = step;
+      bool diverged = false;
+      adapter_.set_in_search(true);
       try {
         LBFGSpp::LineSearchNocedalWright<double>::LineSearch(
             adapter_, fx_, *x, grad_, step, drt_, xp_, param_);
+      } catch (const NonFiniteLoss&) {
+        diverged = true;  // at the trial step `step`
       } catch (const std::exception& e) {
+        adapter_.set_in_search(false);
         Fail(x, previous, e.what());
         return;
       }
-      // An exhausted line search returns its last trial point, which can be
-      // worse or (a rejected point) not finite: the run ends at the last
-      // accepted iterate.
-      if (!std::isfinite(fx_)) {
+      adapter_.set_in_search(false);
+      // The search reached a non-finite loss, or used up max_line_search
+      // evaluations without lowering the loss (its interpolation collapses
+      // the step when a trial's loss is huge): backtrack instead.
+      if ((diverged || !(fx_ < previous)) &&
+          !Backtrack(x, previous, diverged ? step : 10.0 * trial)) {
         Fail(x, previous,
-             "the line search ended on a point where the loss is not finite; "
-             "the last iterate is kept");
-        return;
-      }
-      if (fx_ > previous) {
-        Fail(x, previous,
-             "the line search ended on a point with a larger loss "
-             "(max_line_search evaluations); the last iterate is kept");
+             diverged ? "the line search reached a point where the loss is "
+                        "not finite, and backtracking found no lower loss; "
+                        "the last iterate is kept"
+                      : "the line search found no lower loss "
+                        "(max_line_search evaluations, then backtracking); "
+                        "the last iterate is kept");
         return;
       }
       const bool converged = Converged(*x, previous);
       if (!converged) {
         s_ = *x - xp_;
         y_ = grad_ - gradp_;
-        bfgs_.add_correction(s_, y_);
-        PushPair(options_.memory, s_, y_, &state_);
-        bfgs_.apply_Hv(grad_, -1.0, drt_);
-        step = 1.0;
+        // A backtracked step need not satisfy the curvature condition; a pair
+        // with s'y <= 0 would make the inverse Hessian indefinite.
+        if (s_.dot(y_) > 0.0) {
+          bfgs_.add_correction(s_, y_);
+          PushPair(options_.memory, s_, y_, &state_);
+          stored = std::min(stored + 1, options_.memory);
+        }
+        step = Direction(stored);
       }
       if (const auto stop = monitor_.EndIteration(k, previous, fx_, 0.0, *x)) {
         termination_ = *stop;

@@ -201,7 +201,8 @@ absl::Status SbdlOptions::Validate(int num_layers) const {
 }
 
 SbdlGroupLayout MakeSbdlGroups(const SbdlOptions& options,
-                               const std::vector<DenseBlock>& layers) {
+                               const std::vector<DenseBlock>& layers,
+                               const DenseBlock* linear) {
   SbdlGroupLayout out;
   for (size_t l = 0; l < layers.size(); ++l) {
     const DenseBlock& m = layers[l];
@@ -253,6 +254,19 @@ SbdlGroupLayout MakeSbdlGroups(const SbdlOptions& options,
         break;
     }
   }
+  if (linear == nullptr) return out;
+  const bool rows = options.groups == SbdlGroups::kRow;
+  for (int i = 0; i < linear->in; ++i) {
+    for (int j = 0; j < linear->out; ++j) {
+      const int k = linear->weight_offset + i * linear->out + j;
+      if (rows) {
+        out.groups[i].push_back(k);  // layer 1's groups come first
+      } else {
+        out.groups.push_back({k});
+        out.layer.push_back(0);
+      }
+    }
+  }
   return out;
 }
 
@@ -283,8 +297,8 @@ StopRules OuterStopRules(const SbdlOptions& options) {
 class SbdlRun {
  public:
   SbdlRun(const SbdlOptions& options, const std::vector<DenseBlock>& layers,
-          SbdlObjective& objective, Eigen::VectorXd* w,
-          IterationCallback* callback);
+          const DenseBlock* linear, SbdlObjective& objective,
+          Eigen::VectorXd* w, IterationCallback* callback);
 
   // Leaves the kept iterate in *w and its hyperparameters in *result.
   Summary Run(SbdlResult* result);
@@ -342,15 +356,15 @@ class SbdlRun {
 
 SbdlRun::SbdlRun(const SbdlOptions& options,
                  const std::vector<DenseBlock>& layers,
-                 SbdlObjective& objective, Eigen::VectorXd* w,
-                 IterationCallback* callback)
+                 const DenseBlock* linear, SbdlObjective& objective,
+                 Eigen::VectorXd* w, IterationCallback* callback)
     : options_(options),
       layers_(layers),
       objective_(objective),
       w_(w),
       monitor_(OuterStopRules(options), callback, &summary_),
       n_(objective.num_params()),
-      layout_(MakeSbdlGroups(options, layers)),
+      layout_(MakeSbdlGroups(options, layers, linear)),
       num_groups_(layout_.groups.size()),
       n_samples_(std::max(objective.num_samples(), 1)),
       omega_(num_groups_, 1.0),
@@ -644,8 +658,9 @@ bool SbdlRun::MetricImproved() {
 Summary MinimizeSbdl(const SbdlOptions& options,
                      const std::vector<DenseBlock>& layers,
                      SbdlObjective& objective, Eigen::VectorXd* w,
-                     SbdlResult* result, IterationCallback* callback) {
-  return SbdlRun(options, layers, objective, w, callback).Run(result);
+                     SbdlResult* result, IterationCallback* callback,
+                     const DenseBlock* linear) {
+  return SbdlRun(options, layers, linear, objective, w, callback).Run(result);
 }
 
 }  // namespace sparrow::core

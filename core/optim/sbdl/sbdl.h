@@ -142,8 +142,14 @@ struct SbdlGroupLayout {
   std::vector<std::vector<int>> groups;
   std::vector<int> layer;
 };
+// `linear`, when not null, is a linear term beside the network (Mlp::linear:
+// a block over the network's inputs). Its weights join layer 1's groups with
+// row groups (an input's group holds its linear weights too, so removing it
+// removes the lag); otherwise each is its own group. Either way they carry
+// layer 1's lambda.
 SbdlGroupLayout MakeSbdlGroups(const SbdlOptions& options,
-                               const std::vector<DenseBlock>& layers);
+                               const std::vector<DenseBlock>& layers,
+                               const DenseBlock* linear = nullptr);
 
 // Runs Algorithm 1 from *w. On return *w is the iterate of the outer iteration
 // with the best validation metric (as set by the callback), or the last one
@@ -153,7 +159,8 @@ SbdlGroupLayout MakeSbdlGroups(const SbdlOptions& options,
 Summary MinimizeSbdl(const SbdlOptions& options,
                      const std::vector<DenseBlock>& layers,
                      SbdlObjective& objective, Eigen::VectorXd* w,
-                     SbdlResult* result, IterationCallback* callback);
+                     SbdlResult* result, IterationCallback* callback,
+                     const DenseBlock* linear = nullptr);
 
 }  // namespace sparrow::core
 

@@ -35,7 +35,7 @@ absl::StatusOr<MethodResult> RunMethod(const SbdlOptions& options,
   MethodResult result;
   result.summary =
       MinimizeSbdl(o, layers, static_cast<SbdlObjective&>(*setup->objective), w,
-                   &r, callback);
+                   &r, callback, setup->mlp.linear());
   // SBDL returns its best outer iterate itself, with the matching mask.
   result.returns_best = true;
   model->mask = r.mask;

@@ -3,6 +3,7 @@
 // simulation error.
 #include "core/train/models/narx_mlp.h"
 
+#include <cmath>
 #include <numeric>
 
 #include "absl/strings/str_cat.h"
@@ -13,11 +14,27 @@
 namespace sparrow::core {
 namespace {
 
+// The least-squares ARX start is a one-step fit; in free run it can diverge,
+// and then no optimizer can take a step from it.
+absl::Status CheckLinearStartSimulates(TrainSetup& setup, const Model& model) {
+  if (std::isfinite(setup.objective->Evaluate(model.params, nullptr))) {
+    return absl::OkStatus();
+  }
+  return absl::InvalidArgumentError(
+      "model.narx_mlp.linear: the least-squares ARX start diverges in "
+      "free-run simulation on the training traces; train one step ahead "
+      "first (\"simulation_error\": false, or a one-step stage before a "
+      "simulation-error stage), use fewer output_lags, or leave out linear");
+}
+
 class NarxMlpFamily : public NetworkFamily {
  public:
   const char* name() const override { return NarxMlpKind::kName; }
   bool sequence() const override { return true; }
   bool BuildsRegressors() const override { return true; }
+  bool StartsAtLinearModel(const ModelConfig& config) const override {
+    return config.as<NarxMlpKind>().linear;
+  }
 
   absl::Status Check(const TrainConfig& config) const override {
     const NarxMlpKind& narx = config.model.as<NarxMlpKind>();
@@ -58,6 +75,11 @@ class NarxMlpFamily : public NetworkFamily {
     SPARROW_RETURN_IF_ERROR(
         SetupNetwork(config, static_cast<int>(setup->train_table.x.rows()),
                      data.train_seq.n_y, "model.narx_mlp", rng, model, setup));
+    if (narx.linear) {
+      SPARROW_RETURN_IF_ERROR(FitLinearTerm(setup->mlp, setup->train_table.x,
+                                            setup->train_table.y,
+                                            model->params.data()));
+    }
     if (narx.simulation_error) {
       // The one-step objective stays, for the curvature SBDL needs.
       setup->one_step.reset(
@@ -65,6 +87,9 @@ class NarxMlpFamily : public NetworkFamily {
       setup->objective = std::make_unique<NarxSimulationObjective>(
           &setup->mlp, narx.lags, &setup->train_seq.traces, config.loss,
           config.rho_theta, setup->one_step.get());
+      if (narx.linear && config.warm_start == nullptr) {
+        SPARROW_RETURN_IF_ERROR(CheckLinearStartSimulates(*setup, *model));
+      }
     }
     return absl::OkStatus();
   }

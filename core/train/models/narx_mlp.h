@@ -16,6 +16,9 @@ struct NarxMlpKind {
   data::NarxLags lags;
   // Train on the free-run simulation error instead of one step ahead.
   bool simulation_error = false;
+  // A linear term beside the MLP (MlpSpec::linear), started at the
+  // least-squares ARX fit.
+  bool linear = false;
 };
 
 }  // namespace sparrow::core

@@ -2,6 +2,7 @@
 
 #include <tuple>
 
+#include "Eigen/Cholesky"
 #include "gtest/gtest.h"
 #include "tests/testing/finite_difference.h"
 
@@ -16,21 +17,28 @@ using testing::RelativeError;
 
 constexpr double kTolerance = 1e-6;
 
-// Parameters: hidden activation, output activation, hidden widths.
+// Parameters: hidden activation, output activation, hidden widths, a linear
+// term (MlpSpec::linear, with linear outputs only).
 class MlpDerivativeTest
     : public ::testing::TestWithParam<
-          std::tuple<Activation, Activation, std::vector<int>>> {
+          std::tuple<Activation, Activation, std::vector<int>, bool>> {
  protected:
   void SetUp() override {
-    const auto& [hidden_act, out_act, hidden] = GetParam();
-    mlp_ = Mlp(MlpSpec{3, hidden, 2, hidden_act, out_act});
+    const auto& [hidden_act, out_act, hidden, linear] = GetParam();
+    MlpSpec spec{3, hidden, 2, hidden_act, out_act};
+    spec.linear = linear;
+    mlp_ = Mlp(spec);
     Rng rng(7);
     theta_.resize(mlp_.num_params());
     mlp_.Initialize(1.0, &rng, theta_.data());
-    // Nonzero biases exercise the bias paths.
+    // Nonzero biases exercise the bias paths, a nonzero L the linear term's.
     for (const auto& l : mlp_.layers()) {
       for (int k = 0; k < l.out; ++k)
         theta_(l.bias_offset + k) = 0.3 * rng.Normal();
+    }
+    if (const Mlp::Layer* l = mlp_.linear()) {
+      for (int k = 0; k < l->num_params(); ++k)
+        theta_(l->weight_offset + k) = 0.5 * rng.Normal();
     }
     x_ = testing::RandomMatrix(3, 5, 1);
     target_ = testing::RandomMatrix(2, 5, 2);
@@ -136,6 +144,25 @@ TEST_P(MlpDerivativeTest, DiagGgnEqualsSumOfSquaredJacobians) {
   EXPECT_LT(RelativeError(diag, expected), kTolerance);
 }
 
+TEST_P(MlpDerivativeTest, OutputVarianceEqualsVarianceWeightedJacobians) {
+  Mlp::Cache c;
+  mlp_.Forward(theta_.data(), x_, &c);
+  const VectorXd var =
+      testing::RandomMatrix(mlp_.num_params(), 1, 4).cwiseAbs();
+  MatrixXd out;
+  mlp_.OutputVariance(theta_.data(), var.data(), &c, &out);
+  ASSERT_EQ(out.rows(), 2);
+  ASSERT_EQ(out.cols(), 5);
+  for (int j = 0; j < 5; ++j) {
+    const MatrixXd fd = NumericJacobian(
+        [&](const VectorXd& th) -> VectorXd { return Output(th, x_.col(j)); },
+        theta_);
+    const VectorXd expected = fd.array().square().matrix() * var;
+    EXPECT_LT(RelativeError(out.col(j), expected), kTolerance)
+        << "sample " << j;
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(
     AllActivations, MlpDerivativeTest,
     ::testing::Combine(
@@ -144,7 +171,16 @@ INSTANTIATE_TEST_SUITE_P(
                           Activation::kLeakyRelu),
         ::testing::Values(Activation::kLinear, Activation::kSigmoid),
         ::testing::Values(std::vector<int>{}, std::vector<int>{4},
-                          std::vector<int>{5, 3, 4})));
+                          std::vector<int>{5, 3, 4}),
+        ::testing::Values(false)));
+
+INSTANTIATE_TEST_SUITE_P(
+    LinearTerm, MlpDerivativeTest,
+    ::testing::Combine(
+        ::testing::Values(Activation::kTanh, Activation::kRelu),
+        ::testing::Values(Activation::kLinear),  // needed by a linear term
+        ::testing::Values(std::vector<int>{}, std::vector<int>{5, 3, 4}),
+        ::testing::Values(true)));
 
 TEST(MlpTest, LayoutAndParameterCount) {
   // Bemporad's damper fy: [x;u] (5) -> 4 -> 1 has 29 parameters.
@@ -188,6 +224,79 @@ TEST(MlpTest, ValidationNamesTheBadLayer) {
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(s.message().find("model.mlp.hidden[1] is -2"), std::string::npos)
       << s;
+}
+
+TEST(MlpLinearTermTest, LayoutInitializationAndValidation) {
+  MlpSpec spec{3, {4}, 2, Activation::kTanh, Activation::kLinear};
+  const int network = Mlp(spec).num_params();
+  spec.linear = true;
+  const Mlp mlp(spec);
+  ASSERT_NE(mlp.linear(), nullptr);
+  EXPECT_EQ(mlp.num_params(), network + 3 * 2);
+  EXPECT_EQ(CountMlpParameters(spec), mlp.num_params());
+  EXPECT_EQ(mlp.linear()->weight_offset, network);
+  EXPECT_EQ(mlp.network().num_params(), network);
+  VectorXd theta = VectorXd::Constant(mlp.num_params(), 7.0);
+  Rng rng(1);
+  mlp.Initialize(1.0, &rng, theta.data());
+  EXPECT_EQ(theta.tail(6).cwiseAbs().maxCoeff(), 0.0);
+
+  spec.output_activation = Activation::kSigmoid;
+  const absl::Status sigmoid = ValidateMlpSpec(spec, "model.narx_mlp");
+  EXPECT_NE(sigmoid.message().find("needs a linear output layer"),
+            std::string::npos)
+      << sigmoid;
+  spec.output_activation = Activation::kLinear;
+  spec.precision = Precision::kFloat32;
+  EXPECT_EQ(ValidateMlpSpec(spec, "model.narx_mlp").code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST(MlpLinearTermTest, FitStartsAtTheLeastSquaresLinearModel) {
+  MlpSpec spec{3, {5, 4}, 2, Activation::kTanh, Activation::kLinear};
+  spec.linear = true;
+  const Mlp mlp(spec);
+  const MatrixXd x = testing::RandomMatrix(3, 40, 5);
+  const MatrixXd l_true = testing::RandomMatrix(2, 3, 6);
+  const VectorXd b_true = testing::RandomMatrix(2, 1, 7);
+  const MatrixXd noise = 1e-3 * testing::RandomMatrix(2, 40, 8);
+  const MatrixXd y = (l_true * x).colwise() + b_true + noise;
+  VectorXd theta(mlp.num_params());
+  Rng rng(2);
+  mlp.Initialize(1.0, &rng, theta.data());
+  const VectorXd lower = theta.head(mlp.layers()[1].weight_offset);
+  ASSERT_TRUE(FitLinearTerm(mlp, x, y, theta.data()).ok());
+
+  // The normal equations' solution, independently.
+  MatrixXd a(40, 4);
+  a << x.transpose(), VectorXd::Ones(40);
+  const MatrixXd coef =
+      (a.transpose() * a).ldlt().solve(a.transpose() * y.transpose());
+  const Mlp::Layer& top = mlp.layers().back();
+  EXPECT_LT(RelativeError(Eigen::Map<const MatrixXd>(
+                              theta.data() + mlp.linear()->weight_offset, 2, 3),
+                          coef.topRows(3).transpose()),
+            1e-10);
+  EXPECT_LT(
+      RelativeError(theta.segment(top.bias_offset, 2), coef.row(3).transpose()),
+      1e-10);
+  EXPECT_EQ(
+      theta.segment(top.weight_offset, top.in * top.out).cwiseAbs().maxCoeff(),
+      0.0);
+  EXPECT_EQ(theta.head(lower.size()), lower);  // lower layers untouched
+  Mlp::Cache c;
+  mlp.Forward(theta.data(), x, &c);
+  const MatrixXd linear_fit = (a * coef).transpose();
+  EXPECT_LT((c.output() - linear_fit).cwiseAbs().maxCoeff(), 1e-12);
+}
+
+TEST(MlpLinearTermTest, FitRefusesANetworkWithoutLinearTerm) {
+  const Mlp mlp(MlpSpec{2, {}, 1, Activation::kTanh, Activation::kLinear});
+  VectorXd theta(mlp.num_params());
+  EXPECT_EQ(FitLinearTerm(mlp, MatrixXd::Ones(2, 3), MatrixXd::Ones(1, 3),
+                          theta.data())
+                .code(),
+            absl::StatusCode::kInvalidArgument);
 }
 
 }  // namespace

@@ -157,6 +157,21 @@ TEST_F(FindDeadUnitsTest, ZeroFirstLayerColumnIsADeadInput) {
   EXPECT_THAT(d.hidden[1], IsEmpty());
 }
 
+TEST(FindDeadUnitsLinearTermTest, AnInputIsDeadOnlyWithoutLinearWeights) {
+  MlpSpec spec{4, {5}, 2, Activation::kTanh, Activation::kLinear};
+  spec.linear = true;
+  const Mlp mlp(spec);
+  VectorXd theta = RandomParams(mlp, 3);
+  const Mlp::Layer& l = *mlp.linear();
+  for (int c : {1, 3}) ZeroColumn(mlp, theta, 0, c);
+  // Input 1 still enters through L; input 3 nowhere.
+  theta.segment(l.weight_offset + 3 * l.out, l.out).setZero();
+  theta(l.weight_offset + 1 * l.out + 1) = 0.0;  // one of input 1's two
+  EXPECT_THAT(FindDeadUnits(mlp.network(), theta.data()).inputs,
+              ElementsAre(1, 3));
+  EXPECT_THAT(FindDeadUnits(mlp, theta.data()).inputs, ElementsAre(3));
+}
+
 TEST_F(FindDeadUnitsTest, DeathPropagatesBackward) {
   // Hidden 2 #2 is read by no output; hidden 1 #0 is read only by hidden 2 #2;
   // input 2 is read only by hidden 1 #0. All three are dead.
@@ -270,6 +285,21 @@ TEST_P(CompactMlpTest, RemovesDeadInputsAndNeurons) {
   // Every weight of the compact network is one of the original's surviving
   // nonzero weights.
   EXPECT_EQ(WeightSparsity(Mlp(c.spec).network(), c.params.data())[0].zeros, 0);
+}
+
+TEST_P(CompactMlpTest, ALinearTermKeepsTheInputsItReads) {
+  MlpSpec spec = mlp_.spec();
+  spec.linear = true;
+  mlp_ = Mlp(spec);
+  VectorXd theta = RandomParams(mlp_, 8);
+  const Mlp::Layer& l = *mlp_.linear();
+  ZeroColumn(mlp_, theta, 0, 1);  // input 1: L only
+  ZeroColumn(mlp_, theta, 0, 4);  // input 4: dead
+  theta.segment(l.weight_offset + 4 * l.out, l.out).setZero();
+  theta.segment(l.weight_offset + 2 * l.out, l.out).setZero();  // 2: net only
+  const CompactNetwork c = CheckPredictionsUnchanged(theta);
+  EXPECT_THAT(c.kept_inputs, ElementsAre(0, 1, 2, 3, 5));
+  ASSERT_TRUE(c.spec.linear);
 }
 
 TEST_P(CompactMlpTest, ConstantNeuronIsFoldedIntoTheNextBias) {

@@ -1,5 +1,7 @@
 #include "core/optim/lbfgs/lbfgs.h"
 
+#include <limits>
+
 #include "gtest/gtest.h"
 #include "tests/core/optim/test_problems.h"
 
@@ -35,6 +37,34 @@ TEST(LbfgsTest, IterationBudgetIsHonoured) {
   EXPECT_EQ(s.termination, Termination::kMaxIterations);
   EXPECT_LE(s.iterations, 5);
   EXPECT_LT(s.final_loss, s.initial_loss);
+}
+
+// (w0 - 3)^2 + (w1 - 1)^2 where w0 < 2, +Inf beyond (a model that diverges
+// past some step): the infimum 1 is at the boundary, where the strong-Wolfe
+// search's expansion overshoots into the infinite region.
+class Walled : public Objective {
+ public:
+  int num_params() const override { return 2; }
+  double Evaluate(const Eigen::VectorXd& w, Eigen::VectorXd* grad) override {
+    if (w(0) >= 2.0) return std::numeric_limits<double>::infinity();
+    if (grad != nullptr) *grad = 2.0 * (w - Eigen::Vector2d(3.0, 1.0));
+    return (w - Eigen::Vector2d(3.0, 1.0)).squaredNorm();
+  }
+};
+
+TEST(LbfgsTest, BacktracksWhenTheSearchEndsWhereTheLossIsInfinite) {
+  Walled problem;
+  Eigen::VectorXd w = Eigen::VectorXd::Zero(2);
+  LbfgsOptions options;
+  options.stop.max_iterations = 30;
+  const Summary s = MinimizeLbfgs(options, problem, &w, nullptr);
+  // Without the backtracking the run ended at the start (loss 10) after one
+  // search. With it, every search gains ground towards the wall (slowly: the
+  // step towards the minimum beyond it is cut to a tenth at a time).
+  EXPECT_EQ(s.termination, Termination::kMaxIterations) << s.BriefReport();
+  EXPECT_LT(s.final_loss, 1.2) << s.BriefReport();
+  EXPECT_LT(w(0), 2.0);
+  EXPECT_GT(w(0), 1.8);
 }
 
 class AbortAt : public IterationCallback {

@@ -181,6 +181,28 @@ TEST(SbdlGroupsTest, RowGroupsAllOutgoingWeightsOfAnInput) {
   }
 }
 
+TEST(SbdlGroupsTest, ALinearTermJoinsRowGroupsAndIsElementwiseOtherwise) {
+  // L: 1 output x 4 inputs at offset 28, beside kTwoLayers.
+  const DenseBlock linear = Matrix(28, 1, 4);
+  SbdlOptions o;
+  o.groups = SbdlGroups::kRow;
+  const SbdlGroupLayout rows = MakeSbdlGroups(o, kTwoLayers, &linear);
+  ASSERT_EQ(rows.groups.size(), 7u);
+  for (int i = 0; i < 4; ++i) {
+    // Input i's group: its first-layer column and its linear weight.
+    EXPECT_THAT(rows.groups[i], ElementsAre(10 + 3 * i, 10 + 3 * i + 1,
+                                            10 + 3 * i + 2, 28 + i));
+    EXPECT_EQ(rows.layer[i], 0);
+  }
+  o.groups = SbdlGroups::kColumn;
+  const SbdlGroupLayout cols = MakeSbdlGroups(o, kTwoLayers, &linear);
+  ASSERT_EQ(cols.groups.size(), 6u + 4u);
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_THAT(cols.groups[6 + i], ElementsAre(28 + i));
+    EXPECT_EQ(cols.layer[6 + i], 0);  // layer 1's lambda
+  }
+}
+
 TEST(SbdlGroupsTest, ColumnGroupsIncomingWeightsExceptOnTheOutputLayer) {
   const SbdlGroupLayout g = Groups(SbdlGroups::kColumn, kTwoLayers);
   ASSERT_EQ(g.groups.size(), 3u + 3u);

@@ -1,0 +1,114 @@
+// The linear-plus-neural NARX model through the trainer: it starts at the
+// least-squares ARX fit, reports that fit, training improves on it, and SBDL's
+// row groups hold a lag's linear weight with its network weights.
+#include "core/train/models/narx_mlp.h"
+
+#include <cmath>
+#include <string>
+#include <utility>
+
+#include "core/optim/sbdl/sbdl.h"
+#include "core/train/trainer.h"
+#include "gtest/gtest.h"
+#include "tests/core/train/testing/small_problems.h"
+
+namespace sparrow::core {
+namespace {
+
+// Two training traces and one test trace of the mildly nonlinear second-order
+// system of testing::SineTraces.
+TrainData SecondOrderData() {
+  data::SequenceData all = testing::SineTraces(3, 300);
+  TrainData d;
+  d.test_seq = all;
+  d.test_seq.traces = {all.traces[2]};
+  all.traces.pop_back();
+  d.train_seq = std::move(all);
+  return d;
+}
+
+TrainConfig LinearNarx() {
+  TrainConfig c;
+  NarxMlpKind& narx = c.model.kind.emplace<NarxMlpKind>();
+  narx.lags.input_lags = 2;
+  narx.lags.output_lags = 2;
+  narx.linear = true;
+  c.model.hidden = {6};
+  c.model.init_scale = 0.5;
+  c.seed = 2;
+  return c;
+}
+
+TEST(LinearNarxTest, StartsAtTheArxFitAndImprovesOnItInSimulation) {
+  TrainConfig c = LinearNarx();
+  c.model.as<NarxMlpKind>().simulation_error = true;
+  LbfgsOptions lbfgs;
+  lbfgs.stop.max_iterations = 100;
+  c.optimizer = lbfgs;
+  const TrainData data = SecondOrderData();
+  auto result = Train(c, data, nullptr);
+  ASSERT_TRUE(result.ok()) << result.status();
+  const Metrics& m = result->metrics;
+  // The ARX model explains most of the output (simulated, on the test
+  // trace)...
+  EXPECT_GT(m.linear_test_bfr, 80.0);
+  EXPECT_GT(m.linear_train_bfr, 80.0);
+  // ...and the network adds part of the tanh it misses.
+  EXPECT_LT(m.test_rmse, m.linear_test_rmse) << result->summary.BriefReport();
+  EXPECT_LT(m.train_rmse, m.linear_train_rmse);
+}
+
+TEST(LinearNarxTest, WithoutTheOptionThereIsNoLinearFit) {
+  TrainConfig c = LinearNarx();
+  c.model.as<NarxMlpKind>().linear = false;
+  LbfgsOptions lbfgs;
+  lbfgs.stop.max_iterations = 2;
+  c.optimizer = lbfgs;
+  auto result = Train(c, SecondOrderData(), nullptr);
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_TRUE(std::isnan(result->metrics.linear_test_rmse));
+  EXPECT_EQ(result->model.params.size(),
+            c.model.hidden[0] * (1 + 5) + c.model.hidden[0] + 1);
+}
+
+TEST(LinearNarxTest, SbdlRowGroupsPruneALagsLinearWeightWithItsColumn) {
+  TrainConfig c = LinearNarx();
+  SbdlOptions sbdl;
+  sbdl.groups = SbdlGroups::kRow;
+  sbdl.lambda = {30.0};
+  sbdl.inner_epochs = 20;
+  sbdl.learning_rate = 1e-2;
+  sbdl.stop.max_iterations = 6;
+  c.optimizer = sbdl;
+  auto result = Train(c, SecondOrderData(), nullptr);
+  ASSERT_TRUE(result.ok()) << result.status();
+  const Model& model = result->model;
+  // Regressor [u(t), u(t-1), u(t-2), y(t-1), y(t-2)] into 6 neurons; L (1 x
+  // 5) after the 6 * 5 + 6 + 6 + 1 network parameters.
+  const int inputs = 5, neurons = 6,
+            linear = neurons * inputs + 2 * neurons + 1;
+  ASSERT_EQ(model.params.size(), linear + inputs);
+  ASSERT_EQ(model.mask.size(), model.params.size());
+  // A lag's group holds its column and its linear weight: pruned together.
+  // (A column can also die alone, when pruning leaves its neurons
+  // disconnected, and the lag then still enters through L.)
+  int removed = 0;
+  for (int k = 0; k < inputs; ++k) {
+    if (model.mask(linear + k) != 0.0) continue;
+    EXPECT_EQ(model.mask.segment(k * neurons, neurons).cwiseAbs().maxCoeff(),
+              0.0)
+        << "input " << k;
+    ++removed;
+  }
+  EXPECT_GE(removed, 1) << result->summary.BriefReport();
+  EXPECT_LT(removed, inputs);
+  // The removed regressors are the lags neither the network nor L reads.
+  int removed_lags = 0;
+  for (const std::string& name : result->metrics.removed) {
+    removed_lags += name.rfind("hidden", 0) == 0 ? 0 : 1;
+  }
+  EXPECT_EQ(removed_lags, removed);
+}
+
+}  // namespace
+}  // namespace sparrow::core
