@@ -27,7 +27,8 @@ TrainData SecondOrderData() {
   return d;
 }
 
-TrainConfig LinearNarx() {
+// 2 + 2 lags (and u(t)), 6 tanh units, a linear term; L-BFGS.
+TrainConfig LinearNarx(int lbfgs_iterations) {
   TrainConfig c;
   NarxMlpKind& narx = c.model.kind.emplace<NarxMlpKind>();
   narx.lags.input_lags = 2;
@@ -36,17 +37,16 @@ TrainConfig LinearNarx() {
   c.model.hidden = {6};
   c.model.init_scale = 0.5;
   c.seed = 2;
+  LbfgsOptions lbfgs;
+  lbfgs.stop.max_iterations = lbfgs_iterations;
+  c.optimizer = lbfgs;
   return c;
 }
 
 TEST(LinearNarxTest, StartsAtTheArxFitAndImprovesOnItInSimulation) {
-  TrainConfig c = LinearNarx();
+  TrainConfig c = LinearNarx(100);
   c.model.as<NarxMlpKind>().simulation_error = true;
-  LbfgsOptions lbfgs;
-  lbfgs.stop.max_iterations = 100;
-  c.optimizer = lbfgs;
-  const TrainData data = SecondOrderData();
-  auto result = Train(c, data, nullptr);
+  auto result = Train(c, SecondOrderData(), nullptr);
   ASSERT_TRUE(result.ok()) << result.status();
   const Metrics& m = result->metrics;
   // The ARX model explains most of the output (simulated, on the test
@@ -59,11 +59,8 @@ TEST(LinearNarxTest, StartsAtTheArxFitAndImprovesOnItInSimulation) {
 }
 
 TEST(LinearNarxTest, WithoutTheOptionThereIsNoLinearFit) {
-  TrainConfig c = LinearNarx();
+  TrainConfig c = LinearNarx(2);
   c.model.as<NarxMlpKind>().linear = false;
-  LbfgsOptions lbfgs;
-  lbfgs.stop.max_iterations = 2;
-  c.optimizer = lbfgs;
   auto result = Train(c, SecondOrderData(), nullptr);
   ASSERT_TRUE(result.ok()) << result.status();
   EXPECT_TRUE(std::isnan(result->metrics.linear_test_rmse));
@@ -72,7 +69,7 @@ TEST(LinearNarxTest, WithoutTheOptionThereIsNoLinearFit) {
 }
 
 TEST(LinearNarxTest, SbdlRowGroupsPruneALagsLinearWeightWithItsColumn) {
-  TrainConfig c = LinearNarx();
+  TrainConfig c = LinearNarx(0);
   SbdlOptions sbdl;
   sbdl.groups = SbdlGroups::kRow;
   sbdl.lambda = {30.0};
