@@ -11,6 +11,13 @@ double Weight(const DenseBlock& l, const double* theta, int r, int c) {
   return theta[l.weight_offset + c * l.out + r];
 }
 
+// Whether a linear term (Mlp::linear, may be null) reads input c.
+bool LinearReads(const Mlp::Layer* linear, const double* theta, int c) {
+  if (linear == nullptr) return false;
+  const double* col = theta + linear->weight_offset + c * linear->out;
+  return std::any_of(col, col + linear->out, [](double v) { return v != 0.0; });
+}
+
 double Activate(Activation a, double v) {
   double z = 0.0;
   ApplyActivation(a, &v, &z, 1);
@@ -100,13 +107,7 @@ DeadUnits FindDeadUnits(const Network& net, const double* theta) {
 
 DeadUnits FindDeadUnits(const Mlp& mlp, const double* theta) {
   DeadUnits d = FindDeadUnits(mlp.network(), theta);
-  const Mlp::Layer* linear = mlp.linear();
-  if (linear == nullptr) return d;
-  auto reads = [&](int c) {
-    const double* col = theta + linear->weight_offset + c * linear->out;
-    return std::any_of(col, col + linear->out,
-                       [](double v) { return v != 0.0; });
-  };
+  auto reads = [&](int c) { return LinearReads(mlp.linear(), theta, c); };
   d.inputs.erase(std::remove_if(d.inputs.begin(), d.inputs.end(), reads),
                  d.inputs.end());
   return d;
@@ -136,16 +137,11 @@ CompactNetwork CompactMlp(const Mlp& mlp, const double* theta) {
   // hidden layer with none keeps one inert unit (-1).
   std::vector<std::vector<int>> kept(n + 1);
   const Mlp::Layer* linear = mlp.linear();
-  auto linear_reads = [&](int c) {
-    if (linear == nullptr) return false;
-    const double* col = theta + linear->weight_offset + c * linear->out;
-    return std::any_of(col, col + linear->out,
-                       [](double v) { return v != 0.0; });
-  };
   for (int l = 0; l <= n; ++l) {
     for (size_t r = 0; r < a.live[l].size(); ++r) {
       const int unit = static_cast<int>(r);
-      if (a.live[l][r] || l == n || (l == 0 && linear_reads(unit))) {
+      if (a.live[l][r] || l == n ||
+          (l == 0 && LinearReads(linear, theta, unit))) {
         kept[l].push_back(unit);
       }
     }
