@@ -2,10 +2,12 @@
 // unfinished bytes are capped per tenant and overall (RESOURCE_EXHAUSTED
 // naming the flag), and spool files go when their upload ends, whichever way,
 // and at start-up.
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <memory>
 #include <string>
+#include <system_error>
 #include <vector>
 
 #include "absl/strings/match.h"
@@ -37,11 +39,15 @@ class UploadLimitsTest : public ServiceFixture {
 
   std::filesystem::path spool() const { return dir_ / "uploads"; }
 
-  // Sizes of the spool's files, sorted.
+  // Sizes of the spool's files, sorted. The server may remove a file between
+  // the listing and its size (a finished or refused upload): it is then no
+  // longer in the spool.
   std::vector<int64_t> SpoolSizes() const {
     std::vector<int64_t> sizes;
     for (const auto& f : std::filesystem::directory_iterator(spool())) {
-      sizes.push_back(static_cast<int64_t>(f.file_size()));
+      std::error_code gone;
+      const std::uintmax_t size = f.file_size(gone);
+      if (!gone) sizes.push_back(static_cast<int64_t>(size));
     }
     std::sort(sizes.begin(), sizes.end());
     return sizes;
