@@ -41,7 +41,8 @@ remaining weights beside the paper's Table 2. --paper nails|sbdl restricts the d
 paper.
 
 System identification (--paper sysid, bench/sysid_examples.py): wh_linear_nailm,
-silverbox_linear_nailm and bouc_wen_linear_nailm, one `sparrow run` per seed so that each seed's
+silverbox_linear_nailm, silverbox_encoder_linear_nailm, silverbox_narx_linear and
+bouc_wen_linear_nailm, one `sparrow run` per seed so that each seed's
 model can also be scored on further test records with `sparrow predict` (Bouc-Wen's sine sweep);
 reported as simulation RMSE mean / median / best / worst and wall seconds per run.
 

@@ -37,6 +37,13 @@ EXAMPLES = {
         "note": "test = the arrow (rows 1-40000), extrapolation included",
         "records": [],
     },
+    "silverbox_encoder_linear_nailm.json": {
+        "system": "Silverbox, encoder, 9 multisine traces (the 10th validates)",
+        "unit": "mV", "scale": 1e3,
+        "target": "<= 0.35",
+        "note": "test = the arrow (rows 9-40000: 8 feed the encoder), extrapolation included",
+        "records": [],
+    },
     "silverbox_narx_linear.json": {
         "system": "Silverbox, one record, linear-plus-neural NARX",
         "unit": "mV", "scale": 1e3,

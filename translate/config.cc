@@ -126,12 +126,13 @@ absl::Status ToSubsequences(const v1::StateSpaceRnnModel& r,
         "model.state_space_rnn.subsequence_length", length,
         "in [2, 10000000] (0 = automatic, -1 = whole traces)");
   }
-  if (r.initial_state() != v1::INITIAL_STATE_ENCODER) {
+  if (r.initial_state() == v1::INITIAL_STATE_ZERO) {
     return absl::InvalidArgumentError(
         "model.state_space_rnn.subsequence_length needs initial_state "
-        "INITIAL_STATE_ENCODER: each window's initial state comes from the "
-        "encoder (a free initial state per window would add nx parameters per "
-        "window)");
+        "INITIAL_STATE_FREE (each window gets its own trained initial state) "
+        "or INITIAL_STATE_ENCODER (the encoder reads it from the samples "
+        "before the window); with INITIAL_STATE_ZERO every window would start "
+        "from x0 = 0");
   }
   if (stride < 0 || stride > kMaxWindow) {
     return core::OptionError("model.state_space_rnn.subsequence_stride", stride,

@@ -311,14 +311,18 @@ absl::StatusOr<TableData> MakeTableFromRows(const CsvTable& table,
 }
 
 std::vector<Trace> Subsequences(const std::vector<Trace>& traces, int warmup,
-                                int length, int stride) {
+                                int length, int stride,
+                                std::vector<WindowOrigin>* origins) {
   std::vector<Trace> out;
-  for (const Trace& t : traces) {
+  if (origins != nullptr) origins->clear();
+  for (size_t i = 0; i < traces.size(); ++i) {
+    const Trace& t = traces[i];
     const int64_t n = t.length();
     for (int64_t s = warmup; s + 2 <= n; s += stride) {
       const int64_t first = s - warmup;
       const int64_t size = std::min<int64_t>(s + length, n) - first;
       out.push_back({t.u.middleCols(first, size), t.y.middleCols(first, size)});
+      if (origins != nullptr) origins->push_back({static_cast<int>(i), s});
     }
   }
   return out;

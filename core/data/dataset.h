@@ -36,11 +36,17 @@ struct Trace {
 // Subsequences of the traces (SUBNET's practice for long records): each trace
 // of N samples gives the windows [s - warmup, min(s + length, N)) for s =
 // warmup, warmup + stride, ... while at least 2 samples follow the warmup
-// part, which an encoder reads to give the window's initial state. With
-// stride = length the predicted parts tile each trace. Requires length >= 2
-// and stride >= 1.
+// part, which an encoder reads to give the window's initial state (0 for a
+// free initial state). With stride = length the predicted parts tile each
+// trace. Requires length >= 2 and stride >= 1. `origins`, when not null,
+// receives where each window's predicted part starts.
+struct WindowOrigin {
+  int trace = 0;      // index into `traces`
+  int64_t start = 0;  // sample s of that trace
+};
 std::vector<Trace> Subsequences(const std::vector<Trace>& traces, int warmup,
-                                int length, int stride);
+                                int length, int stride,
+                                std::vector<WindowOrigin>* origins = nullptr);
 
 // Several traces of the same system (same channels).
 struct SequenceData {

@@ -65,9 +65,12 @@ absl::Status EvaluateSequences(const Model& model,
   std::vector<Eigen::MatrixXd> ys, sims, ones;
   const bool narx = model.config.is<NarxMlpKind>();
   const auto* rnn = std::get_if<StateSpaceRnnKind>(&model.config.kind);
+  // Trained on windows (subsequence_length > 0), the learned x0s are the
+  // windows', not the traces': estimate them as on new data.
   const bool learned_x0 =
       which == 0 && rnn != nullptr &&
       rnn->rnn.initial_state == InitialState::kFree &&
+      rnn->subsequence_length <= 0 &&
       static_cast<int>(data.traces.size()) == rnn->rnn.num_traces;
   for (size_t t = 0; t < data.traces.size(); ++t) {
     const data::Trace& tr = data.traces[t];

@@ -52,11 +52,27 @@ int GaussNewtonThreads(const OptimizerOptions& o) {
 
 namespace {
 
+// Windows of a model with free initial states (state_space_rnn.
+// subsequence_length with INITIAL_STATE_FREE) add nx parameters each: at most
+// rows / stride + 1 windows per trace's worth of rows.
+int64_t WindowStateParameters(const TrainConfig& config, int64_t rows) {
+  const auto* ss = std::get_if<StateSpaceRnnKind>(&config.model.kind);
+  if (ss == nullptr || ss->rnn.initial_state != InitialState::kFree ||
+      ss->subsequence_length <= 0) {
+    return 0;
+  }
+  const int stride = ss->subsequence_stride > 0 ? ss->subsequence_stride
+                                                : ss->subsequence_length;
+  return int64_t{ss->rnn.nx} * (std::max<int64_t>(rows, 0) / stride + 1);
+}
+
 absl::StatusOr<MemoryEstimate> EstimateStage(const TrainConfig& config,
                                              int inputs, int outputs,
-                                             int64_t rows, int64_t file_bytes) {
+                                             int64_t rows, int64_t file_bytes,
+                                             int64_t window_states) {
   SPARROW_ASSIGN_OR_RETURN(int64_t params,
                            CountParameters(config.model, inputs, outputs));
+  params += window_states;
   const double n = static_cast<double>(params);
   const double samples = static_cast<double>(std::max<int64_t>(rows, 0));
   const ModelFamily& family = FamilyOf(config.model.kind);
@@ -124,7 +140,9 @@ int64_t WindowedRows(const TrainConfig& config, int64_t rows) {
   const int stride =
       ss->subsequence_stride > 0 ? ss->subsequence_stride : length;
   const int warmup =
-      std::max(ss->rnn.encoder.past_outputs, ss->rnn.encoder.past_inputs);
+      ss->rnn.initial_state == InitialState::kEncoder
+          ? std::max(ss->rnn.encoder.past_outputs, ss->rnn.encoder.past_inputs)
+          : 0;
   const double copies =
       std::max(1.0, static_cast<double>(length + warmup) / stride);
   return static_cast<int64_t>(
@@ -135,15 +153,17 @@ absl::StatusOr<MemoryEstimate> EstimateMemory(const TrainConfig& config,
                                               int inputs, int outputs,
                                               int64_t rows,
                                               int64_t file_bytes) {
+  const int64_t window_states = WindowStateParameters(config, rows);
   rows = WindowedRows(config, rows);
   if (!IsStaged(config)) {
-    return EstimateStage(config, inputs, outputs, rows, file_bytes);
+    return EstimateStage(config, inputs, outputs, rows, file_bytes,
+                         window_states);
   }
   MemoryEstimate largest;
   for (int k = 0; k < static_cast<int>(config.stages.size()); ++k) {
     SPARROW_ASSIGN_OR_RETURN(
         MemoryEstimate e, EstimateStage(StageConfig(config, k), inputs, outputs,
-                                        rows, file_bytes));
+                                        rows, file_bytes, window_states));
     if (k == 0 || e.total > largest.total) largest = e;
   }
   return largest;

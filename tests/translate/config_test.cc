@@ -61,17 +61,22 @@ TEST(ConfigTest, LinearPartAndItsBlockRows) {
   ExpectError(ToTrainConfig(*spec).status(), "with linear: true");
 }
 
-TEST(ConfigTest, SubsequencesNeedAnEncoder) {
+TEST(ConfigTest, SubsequencesNeedAFreeOrEncodedInitialState) {
   auto spec = ParseJobSpecJson(kRnnSpec);
   ASSERT_TRUE(spec.ok());
   v1::StateSpaceRnnModel* rnn =
       spec->mutable_model()->mutable_state_space_rnn();
   rnn->set_subsequence_length(500);
+  auto config = ToTrainConfig(*spec);  // unspecified = a free x0 per window
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->model.as<core::StateSpaceRnnKind>().subsequence_length,
+            500);
+  rnn->set_initial_state(v1::INITIAL_STATE_ZERO);
   ExpectError(ToTrainConfig(*spec).status(),
-              "subsequence_length needs initial_state INITIAL_STATE_ENCODER");
+              "subsequence_length needs initial_state INITIAL_STATE_FREE");
   rnn->set_initial_state(v1::INITIAL_STATE_ENCODER);
   rnn->mutable_encoder()->set_past_outputs(4);
-  auto config = ToTrainConfig(*spec);
+  config = ToTrainConfig(*spec);
   ASSERT_TRUE(config.ok()) << config.status();
   const auto& kind = config->model.as<core::StateSpaceRnnKind>();
   EXPECT_EQ(kind.subsequence_length, 500);

@@ -49,12 +49,41 @@ absl::Status CheckTraceLengths(const TrainData& data, int warmup) {
   return absl::OkStatus();
 }
 
+// The linear model's state at the start of each window: simulated from its
+// trace's fitted x0 through the samples before the window.
+std::vector<Eigen::VectorXd> WindowStates(
+    const sysid::LinearStateSpace& fit, const std::vector<data::Trace>& traces,
+    const std::vector<data::WindowOrigin>& origins) {
+  std::vector<Eigen::VectorXd> states;
+  states.reserve(origins.size());
+  Eigen::VectorXd x, next;
+  int trace = -1;
+  int64_t at = 0;
+  for (const data::WindowOrigin& o : origins) {
+    if (o.trace != trace || o.start < at) {
+      trace = o.trace;
+      at = 0;
+      x = fit.x0[trace];
+    }
+    for (; at < o.start; ++at) {
+      next.noalias() = fit.a * x;
+      next.noalias() += fit.b * traces[trace].u.col(at);
+      x.swap(next);
+    }
+    states.push_back(x);
+  }
+  return states;
+}
+
 // Writes the linear model that PO-MOESP finds in the (scaled) training traces
 // into the linear part of `theta`, and its initial states into the free x0s:
-// training then starts at the best linear model of order nx.
-absl::Status InitializeLinearPart(const StateSpaceRnn& rnn,
-                                  const data::SequenceData& train,
-                                  int block_rows, double* theta) {
+// training then starts at the best linear model of order nx. With windows
+// (`origins` not empty) each window's x0 is the linear model's state at its
+// start.
+absl::Status InitializeLinearPart(
+    const StateSpaceRnn& rnn, const std::vector<data::Trace>& traces,
+    const std::vector<data::WindowOrigin>& origins, int block_rows,
+    double* theta) {
   const StateSpaceRnnSpec& spec = rnn.spec();
   sysid::SubspaceOptions options;
   options.nx = spec.nx;
@@ -63,7 +92,7 @@ absl::Status InitializeLinearPart(const StateSpaceRnn& rnn,
   // An encoder starts at x0 = 0 (StateSpaceRnn::Initialize), like ZERO.
   options.fit_initial_states = spec.initial_state == InitialState::kFree;
   absl::StatusOr<sysid::LinearStateSpace> fit =
-      sysid::FitSubspace(train.traces, options);
+      sysid::FitSubspace(traces, options);
   if (!fit.ok()) {
     return absl::InvalidArgumentError(
         absl::StrCat("model.state_space_rnn.linear: ", fit.status().message()));
@@ -76,12 +105,20 @@ absl::Status InitializeLinearPart(const StateSpaceRnn& rnn,
   cd.leftCols(nx) = fit->c;
   if (spec.feedthrough) cd.rightCols(spec.nu) = fit->d;
   if (spec.initial_state == InitialState::kFree) {
-    for (size_t t = 0; t < fit->x0.size(); ++t) {
-      Eigen::Map<Eigen::VectorXd>(theta + rnn.x0_offset() + t * nx, nx) =
-          fit->x0[t];
+    const std::vector<Eigen::VectorXd> x0 =
+        origins.empty() ? fit->x0 : WindowStates(*fit, traces, origins);
+    for (size_t t = 0; t < x0.size(); ++t) {
+      Eigen::Map<Eigen::VectorXd>(theta + rnn.x0_offset() + t * nx, nx) = x0[t];
     }
   }
   return absl::OkStatus();
+}
+
+int64_t LongestTrace(const std::vector<data::Trace>& traces) {
+  int64_t longest = 0;
+  for (const data::Trace& t : traces)
+    longest = std::max<int64_t>(longest, t.length());
+  return longest;
 }
 
 class StateSpaceRnnFamily : public ModelFamily {
@@ -133,10 +170,28 @@ class StateSpaceRnnFamily : public ModelFamily {
                      Model* model, TrainSetup* setup) const override {
     SPARROW_RETURN_IF_ERROR(ScaleTraces(config, data, model, setup));
     const data::SequenceData& s = data.train_seq;
+    const StateSpaceRnnKind& kind = config.model.as<StateSpaceRnnKind>();
     StateSpaceRnnSpec& spec = MutableRnn(&model->config);
     spec.nu = s.n_u;
     spec.ny = s.n_y;
-    spec.num_traces = static_cast<int>(s.traces.size());
+    const int length =
+        SubsequenceLength(kind, LongestTrace(setup->train_seq.traces));
+    const int stride = kind.subsequence_stride > 0 ? kind.subsequence_stride
+                                                   : std::max(length, 1);
+    // A free x0 per window: the windows replace the traces before the model
+    // is built, so it has one x0 for each. The linear fit still sees the
+    // whole traces.
+    std::vector<data::Trace> whole;
+    std::vector<data::WindowOrigin> origins;
+    const bool free_windows =
+        length > 0 && spec.initial_state == InitialState::kFree;
+    if (free_windows) {
+      whole = std::move(setup->train_seq.traces);
+      setup->train_seq.traces =
+          data::Subsequences(whole, 0, length, stride, &origins);
+    }
+    spec.num_traces = static_cast<int>(
+        free_windows ? setup->train_seq.traces.size() : s.traces.size());
     SPARROW_RETURN_IF_ERROR(
         ValidateStateSpaceRnnSpec(spec, "model.state_space_rnn"));
     setup->rnn = StateSpaceRnn(spec);
@@ -145,18 +200,12 @@ class StateSpaceRnnFamily : public ModelFamily {
     setup->rnn.Initialize(config.model.init_scale, rng, model->params.data());
     if (spec.linear) {
       SPARROW_RETURN_IF_ERROR(InitializeLinearPart(
-          setup->rnn, setup->train_seq,
-          config.model.as<StateSpaceRnnKind>().linear_block_rows,
-          model->params.data()));
+          setup->rnn, free_windows ? whole : setup->train_seq.traces, origins,
+          kind.linear_block_rows, model->params.data()));
     }
-    const StateSpaceRnnKind& kind = config.model.as<StateSpaceRnnKind>();
-    int64_t longest = 0;
-    for (const data::Trace& t : setup->train_seq.traces)
-      longest = std::max<int64_t>(longest, t.length());
-    if (const int length = SubsequenceLength(kind, longest); length > 0) {
+    if (length > 0 && !free_windows) {
       setup->train_seq.traces = data::Subsequences(
-          setup->train_seq.traces, setup->rnn.warmup(), length,
-          kind.subsequence_stride > 0 ? kind.subsequence_stride : length);
+          setup->train_seq.traces, setup->rnn.warmup(), length, stride);
     }
     setup->objective = std::make_unique<SequenceObjective>(
         &setup->rnn, &setup->train_seq.traces, config.loss, config.rho_x0,

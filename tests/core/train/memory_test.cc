@@ -56,6 +56,25 @@ TEST(MemoryTest, FirstOrderNeedsLittle) {
   EXPECT_LT(e->total, 128 << 20);
 }
 
+// Windows with a free x0 each add nx parameters per window, which NAILM's
+// n x n matrices square: 10^6 samples in windows of 1000 are 1001 windows,
+// 4004 more parameters for nx 4.
+TEST(MemoryTest, FreeInitialStatesOfWindowsCountAsParameters) {
+  TrainConfig c = Rnn(4, {8}, {8}, NailmOptions());
+  auto whole = EstimateMemory(c, 1, 1, 1'000'000, 0);
+  ASSERT_TRUE(whole.ok());
+  c.model.as<StateSpaceRnnKind>().subsequence_length = 1000;
+  auto windows = EstimateMemory(c, 1, 1, 1'000'000, 0);
+  ASSERT_TRUE(windows.ok());
+  auto n = CountParameters(c.model, 1, 1);
+  ASSERT_TRUE(n.ok());
+  const double with_states = static_cast<double>(*n + 4 * 1001);
+  EXPECT_GE(static_cast<double>(windows->curvature),
+            6 * 8.0 * with_states * with_states);
+  EXPECT_GT(windows->curvature, 100 * whole->curvature);
+  EXPECT_NE(windows->dominant.find("Gauss-Newton"), std::string::npos);
+}
+
 // A linear part's subspace fit holds a Hankel chunk of 2048 + rows by rows
 // doubles (rows = 2 x block rows x (inputs + outputs)) and its QR.
 TEST(MemoryTest, LinearPartCountsItsSubspaceFit) {

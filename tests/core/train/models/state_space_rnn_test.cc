@@ -103,6 +103,42 @@ TEST(SubsequencesTest, AnEncoderModelTrainsOnWindowsOfALongRecord) {
   }
 }
 
+// Windows with a free initial state each: the model has one x0 per window,
+// and the linear start gives each window the linear model's state at its
+// start, so the windows begin exactly where the whole-record linear
+// simulation is. Training then improves on the linear model, and the metrics
+// estimate the whole record's x0 as on new data.
+TEST(SubsequencesTest, AFreeInitialStateModelTrainsOnWindowsWithOneX0Each) {
+  TrainData data;
+  data.train_seq = Duffing(3000, 1);
+  data.test_seq = Duffing(1000, 2);
+  TrainConfig c = LinearPlusNeural(0);
+  c.rho_x0 = 0.0;  // so that the x0 penalty does not differ between the two
+  StateSpaceRnnKind& kind = c.model.as<StateSpaceRnnKind>();
+  NailmOptions nailm;
+  nailm.stop.max_iterations = 1;
+  c.optimizer = nailm;
+  auto whole = Train(c, data, nullptr);
+  ASSERT_TRUE(whole.ok()) << whole.status();
+  kind.subsequence_length = 500;  // 6 windows tile the record
+  auto start = Train(c, data, nullptr);
+  ASSERT_TRUE(start.ok()) << start.status();
+  const int nx = kind.rnn.nx;
+  EXPECT_EQ(start->model.params.size(), whole->model.params.size() + 5 * nx);
+  EXPECT_EQ(start->model.config.as<StateSpaceRnnKind>().rnn.num_traces, 6);
+  EXPECT_NEAR(start->summary.initial_loss, whole->summary.initial_loss,
+              1e-9 * whole->summary.initial_loss);
+
+  nailm.stop.max_iterations = 40;
+  c.optimizer = nailm;
+  auto trained = Train(c, data, nullptr);
+  ASSERT_TRUE(trained.ok()) << trained.status();
+  const Metrics& m = trained->metrics;
+  EXPECT_LT(m.test_rmse, 0.5 * m.linear_test_rmse)
+      << trained->summary.BriefReport();
+  EXPECT_LT(m.train_rmse, m.linear_train_rmse);
+}
+
 TEST(SubsequencesTest, AreChosenAutomaticallyForAnEncoderOnALongTrace) {
   StateSpaceRnnKind kind;
   kind.rnn.initial_state = InitialState::kEncoder;
@@ -114,7 +150,7 @@ TEST(SubsequencesTest, AreChosenAutomaticallyForAnEncoderOnALongTrace) {
   kind.subsequence_length = 300;
   EXPECT_EQ(SubsequenceLength(kind, 100), 300);
   kind.subsequence_length = 0;
-  kind.rnn.initial_state = InitialState::kFree;  // no windows without encoder
+  kind.rnn.initial_state = InitialState::kFree;  // chosen, never automatic
   EXPECT_EQ(SubsequenceLength(kind, 1'000'000), 0);
 
   // Training on a trace just over the threshold: the automatic choice is
