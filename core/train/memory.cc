@@ -52,20 +52,6 @@ int GaussNewtonThreads(const OptimizerOptions& o) {
 
 namespace {
 
-// Windows of a model with free initial states (state_space_rnn.
-// subsequence_length with INITIAL_STATE_FREE) add nx parameters each: at most
-// rows / stride + 1 windows per trace's worth of rows.
-int64_t WindowStateParameters(const TrainConfig& config, int64_t rows) {
-  const auto* ss = std::get_if<StateSpaceRnnKind>(&config.model.kind);
-  if (ss == nullptr || ss->rnn.initial_state != InitialState::kFree ||
-      ss->subsequence_length <= 0) {
-    return 0;
-  }
-  const int stride = ss->subsequence_stride > 0 ? ss->subsequence_stride
-                                                : ss->subsequence_length;
-  return int64_t{ss->rnn.nx} * (std::max<int64_t>(rows, 0) / stride + 1);
-}
-
 absl::StatusOr<MemoryEstimate> EstimateStage(const TrainConfig& config,
                                              int inputs, int outputs,
                                              int64_t rows, int64_t file_bytes,
@@ -125,6 +111,17 @@ absl::StatusOr<MemoryEstimate> EstimateStage(const TrainConfig& config,
 }
 
 }  // namespace
+
+int64_t WindowStateParameters(const TrainConfig& config, int64_t rows) {
+  const auto* ss = std::get_if<StateSpaceRnnKind>(&config.model.kind);
+  if (ss == nullptr || ss->rnn.initial_state != InitialState::kFree ||
+      ss->subsequence_length <= 0) {
+    return 0;
+  }
+  const int stride = ss->subsequence_stride > 0 ? ss->subsequence_stride
+                                                : ss->subsequence_length;
+  return int64_t{ss->rnn.nx} * (std::max<int64_t>(rows, 0) / stride + 1);
+}
 
 // A multi-stage run needs what its largest stage needs.
 // Subsequences (state_space_rnn.subsequence_length) copy each training sample

@@ -33,6 +33,11 @@ absl::StatusOr<MemoryEstimate> EstimateMemory(const TrainConfig& config,
                                               int inputs, int outputs,
                                               int64_t rows, int64_t file_bytes);
 
+// Parameters the windows of a free-initial-state model add on `rows` data rows
+// (state_space_rnn.subsequence_length with INITIAL_STATE_FREE): nx per
+// window, for about rows / stride + 1 windows. 0 for every other model.
+int64_t WindowStateParameters(const TrainConfig& config, int64_t rows);
+
 // "512 MiB", "1.5 GiB", "900 KiB", "12 bytes".
 std::string FormatBytes(int64_t bytes);
 

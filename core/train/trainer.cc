@@ -225,7 +225,7 @@ absl::Status ApplyWarmStart(const TrainConfig& config, Model* model) {
         "warm_start: the model's parameter blocks ", Describe(have),
         " do not match this spec's ", Describe(want),
         "; use the same model fields (and, for free initial states, the same "
-        "number of training traces)"));
+        "number of training traces, or of windows)"));
   }
   if (!warm.params.allFinite()) {
     return absl::InvalidArgumentError(

@@ -221,11 +221,22 @@ absl::StatusOr<int64_t> JobManager::ValidateSubmission(
   // with the one-hot widths.
   SPARROW_ASSIGN_OR_RETURN(int64_t params,
                            core::CountParameters(config.model, n_in, n_out));
+  // A free initial state per window is a parameter too.
+  const int64_t window_states =
+      core::WindowStateParameters(config, dataset.rows() + records.rows);
+  params += window_states;
   if (params > options_.limits.max_model_params) {
     return absl::ResourceExhaustedError(absl::StrFormat(
-        "the model has %d parameters; this server allows at most %d "
+        "the model has %d parameters%s; this server allows at most %d "
         "(sparrowd --max-model-params)",
-        params, options_.limits.max_model_params));
+        params,
+        window_states > 0
+            ? absl::StrFormat(" (%d of them the initial states of its "
+                              "windows: set a longer "
+                              "state_space_rnn.subsequence_length)",
+                              window_states)
+            : "",
+        options_.limits.max_model_params));
   }
   SPARROW_ASSIGN_OR_RETURN(
       core::MemoryEstimate memory,

@@ -493,6 +493,27 @@ TEST_F(JobLimitsTest, ModelAboveMaxModelParamsIsResourceExhausted) {
       << s.error_message();
 }
 
+// A free initial state per window is a parameter: 400 rows in windows of 4
+// add about 400 / 4 + 1 = 101 to a 19-parameter model.
+TEST_F(JobLimitsTest, InitialStatesOfWindowsCountAgainstMaxModelParams) {
+  const std::string dataset = UploadOrDie(TanksCsv());
+  v1::JobSpec spec = SmallSpec(dataset, 2);
+  v1::StateSpaceRnnModel* rnn = spec.mutable_model()->mutable_state_space_rnn();
+  rnn->set_nx(1);
+  rnn->add_fx_hidden(2);
+  rnn->add_fy_hidden(2);
+  v1::Job job;
+  ASSERT_TRUE(Submit(spec, &job).ok());
+  rnn->set_subsequence_length(4);
+  grpc::Status s = Submit(spec, &job);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED)
+      << s.error_message();
+  EXPECT_NE(s.error_message().find("101 of them the initial states of its "
+                                   "windows"),
+            std::string::npos)
+      << s.error_message();
+}
+
 TEST_F(JobLimitsTest, QueueAboveMaxQueuedJobsIsResourceExhausted) {
   const std::string dataset = UploadOrDie(TanksCsv());
   const v1::Job running = StartLongJob(dataset);  // running: not queued
