@@ -171,13 +171,16 @@ void BM_DamperJacobians(benchmark::State& state) {
 }
 BENCHMARK(BM_DamperJacobians);
 
-// One NAILS/NAILM epoch's normal equations H = A^T A, g = A^T b (simulation,
-// sensitivities, row blocks, rank updates) on the damper, single thread.
+// One NAILS/NAILM epoch's normal equations H = A^T A, g = A^T b (the
+// sensitivities, row blocks and rank updates after a reused simulation, as in
+// an epoch after an accepted trial) on the damper, on 1 thread or - the
+// argument - 2 (the trace split in time). Wall-clock time.
 void BM_DamperNormalEquations(benchmark::State& state) {
   const DamperData& d = Damper();
   const StateSpaceRnn rnn(DamperSpec());
   const Eigen::VectorXd theta = DamperTheta(rnn);
-  SequenceLeastSquares problem(&rnn, &d.traces, Loss{}, 1.0, 0.1, 1);
+  SequenceLeastSquares problem(&rnn, &d.traces, Loss{}, 1.0, 0.1,
+                               static_cast<int>(state.range(0)));
   Eigen::MatrixXd h;
   Eigen::VectorXd g;
   for (auto _ : state) {
@@ -188,7 +191,7 @@ void BM_DamperNormalEquations(benchmark::State& state) {
   state.counters["params"] = rnn.num_params();
   state.SetLabel(d.source);
 }
-BENCHMARK(BM_DamperNormalEquations);
+BENCHMARK(BM_DamperNormalEquations)->Arg(1)->Arg(2)->UseRealTime();
 
 // NARX regressors (39 x 1024) and targets (1 x 1024) from the synthetic
 // cascaded tanks.

@@ -11,7 +11,8 @@
 namespace sparrow::translate {
 namespace {
 
-// Threads of one run's minibatches; the worker process runs one job.
+// Threads of one run (its minibatches, or the traces of NAILS/NAILM); the
+// worker process runs one job.
 constexpr int kMaxBatchThreads = 64;
 
 void ToBatch(const v1::BatchOptions& b, core::TrainConfig* c) {
@@ -129,9 +130,10 @@ template <typename Proto, typename Options>
 absl::Status ToGaussNewton(const Proto& o, const core::StopRules& stop,
                            const char* prefix, Options* g,
                            core::TrainConfig* c) {
-  if (o.threads() < 0) {
-    return core::OptionError(absl::StrCat(prefix, "threads"), o.threads(),
-                             ">= 0");
+  if (o.threads() < 0 || o.threads() > kMaxBatchThreads) {
+    return core::OptionError(
+        absl::StrCat(prefix, "threads"), o.threads(),
+        absl::StrCat("in [0, ", kMaxBatchThreads, "] (0 means 1)"));
   }
   if (o.threads() != 0) g->threads = o.threads();
   SPARROW_RETURN_IF_ERROR(ToAdmm(o, prefix, c));

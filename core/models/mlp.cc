@@ -256,6 +256,7 @@ void Mlp::AccumulateGradient(const Cache& c, double* grad) const {
 // d out/d b_i = S_i, d out/d vec A_i = z_{i-1}^T (x) S_i, S_{i-1} = S_i A_i
 // diag(f'_{i-1}(v_{i-1})).
 void Mlp::Jacobian(const double* theta, int col, Cache* c,
+                   std::vector<RowMatrixXd>* sens,
                    Eigen::Ref<RowMatrixXd> d_theta,
                    Eigen::Ref<RowMatrixXd> d_in) const {
   // Plain loops over contiguous rows: every block here is a few rows wide (the
@@ -263,12 +264,14 @@ void Mlp::Jacobian(const double* theta, int col, Cache* c,
   // dispatch costs more than the arithmetic.
   const int n = static_cast<int>(layers_.size());
   const int m = outputs();
+  if (sens->size() != static_cast<size_t>(n + 1)) sens->resize(n + 1);
+  for (int i = 1; i <= n; ++i) (*sens)[i].resize(m, layers_[i - 1].out);
   for (int i = n; i >= 1; --i) {
     const Layer& l = layers_[i - 1];
     auto deriv = Deriv(c, i).col(col);
     ActivationDerivative(l.activation, V(c, i).col(col), Z(c, i).col(col),
                          deriv);
-    RowMatrixXd& s = c->sens[i];  // m x l.out
+    RowMatrixXd& s = (*sens)[i];  // m x l.out
     if (i == n) {
       s.setZero();
       for (int r = 0; r < m; ++r) s(r, r) = deriv(r);
@@ -279,7 +282,7 @@ void Mlp::Jacobian(const double* theta, int col, Cache* c,
       const double* w = theta + next.weight_offset;  // next.out x l.out
       for (int r = 0; r < m; ++r) {
         const double* up =
-            c->sens[i + 1].data() + static_cast<Eigen::Index>(r) * next.out;
+            (*sens)[i + 1].data() + static_cast<Eigen::Index>(r) * next.out;
         double* sr = s.data() + static_cast<Eigen::Index>(r) * l.out;
         for (int k = 0; k < l.out; ++k) {
           const double* wk = w + static_cast<Eigen::Index>(k) * next.out;
@@ -323,7 +326,7 @@ void Mlp::Jacobian(const double* theta, int col, Cache* c,
     const double* w = theta + l.weight_offset;
     for (int r = 0; r < m; ++r) {
       const double* sr =
-          c->sens[1].data() + static_cast<Eigen::Index>(r) * l.out;
+          (*sens)[1].data() + static_cast<Eigen::Index>(r) * l.out;
       double* dst = d_in.data() + r * d_in.outerStride();
       for (int k = 0; k < l.in; ++k) {
         const double* wk = w + static_cast<Eigen::Index>(k) * l.out;

@@ -164,6 +164,14 @@ class Mlp {
   // inputs (outputs x inputs). Either target may have zero columns to skip it.
   void Jacobian(const double* theta, int col, Cache* cache,
                 Eigen::Ref<RowMatrixXd> d_theta,
+                Eigen::Ref<RowMatrixXd> d_in) const {
+    Jacobian(theta, col, cache, &cache->sens, d_theta, d_in);
+  }
+  // The same with the per-sample scratch `sens` (sized by Cache::Resize's
+  // rule; resized here when it is not) in place of cache->sens, so that two
+  // threads can take the Jacobians of different columns of one cache.
+  void Jacobian(const double* theta, int col, Cache* cache,
+                std::vector<RowMatrixXd>* sens, Eigen::Ref<RowMatrixXd> d_theta,
                 Eigen::Ref<RowMatrixXd> d_in) const;
 
   // Diagonal generalized Gauss-Newton: diag += sum_t sum_o (sqrt_curv(o,t) d

@@ -282,6 +282,54 @@ void StateSpaceRnn::Run(const double* theta, const Eigen::MatrixXd& u, Tape* t,
   }
 }
 
+void StateSpaceRnn::StartSensitivities(const double* theta, int trace, Tape* t,
+                                       bool virtual_x0,
+                                       Sensitivities* s) const {
+  const int nx = spec_.nx;
+  s->jac_fy_theta.resize(spec_.ny, fy_.num_params());
+  s->jac_fy_in.resize(spec_.ny, fy_.inputs());
+  s->jac_fx_theta.resize(nx, fx_.num_params() + n_ab_);
+  s->jac_fx_in.resize(nx, fx_.inputs());
+  // M_0x: identity for a free x0, d f_x0 / d theta_x0 for the encoder, nothing
+  // for x0 = 0; the identity at the virtual x_begin of a later part.
+  s->n0 = 0;
+  s->col0 = x0_offset_;
+  if (virtual_x0) {
+    s->n0 = nx;
+    s->col0 = num_params_;
+    s->m_x0.setIdentity(nx, nx);
+  } else {
+    switch (spec_.initial_state) {
+      case InitialState::kFree:
+        s->n0 = nx;
+        s->col0 = x0_offset_ + trace * nx;
+        s->m_x0.setIdentity(nx, nx);
+        break;
+      case InitialState::kEncoder: {
+        s->n0 = encoder_.num_params();
+        s->m_x0.resize(nx, s->n0);
+        RowMatrixXd unused(nx, 0);
+        encoder_.Jacobian(theta + x0_offset_, 0, &t->encoder, s->m_x0, unused);
+        break;
+      }
+      case InitialState::kZero:
+        s->m_x0.resize(nx, 0);
+        break;
+    }
+  }
+  s->tmp.resize(nx, s->n0);
+  s->m_theta.setZero(nx, fx_.num_params() + n_ab_);
+  // Columns of other traces' x0 stay zero.
+  s->jac.setZero(spec_.ny, num_params_ + (virtual_x0 ? nx : 0));
+}
+
+void StateSpaceRnn::EmbedSensitivities(const Sensitivities& s,
+                                       Eigen::MatrixXd* e) const {
+  e->setZero(spec_.nx, num_params_);
+  if (s.n0 > 0) e->middleCols(s.col0, s.n0) = s.m_x0;
+  e->middleCols(fx_offset_, s.m_theta.cols()) = s.m_theta;
+}
+
 void StateSpaceRnn::Backward(const double* theta,
                              const Eigen::Ref<const Eigen::MatrixXd>& d_out,
                              int trace, Tape* t, double* grad,

@@ -81,6 +81,17 @@ struct ParamBlock {
 
 class StateSpaceRnn {
  public:
+  // The state of one OutputJacobianSteps pass, row-major (see
+  // RowCombination): the state sensitivities M = [m_x0 | m_theta] (nx rows;
+  // m_x0 spans the n0 columns from col0, m_theta the f_x block with [A B]),
+  // the current output rows, and the networks' Jacobian scratch.
+  struct Sensitivities {
+    RowMatrixXd jac_fx_theta, jac_fx_in, jac_fy_theta, jac_fy_in, m_x0, m_theta,
+        tmp, jac;
+    std::vector<RowMatrixXd> fx_scratch, fy_scratch;
+    int n0 = 0;
+    int col0 = 0;
+  };
   // Simulation record of one trace: x.col(k) is the state at step k;
   // fx/fy/encoder caches hold the MLP activations of every step for
   // backpropagation and Jacobians.
@@ -88,9 +99,7 @@ class StateSpaceRnn {
     Mlp::Cache fx, fy, encoder;
     Eigen::MatrixXd x;
     Eigen::VectorXd grad_x, grad_in_fx, grad_in_fy;
-    // Sensitivity scratch (OutputJacobians), row-major: see RowCombination.
-    RowMatrixXd jac_fx_theta, jac_fx_in, jac_fy_theta, jac_fy_in, m_x0, m_theta,
-        tmp, jac;
+    Sensitivities sens;  // OutputJacobians scratch
     int steps = 0;
     int start = 0;
     // Predictions for samples start..start+steps-1 (ny x steps).
@@ -161,7 +170,25 @@ class StateSpaceRnn {
   // for k = 0..steps-1, after Simulate.
   template <typename Visitor>
   void OutputJacobians(const double* theta, int trace, Tape* tape,
-                       Visitor&& visit) const;
+                       Visitor&& visit) const {
+    OutputJacobianSteps(theta, trace, tape, 0, tape->steps, &tape->sens, visit);
+  }
+  // The same for steps [begin, end) only, with the scratch s, so that two
+  // threads can build the rows of two parts of one trace:
+  //  - begin == 0 starts from the trace's initial state. When end < steps, s
+  //    ends holding M_end, the sensitivities of x_end (see EmbedSensitivities).
+  //  - begin > 0 starts from a free virtual initial state at x_begin: the rows
+  //    J' have num_params() + nx columns, the true x0 (encoder) columns stay 0
+  //    and the last nx are d yhat_k / d x_begin. The true rows are then
+  //    J = J'[:, :n] + J'[:, n:] E with E = EmbedSensitivities(M_begin): the
+  //    recursion (Bemporad eq. 9) is linear in M.
+  template <typename Visitor>
+  void OutputJacobianSteps(const double* theta, int trace, Tape* tape,
+                           int begin, int end, Sensitivities* s,
+                           Visitor&& visit) const;
+  // e (nx x num_params) = the state sensitivities M held by s (after a pass
+  // from begin == 0), at their parameter columns, zero elsewhere.
+  void EmbedSensitivities(const Sensitivities& s, Eigen::MatrixXd* e) const;
 
  private:
   // Sizes the tape for `steps` steps from sample `start`.
@@ -169,6 +196,10 @@ class StateSpaceRnn {
   // Simulates steps [begin, end) of a reserved tape whose x.col(begin) is set.
   void Run(const double* theta, const Eigen::MatrixXd& u, Tape* tape, int begin,
            int end) const;
+  // Sizes s for a pass and sets M to its start: M_0 of the trace, or (virtual)
+  // the identity of a free x_begin in the nx columns after the parameters.
+  void StartSensitivities(const double* theta, int trace, Tape* tape,
+                          bool virtual_x0, Sensitivities* s) const;
   void InitialStateOf(const double* theta, const Eigen::MatrixXd& u,
                       const Eigen::MatrixXd& y, int trace, Tape* tape) const;
 
@@ -228,8 +259,9 @@ inline void AddLinearJacobian(const double* l, int rows, int cols,
 }  // namespace internal
 
 template <typename Visitor>
-void StateSpaceRnn::OutputJacobians(const double* theta, int trace, Tape* t,
-                                    Visitor&& visit) const {
+void StateSpaceRnn::OutputJacobianSteps(const double* theta, int trace, Tape* t,
+                                        int begin, int end, Sensitivities* s,
+                                        Visitor&& visit) const {
   const int nx = spec_.nx;
   const int ny = spec_.ny;
   const int n_fx = fx_.num_params();
@@ -238,86 +270,62 @@ void StateSpaceRnn::OutputJacobians(const double* theta, int trace, Tape* t,
   const int n_fy_in = fy_.inputs();
   // Columns of the f_x block, [A B] included: M_theta spans them all.
   const int n_fxl = n_fx + n_ab_;
-  t->jac_fy_theta.resize(ny, n_fy);
-  t->jac_fy_in.resize(ny, n_fy_in);
-  t->jac_fx_theta.resize(nx, n_fxl);
-  t->jac_fx_in.resize(nx, n_fx_in);
-  // M_0x: identity for a free x0, d f_x0 / d theta_x0 for the encoder, nothing
-  // for x0 = 0.
-  int n0 = 0;
-  int col0 = x0_offset_;
-  switch (spec_.initial_state) {
-    case InitialState::kFree:
-      n0 = nx;
-      col0 = x0_offset_ + trace * nx;
-      t->m_x0.setIdentity(nx, nx);
-      break;
-    case InitialState::kEncoder: {
-      n0 = encoder_.num_params();
-      t->m_x0.resize(nx, n0);
-      RowMatrixXd unused(nx, 0);
-      encoder_.Jacobian(theta + x0_offset_, 0, &t->encoder, t->m_x0, unused);
-      break;
-    }
-    case InitialState::kZero:
-      t->m_x0.resize(nx, 0);
-      break;
-  }
-  t->tmp.resize(nx, n0);
-  t->m_theta.setZero(nx, n_fxl);
-  // Columns of other traces' x0 stay zero.
-  t->jac.setZero(ny, num_params_);
-  for (int k = 0; k < t->steps; ++k) {
-    fy_.Jacobian(theta + fy_offset_, k, &t->fy, t->jac_fy_theta, t->jac_fy_in);
+  StartSensitivities(theta, trace, t, begin > 0, s);
+  const int n0 = s->n0;
+  const int col0 = s->col0;
+  const Eigen::Index cols = s->jac.cols();
+  for (int k = begin; k < end; ++k) {
+    fy_.Jacobian(theta + fy_offset_, k, &t->fy, &s->fy_scratch, s->jac_fy_theta,
+                 s->jac_fy_in);
     const double* in_y = t->fy.input().data() + k * n_fy_in;
     if (spec_.linear)
-      internal::AddLinearJacobian(theta + cd_offset_, ny, nx, &t->jac_fy_in);
+      internal::AddLinearJacobian(theta + cd_offset_, ny, nx, &s->jac_fy_in);
     // Bemporad eq. (8): d yhat_k = J_x M_k + [0 .. d f_y / d theta_y].
     for (int i = 0; i < ny; ++i) {
-      const double* jx = t->jac_fy_in.data() + i * n_fy_in;  // first nx
-      double* row = t->jac.data() + static_cast<Eigen::Index>(i) * num_params_;
+      const double* jx = s->jac_fy_in.data() + i * n_fy_in;  // first nx
+      double* row = s->jac.data() + static_cast<Eigen::Index>(i) * cols;
       if (n0 > 0) {
-        internal::RowCombination<false>(jx, nx, t->m_x0.data(), n0, row + col0);
+        internal::RowCombination<false>(jx, nx, s->m_x0.data(), n0, row + col0);
       }
-      internal::RowCombination<false>(jx, nx, t->m_theta.data(), n_fxl,
+      internal::RowCombination<false>(jx, nx, s->m_theta.data(), n_fxl,
                                       row + fx_offset_);
-      const double* phi_y = t->jac_fy_theta.data() + i * n_fy;
+      const double* phi_y = s->jac_fy_theta.data() + i * n_fy;
       std::copy(phi_y, phi_y + n_fy, row + fy_offset_);
       // d y_i / d CD(i, c) = in_y(c); the other rows' entries stay 0.
       for (int c = 0; c < n_cd_ / ny; ++c)
         row[cd_offset_ + c * ny + i] = in_y[c];
     }
-    visit(k, static_cast<const RowMatrixXd&>(t->jac));
+    visit(k, static_cast<const RowMatrixXd&>(s->jac));
     if (k + 1 == t->steps) break;
     // Bemporad eq. (9): M_{k+1,theta} = F_k M_{k,theta} + Phi_k, M_{k+1,x} =
     // F_k M_{k,x}. Phi_k is in jac_fx_theta: F_k M is added into it and the
     // buffers are swapped.
-    fx_.Jacobian(theta + fx_offset_, k, &t->fx, t->jac_fx_theta.leftCols(n_fx),
-                 t->jac_fx_in);
+    fx_.Jacobian(theta + fx_offset_, k, &t->fx, &s->fx_scratch,
+                 s->jac_fx_theta.leftCols(n_fx), s->jac_fx_in);
     if (spec_.linear) {
       // d x+_r / d AB(r, c) = in_x(c); F_k gains A.
       const double* in_x = t->fx.input().data() + k * n_fx_in;
-      t->jac_fx_theta.rightCols(n_ab_).setZero();
+      s->jac_fx_theta.rightCols(n_ab_).setZero();
       for (int r = 0; r < nx; ++r) {
         for (int c = 0; c < n_fx_in; ++c) {
-          t->jac_fx_theta(r, n_fx + c * nx + r) = in_x[c];
+          s->jac_fx_theta(r, n_fx + c * nx + r) = in_x[c];
         }
       }
-      internal::AddLinearJacobian(theta + ab_offset_, nx, nx, &t->jac_fx_in);
+      internal::AddLinearJacobian(theta + ab_offset_, nx, nx, &s->jac_fx_in);
     }
     for (int r = 0; r < nx; ++r) {
-      const double* f = t->jac_fx_in.data() + r * n_fx_in;  // first nx
+      const double* f = s->jac_fx_in.data() + r * n_fx_in;  // first nx
       internal::RowCombination<true>(
-          f, nx, t->m_theta.data(), n_fxl,
-          t->jac_fx_theta.data() + static_cast<Eigen::Index>(r) * n_fxl);
+          f, nx, s->m_theta.data(), n_fxl,
+          s->jac_fx_theta.data() + static_cast<Eigen::Index>(r) * n_fxl);
       if (n0 > 0) {
         internal::RowCombination<false>(
-            f, nx, t->m_x0.data(), n0,
-            t->tmp.data() + static_cast<Eigen::Index>(r) * n0);
+            f, nx, s->m_x0.data(), n0,
+            s->tmp.data() + static_cast<Eigen::Index>(r) * n0);
       }
     }
-    t->m_theta.swap(t->jac_fx_theta);
-    if (n0 > 0) t->m_x0.swap(t->tmp);
+    s->m_theta.swap(s->jac_fx_theta);
+    if (n0 > 0) s->m_x0.swap(s->tmp);
   }
 }
 

@@ -1,6 +1,25 @@
 #include "core/util/thread_pool.h"
 
+#include <chrono>
+
 namespace sparrow::core {
+namespace {
+
+constexpr std::chrono::microseconds kSpin(50);
+
+// Returns once busy() is false or kSpin has passed.
+template <typename Busy>
+void SpinWhile(Busy&& busy) {
+  const auto end = std::chrono::steady_clock::now() + kSpin;
+  for (int i = 1; busy(); ++i) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+    if (i % 64 == 0 && std::chrono::steady_clock::now() > end) return;
+  }
+}
+
+}  // namespace
 
 ThreadPool::ThreadPool(int threads) {
   for (int k = 1; k < threads; ++k) {
@@ -38,6 +57,7 @@ void ThreadPool::Run(int n, const std::function<void(int)>& fn) {
   } catch (...) {
     error = std::current_exception();
   }
+  SpinWhile([this] { return pending_.load() != 0; });
   std::unique_lock<std::mutex> lock(mu_);
   done_.wait(lock, [this] { return pending_ == 0; });
   fn_ = nullptr;
@@ -50,6 +70,7 @@ void ThreadPool::Work(int k) {
   long seen = 0;
   for (;;) {
     const std::function<void(int)>* fn = nullptr;
+    SpinWhile([&] { return !stop_.load() && generation_.load() == seen; });
     {
       std::unique_lock<std::mutex> lock(mu_);
       work_.wait(lock, [&] { return stop_ || generation_ != seen; });

@@ -39,31 +39,75 @@ double QuadraticTerm::Value(const Eigen::VectorXd& w) const {
 
 GaussNewton::GaussNewton(const GaussNewtonOptions& options,
                          LeastSquaresProblem* problem)
-    : options_(options), problem_(problem), lambda_(options.lambda0) {}
+    : options_(options),
+      problem_(problem),
+      lambda_(options.lambda0),
+      pool_(problem->trial_pool()) {}
 
 double GaussNewton::Augmented(const Eigen::VectorXd& w, double value) const {
   if (term_ == nullptr || !std::isfinite(value)) return value;
   return value + term_->Value(w);
 }
 
-double GaussNewton::TrialValue(double bound) {
-  const double extra = term_ == nullptr ? 0.0 : term_->Value(trial_);
-  const double v = problem_->ValueBelow(trial_, bound - extra);
+double GaussNewton::TrialValue(int slot, const Eigen::VectorXd& trial,
+                               double bound) {
+  const double extra = term_ == nullptr ? 0.0 : term_->Value(trial);
+  const double v = problem_->ValueBelowIn(slot, trial, bound - extra);
   return std::isfinite(v) ? v + extra : v;
 }
 
-bool GaussNewton::Solve(double damping) {
-  damped_ = h_;
-  damped_.diagonal().array() += damping;
-  Eigen::LLT<Eigen::MatrixXd, Eigen::Lower> llt(damped_);
+template <typename Make, typename Bound>
+int GaussNewton::FirstAccepted(int max_trials, bool pairs, Make&& make,
+                               Bound&& bound, Eigen::VectorXd* w, double* value,
+                               int* trials) {
+  const int width = pool_ != nullptr && pairs ? 2 : 1;
+  for (int j = 0; j < max_trials; j += width) {
+    const int n = std::min(width, max_trials - j);
+    double values[2];
+    auto run = [&](int k) {
+      values[k] = make(j + k, k, &trials_[k])
+                      ? TrialValue(k, trials_[k], bound(j + k))
+                      : std::numeric_limits<double>::infinity();
+    };
+    if (n == 1) {
+      run(0);
+    } else {
+      pool_->Run(n, run);
+    }
+    for (int k = 0; k < n; ++k) {
+      ++*trials;
+      if (std::isfinite(values[k]) && values[k] <= bound(j + k)) {
+        *w = trials_[k];
+        *value = values[k];
+        return j + k;
+      }
+    }
+  }
+  return -1;
+}
+
+void GaussNewton::Schedule(int n, double first, double factor) {
+  schedule_.resize(n);
+  schedule_[0] = first;
+  for (int j = 1; j < n; ++j) schedule_[j] = schedule_[j - 1] * factor;
+}
+
+bool GaussNewton::SolveTo(double damping, Eigen::MatrixXd* damped,
+                          Eigen::VectorXd* p) {
+  *damped = h_;
+  damped->diagonal().array() += damping;
+  // Factored in place: no allocation per trial.
+  Eigen::LLT<Eigen::Ref<Eigen::MatrixXd>, Eigen::Lower> llt(*damped);
   if (llt.info() != Eigen::Success) {
     // Without L2 rows H can be singular; LDLT handles semidefinite H.
-    Eigen::LDLT<Eigen::MatrixXd, Eigen::Lower> ldlt(damped_);
-    p_ = ldlt.solve(g_);
+    *damped = h_;
+    damped->diagonal().array() += damping;
+    Eigen::LDLT<Eigen::MatrixXd, Eigen::Lower> ldlt(*damped);
+    *p = ldlt.solve(g_);
   } else {
-    p_ = llt.solve(g_);
+    *p = llt.solve(g_);
   }
-  return p_.allFinite();
+  return p->allFinite();
 }
 
 GaussNewton::Outcome GaussNewton::Step(Eigen::VectorXd* w) {
@@ -185,38 +229,43 @@ GaussNewton::Outcome GaussNewton::Search(Eigen::VectorXd* w, double v0,
     // Not a descent direction: only rounding can cause it (H is positive
     // definite), and no backtracking can repair it.
     if (!(slope < 0)) return out;
-    double alpha = 1.0;
-    for (int j = 0; j < options_.max_backtracks; ++j) {
-      ++out.trials;
-      trial_ = *w + alpha * p_;
-      const double v = TrialValue(v0 + options_.c1 * alpha * slope);
-      if (std::isfinite(v) && v <= v0 + options_.c1 * alpha * slope) {
-        *w = trial_;
-        out.accepted = true;
-        out.value = v;
-        out.step = alpha;
-        return out;
-      }
-      alpha *= options_.sigma;
+    // alpha = 1, sigma, sigma^2, ...
+    Schedule(options_.max_backtracks, 1.0, options_.sigma);
+    const int j = FirstAccepted(
+        options_.max_backtracks, true,
+        [&](int j, int, Eigen::VectorXd* trial) {
+          *trial = *w + schedule_[j] * p_;
+          return true;
+        },
+        [&](int j) { return v0 + options_.c1 * schedule_[j] * slope; }, w,
+        &out.value, &out.trials);
+    if (j >= 0) {
+      out.accepted = true;
+      out.step = schedule_[j];
     }
     return out;
   }
-  for (int j = 0; j < options_.max_trials; ++j) {
-    ++out.trials;
-    if (qr ? SolveQr(lambda_) : Solve(lambda_)) {
-      trial_ = *w + p_;
-      const double v = TrialValue(v0);
-      if (std::isfinite(v) && v <= v0) {
-        *w = trial_;
-        out.accepted = true;
-        out.value = v;
-        out.step = lambda_;
-        lambda_ = NailmNextDamping(lambda_, options_.c3);
-        return out;
-      }
-    }
-    lambda_ *= options_.c2;
+  // lambda, c2 lambda, c2^2 lambda, ... The QR solves share scratch, so they
+  // run one at a time.
+  Schedule(options_.max_trials, lambda_, options_.c2);
+  const int j = FirstAccepted(
+      options_.max_trials, !qr,
+      [&](int j, int k, Eigen::VectorXd* trial) {
+        Eigen::VectorXd& p = k == 0 ? p_ : p_pair_;
+        const bool solved =
+            qr ? SolveQr(schedule_[j])
+               : SolveTo(schedule_[j], k == 0 ? &damped_ : &damped_pair_, &p);
+        if (solved) *trial = *w + p;
+        return solved;
+      },
+      [&](int) { return v0; }, w, &out.value, &out.trials);
+  if (j >= 0) {
+    out.accepted = true;
+    out.step = schedule_[j];
+    lambda_ = NailmNextDamping(schedule_[j], options_.c3);
+    return out;
   }
+  lambda_ = schedule_.back() * options_.c2;
   out.step = lambda_;
   return out;
 }

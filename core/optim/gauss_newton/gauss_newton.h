@@ -17,6 +17,7 @@
 #include "core/optim/gauss_newton/least_squares.h"
 #include "core/optim/problem.h"
 #include "core/optim/stop_rules.h"
+#include "core/util/thread_pool.h"
 
 namespace sparrow::core {
 
@@ -123,10 +124,27 @@ class GaussNewton {
 
  private:
   double Augmented(const Eigen::VectorXd& w, double value) const;
-  // Augmented value of trial_ when it is at most `bound`, else above it (the
-  // problem may abandon the simulation once the bound is exceeded).
-  double TrialValue(double bound);
-  bool Solve(double damping);
+  // Augmented value of `trial` in the problem's trial slot `slot` when it is
+  // at most `bound`, else above it (the problem may abandon the simulation
+  // once the bound is exceeded).
+  double TrialValue(int slot, const Eigen::VectorXd& trial, double bound);
+  // Trials in rounds of up to two (the problem's trial slots), side by side
+  // on pool_: make(j, trial) builds trial j (false: rejected without a
+  // simulation), bound(j) is its acceptance bound. Returns the first accepted
+  // j in order (copied to *w, its value in *value) or -1, and counts the
+  // trials made up to it; each round's results are exactly those of the
+  // trials one after another.
+  // make(j, slot, trial) builds trial j in `slot`; pairs false keeps to one
+  // slot (trials that share scratch).
+  template <typename Make, typename Bound>
+  int FirstAccepted(int max_trials, bool pairs, Make&& make, Bound&& bound,
+                    Eigen::VectorXd* w, double* value, int* trials);
+  // schedule_ = first, first * factor, ... (n values), each the previous one
+  // times factor, as trials one after another compute them.
+  void Schedule(int n, double first, double factor);
+  bool Solve(double damping) { return SolveTo(damping, &damped_, &p_); }
+  // Solves (H + damping I) p = g into *p, with *damped as scratch.
+  bool SolveTo(double damping, Eigen::MatrixXd* damped, Eigen::VectorXd* p);
   bool SolveQr(double damping);
   // NAILS min_cosine: damps p_ until cos(p, g) >= min_cosine and sets
   // *damped; keeps the Gauss-Newton p_ when no damping restores the angle.
@@ -140,8 +158,15 @@ class GaussNewton {
   const QuadraticTerm* term_ = nullptr;
   double lambda_;
   Eigen::MatrixXd h_, damped_;
-  Eigen::VectorXd g_, p_, trial_, gauss_newton_step_;
-  Eigen::MatrixXd r_, stack_;  // QR solver: triangular factor and scratch
+  Eigen::VectorXd g_, p_, gauss_newton_step_;
+  // Side-by-side trials: one trial point per slot, and the second NAILM
+  // trial's solve.
+  ThreadPool* pool_;  // the problem's trial pool, or nullptr
+  Eigen::VectorXd trials_[2];
+  Eigen::MatrixXd damped_pair_;
+  Eigen::VectorXd p_pair_;
+  std::vector<double> schedule_;  // the trials' alpha or lambda
+  Eigen::MatrixXd r_, stack_;     // QR solver: triangular factor and scratch
   Eigen::VectorXd d_, stack_rhs_, damped_rhs_;
 };
 

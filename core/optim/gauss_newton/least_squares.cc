@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <thread>
 
 #include "Eigen/Cholesky"
 #include "Eigen/QR"
@@ -67,13 +66,23 @@ SequenceLeastSquares::SequenceLeastSquares(
         std::min(element_lower_bound_,
                  loss_.LowerBoundPerElement(t.y.rightCols(std::max(steps, 0))));
   }
-  pipeline_ = threads >= 2 && threads_ == 1;
+  time_split_ = threads >= 2 && traces->size() == 1;
+  if (threads_ > 1 || time_split_) {
+    pool_ = std::make_unique<ThreadPool>(time_split_ ? 2 : threads_);
+  }
   workers_.resize(threads_);
   tapes_.resize(traces->size());
 }
 
-bool SequenceLeastSquares::SimulatedAt(const Eigen::VectorXd& w) const {
-  return simulated_at_.size() == w.size() && simulated_at_ == w;
+bool SequenceLeastSquares::UseSimulationAt(const Eigen::VectorXd& w) {
+  auto at = [&](const Eigen::VectorXd& point) {
+    return point.size() == w.size() && point == w;
+  };
+  if (at(simulated_at_)) return true;
+  if (!at(spare_at_)) return false;
+  tapes_.swap(spare_tapes_);
+  simulated_at_.swap(spare_at_);
+  return true;
 }
 
 double SequenceLeastSquares::Regularization(const Eigen::VectorXd& w) const {
@@ -86,19 +95,36 @@ double SequenceLeastSquares::Value(const Eigen::VectorXd& w) {
 
 double SequenceLeastSquares::ValueBelow(const Eigen::VectorXd& w,
                                         double cutoff) {
+  return ValueBelowIn(0, w, cutoff);
+}
+
+double SequenceLeastSquares::ValueBelowIn(int slot, const Eigen::VectorXd& w,
+                                          double cutoff) {
+  Eigen::VectorXd& at = slot == 0 ? simulated_at_ : spare_at_;
+  at.resize(0);
+  double value = 0.0;
+  if (SimulateBelow(w, cutoff, slot == 0 ? &tapes_ : &spare_tapes_, &value)) {
+    at = w;
+  }
+  return value;
+}
+
+bool SequenceLeastSquares::SimulateBelow(
+    const Eigen::VectorXd& w, double cutoff,
+    std::vector<StateSpaceRnn::Tape>* tapes, double* value) const {
   const ScopedFlushDenormals flush;  // as in Accumulate: the same numbers
+  tapes->resize(traces_->size());
   // Without a finite cutoff and a finite lower bound every trace runs to the
   // end.
   const bool may_stop =
       std::isfinite(cutoff) && std::isfinite(element_lower_bound_);
-  simulated_at_.resize(0);
   const double regularization = Regularization(w);
   // A lower bound of V(w) that tightens as samples are simulated.
   double bound = regularization + element_lower_bound_ * num_elements_;
-  double value = 0.0;
+  double sum = 0.0;
   for (size_t t = 0; t < traces_->size(); ++t) {
     const data::Trace& tr = (*traces_)[t];
-    StateSpaceRnn::Tape& tape = tapes_[t];
+    StateSpaceRnn::Tape& tape = (*tapes)[t];
     const Eigen::Index ny = tr.y.rows();
     int done = 0;
     const bool complete = rnn_->SimulateWhile(
@@ -110,16 +136,21 @@ double SequenceLeastSquares::ValueBelow(const Eigen::VectorXd& w,
                                tape.outputs().middleCols(done, n)) -
                    element_lower_bound_ * static_cast<double>(ny * n);
           done = end;
-          return bound <= cutoff;  // false for NaN too
+          // The bound sums its terms in another order than the value below,
+          // so it may exceed a value equal to the cutoff by rounding: go on
+          // within a relative 1e-10 (false for NaN too).
+          return bound <= cutoff + 1e-10 * std::abs(cutoff);
         });
-    if (!complete) return std::numeric_limits<double>::infinity();
+    if (!complete) {
+      *value = std::numeric_limits<double>::infinity();
+      return false;
+    }
     // Summed per trace, as in Accumulate, so both give identical numbers.
-    value +=
-        loss_.Value(tr.y.middleCols(tape.start, tape.steps), tape.outputs());
+    sum += loss_.Value(tr.y.middleCols(tape.start, tape.steps), tape.outputs());
   }
-  simulated_at_ = w;
-  value += regularization;
-  return std::isfinite(value) ? value : std::numeric_limits<double>::infinity();
+  sum += regularization;
+  *value = std::isfinite(sum) ? sum : std::numeric_limits<double>::infinity();
+  return true;
 }
 
 void SequenceLeastSquares::Fold(Worker* wk, const Eigen::MatrixXd& rows,
@@ -134,120 +165,133 @@ void SequenceLeastSquares::Fold(Worker* wk, const Eigen::MatrixXd& rows,
   }
 }
 
-void SequenceLeastSquares::AccumulateTrace(const Eigen::VectorXd& w, int t,
-                                           bool simulated, Worker* wk,
-                                           Pipeline* pipe) {
+void SequenceLeastSquares::PrepareTrace(const Eigen::VectorXd& w, int t,
+                                        bool simulated, Worker* wk) {
   const data::Trace& tr = (*traces_)[t];
-  const int ny = static_cast<int>(tr.y.rows());
-  const int n = num_params();
   StateSpaceRnn::Tape& tape = tapes_[t];
   if (!simulated) rnn_->Simulate(w.data(), tr.u, tr.y, t, &tape);
   const auto target = tr.y.middleCols(tape.start, tape.steps);
   wk->loss += loss_.Value(target, tape.outputs());
-  wk->curv.resize(ny, tape.steps);
-  wk->grad.resize(ny, tape.steps);
+  wk->curv.resize(tr.y.rows(), tape.steps);
+  wk->grad.resize(tr.y.rows(), tape.steps);
   loss_.Curvature(target, tape.outputs(), wk->curv);
   loss_.Gradient(target, tape.outputs(), wk->grad);
+}
+
+void SequenceLeastSquares::AddRows(const Eigen::VectorXd& w, int t, int begin,
+                                   int end, const Worker& loss_terms,
+                                   StateSpaceRnn::Sensitivities* s,
+                                   Worker* wk) {
+  const int ny = static_cast<int>((*traces_)[t].y.rows());
+  const Eigen::Index width = wk->rows.rows();
   int filled = 0;
-  auto flush = [&] {
-    if (filled == 0) return;
-    if (pipe == nullptr) {
-      Fold(wk, wk->rows, wk->rhs, filled);
-    } else {
-      std::unique_lock<std::mutex> lock(pipe->mu);
-      pipe->cv.wait(lock, [&] { return !pipe->ready; });
-      wk->rows.swap(pipe->rows);
-      wk->rhs.swap(pipe->rhs);
-      pipe->filled = filled;
-      pipe->ready = true;
-      pipe->cv.notify_all();
-      if (wk->rows.cols() != kRowBlock) {
-        wk->rows.resize(n, kRowBlock);
-        wk->rhs.resize(kRowBlock);
-      }
-    }
-    filled = 0;
-  };
-  rnn_->OutputJacobians(w.data(), t, &tape, [&](int k, const RowMatrixXd& jac) {
-    for (int i = 0; i < ny; ++i) {
-      // Bemporad eq. (11)/(14): row sqrt(l'') J, rhs -l'/sqrt(l''). The
-      // ratio is formed from the square root directly so that l'' ~ 1e8
-      // (cross-entropy near saturation) is harmless.
-      const double s = std::sqrt(wk->curv(i, k));
-      const double* src = jac.data() + static_cast<Eigen::Index>(i) * n;
-      double* dst = wk->rows.col(filled).data();
-      for (int c = 0; c < n; ++c) dst[c] = s * src[c];
-      wk->rhs(filled) = -wk->grad(i, k) / s;
-      if (++filled == kRowBlock) flush();
-    }
-  });
-  flush();
+  rnn_->OutputJacobianSteps(w.data(), t, &tapes_[t], begin, end, s,
+                            [&](int k, const RowMatrixXd& jac) {
+                              for (int i = 0; i < ny; ++i) {
+                                // Bemporad eq. (11)/(14): row sqrt(l'') J, rhs
+                                // -l'/sqrt(l''). The ratio is formed from the
+                                // square root directly so that l'' ~ 1e8
+                                // (cross-entropy near saturation) is harmless.
+                                const double root =
+                                    std::sqrt(loss_terms.curv(i, k));
+                                const double* src = jac.data() + i * width;
+                                double* dst = wk->rows.col(filled).data();
+                                for (Eigen::Index c = 0; c < width; ++c)
+                                  dst[c] = root * src[c];
+                                wk->rhs(filled) = -loss_terms.grad(i, k) / root;
+                                if (++filled == kRowBlock) {
+                                  Fold(wk, wk->rows, wk->rhs, filled);
+                                  filled = 0;
+                                }
+                              }
+                            });
+  if (filled > 0) Fold(wk, wk->rows, wk->rhs, filled);
+}
+
+void SequenceLeastSquares::Clear(int width, bool qr, Worker* wk) {
+  wk->h.setZero(width, width);
+  wk->g.setZero(width);
+  wk->rows.resize(width, kRowBlock);
+  wk->rhs.resize(kRowBlock);
+  wk->loss = 0.0;
+  wk->qr = qr;
 }
 
 void SequenceLeastSquares::StartAccumulation(bool qr) {
-  const int n = num_params();
-  for (Worker& wk : workers_) {
-    wk.h.setZero(n, n);
-    wk.g.setZero(n);
-    wk.rows.resize(n, kRowBlock);
-    wk.rhs.resize(kRowBlock);
-    wk.loss = 0.0;
-    wk.qr = qr;
+  for (Worker& wk : workers_) Clear(num_params(), qr, &wk);
+}
+
+void SequenceLeastSquares::AccumulateSplit(const Eigen::VectorXd& w,
+                                           bool simulated) {
+  Worker& first = workers_[0];
+  PrepareTrace(w, 0, simulated, &first);
+  const int steps = tapes_[0].steps;
+  const int mid = steps / 2;
+  if (mid == 0) {
+    AddRows(w, 0, 0, steps, first, &tapes_[0].sens, &first);
+    return;
   }
+  Clear(num_params() + rnn_->spec().nx, first.qr, &split_);
+  pool_->Run(2, [&](int part) {
+    const ScopedFlushDenormals flush;
+    if (part == 0) {
+      AddRows(w, 0, 0, mid, first, &tapes_[0].sens, &first);
+    } else {
+      AddRows(w, 0, mid, steps, first, &split_sens_, &split_);
+    }
+  });
+  MergeSplit();
+}
+
+void SequenceLeastSquares::MergeSplit() {
+  // The later rows are [P G] with P the rows from M_mid = 0 and G = d yhat /
+  // d x_mid, and the true rows are P + G E for E = M_mid embedded in the
+  // parameter columns: J = [P G] T with T = [I; E].
+  const int n = num_params();
+  const int nx = rnn_->spec().nx;
+  Worker& first = workers_[0];
+  rnn_->EmbedSensitivities(tapes_[0].sens, &embedded_);
+  if (first.qr) {
+    // R_aug T has the same R^T R and R^T d as the rows it stands for.
+    cross_ = split_.h.leftCols(n);
+    cross_.noalias() += split_.h.rightCols(nx) * embedded_;
+    internal::QrUpdate(cross_, split_.g, &first.h, &first.g, &first.stack,
+                       &first.stack_rhs);
+    return;
+  }
+  // T^T [P G]^T [P G] T = PP + PG E + (PG E)^T + E^T GG E.
+  Eigen::MatrixXd& a = split_.h;
+  a.triangularView<Eigen::StrictlyUpper>() = a.transpose();
+  cross_.noalias() = a.topRightCorner(n, nx) * embedded_;
+  cross_ += cross_.transpose().eval();
+  cross_ += a.topLeftCorner(n, n);
+  cross_.noalias() +=
+      embedded_.transpose() * (a.bottomRightCorner(nx, nx) * embedded_);
+  first.h.triangularView<Eigen::Lower>() += cross_;
+  first.g += split_.g.head(n);
+  first.g.noalias() += embedded_.transpose() * split_.g.tail(nx);
 }
 
 double SequenceLeastSquares::Accumulate(const Eigen::VectorXd& w) {
   const ScopedFlushDenormals flush;  // and in each thread below
   const int num_traces = static_cast<int>(traces_->size());
-  const bool simulated = SimulatedAt(w);
-  if (pipeline_) {
-    Worker& wk = workers_[0];
-    Pipeline pipe;
-    pipe.rows.resize(num_params(), kRowBlock);
-    pipe.rhs.resize(kRowBlock);
-    std::thread folder([&] {
-      const ScopedFlushDenormals flush;
-      Eigen::MatrixXd rows(num_params(), kRowBlock);
-      Eigen::VectorXd rhs(kRowBlock);
-      for (;;) {
-        int filled = 0;
-        {
-          std::unique_lock<std::mutex> lock(pipe.mu);
-          pipe.cv.wait(lock, [&] { return pipe.ready || pipe.done; });
-          if (!pipe.ready) return;
-          rows.swap(pipe.rows);
-          rhs.swap(pipe.rhs);
-          filled = pipe.filled;
-          pipe.ready = false;
-          pipe.cv.notify_all();
-        }
-        Fold(&wk, rows, rhs, filled);
-      }
-    });
-    for (int t = 0; t < num_traces; ++t) {
-      AccumulateTrace(w, t, simulated, &wk, &pipe);
-    }
-    {
-      std::lock_guard<std::mutex> lock(pipe.mu);
-      pipe.done = true;
-    }
-    pipe.cv.notify_all();
-    folder.join();
-  } else if (threads_ == 1) {
-    for (int t = 0; t < num_traces; ++t) {
-      AccumulateTrace(w, t, simulated, &workers_[0]);
-    }
+  const bool simulated = UseSimulationAt(w);
+  if (time_split_) {
+    AccumulateSplit(w, simulated);
   } else {
-    std::vector<std::thread> pool;
-    for (int k = 0; k < threads_; ++k) {
-      pool.emplace_back([&, k] {
-        const ScopedFlushDenormals flush;
-        for (int t = k; t < num_traces; t += threads_) {
-          AccumulateTrace(w, t, simulated, &workers_[k]);
-        }
-      });
+    auto part = [&](int k) {
+      const ScopedFlushDenormals flush;
+      Worker* wk = &workers_[k];
+      for (int t = k; t < num_traces; t += threads_) {
+        PrepareTrace(w, t, simulated, wk);
+        AddRows(w, t, 0, tapes_[t].steps, *wk, &tapes_[t].sens, wk);
+      }
+    };
+    if (pool_ == nullptr) {
+      part(0);
+    } else {
+      pool_->Run(threads_, part);
     }
-    for (std::thread& th : pool) th.join();
   }
   simulated_at_ = w;
   double value = 0.0;

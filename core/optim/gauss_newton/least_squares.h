@@ -10,14 +10,14 @@
 #ifndef SPARROW_CORE_OPTIM_GAUSS_NEWTON_LEAST_SQUARES_H_
 #define SPARROW_CORE_OPTIM_GAUSS_NEWTON_LEAST_SQUARES_H_
 
-#include <condition_variable>
-#include <mutex>
+#include <memory>
 #include <vector>
 
 #include "Eigen/Core"
 #include "core/data/dataset.h"
 #include "core/losses/loss.h"
 #include "core/models/state_space_rnn.h"
+#include "core/util/thread_pool.h"
 
 namespace sparrow::core {
 namespace internal {
@@ -48,6 +48,16 @@ class LeastSquaresProblem {
     static_cast<void>(cutoff);
     return Value(w);
   }
+  // Threads on which a solver may evaluate two trials side by side, in the
+  // trial slots 0 and 1 of ValueBelowIn, between the problem's own calls
+  // (the problem's pool); nullptr: one slot, one trial at a time.
+  virtual ThreadPool* trial_pool() { return nullptr; }
+  // ValueBelow in trial slot `slot`; calls for slots 0 and 1 may run at once.
+  virtual double ValueBelowIn(int slot, const Eigen::VectorXd& w,
+                              double cutoff) {
+    static_cast<void>(slot);
+    return ValueBelow(w, cutoff);
+  }
   // Fills the lower triangle of h = A^T A and g = A^T b at w; returns V(w).
   virtual double NormalEquations(const Eigen::VectorXd& w, Eigen::MatrixXd* h,
                                  Eigen::VectorXd* g) = 0;
@@ -63,7 +73,8 @@ class LeastSquaresProblem {
 // sensitivities M_kx, M_ktheta by forward recursion (eq. 8-9), rows emitted on
 // the fly in blocks and accumulated by rank updates, so memory does not grow
 // with N. Traces are processed in parallel on `threads` threads, each with its
-// own accumulator.
+// own accumulator; a single trace on two or more threads is split in time
+// between two.
 class SequenceLeastSquares : public LeastSquaresProblem {
  public:
   SequenceLeastSquares(const StateSpaceRnn* rnn,
@@ -76,6 +87,12 @@ class SequenceLeastSquares : public LeastSquaresProblem {
   // Simulates in chunks and stops once the loss so far plus a lower bound of
   // the rest exceeds the cutoff. Value is ValueBelow with an infinite cutoff.
   double ValueBelow(const Eigen::VectorXd& w, double cutoff) override;
+  // With two or more threads: the second slot simulates into tapes of its
+  // own, and the rows at a point either slot simulated completely start from
+  // that simulation.
+  ThreadPool* trial_pool() override { return pool_.get(); }
+  double ValueBelowIn(int slot, const Eigen::VectorXd& w,
+                      double cutoff) override;
   double NormalEquations(const Eigen::VectorXd& w, Eigen::MatrixXd* h,
                          Eigen::VectorXd* g) override;
   // Streaming Householder QR of the row blocks (a TSQR): R is updated with
@@ -85,7 +102,7 @@ class SequenceLeastSquares : public LeastSquaresProblem {
 
  private:
   struct Worker {
-    // rows holds a block of least-squares rows as columns (num_params x
+    // rows holds a block of least-squares rows as columns (row width x
     // kRowBlock), so that each row is written contiguously.
     Eigen::MatrixXd h, rows, curv, grad;
     Eigen::VectorXd g, rhs;
@@ -94,29 +111,39 @@ class SequenceLeastSquares : public LeastSquaresProblem {
     Eigen::MatrixXd stack;
     Eigen::VectorXd stack_rhs;
   };
-  // Hands full row blocks from the thread that builds them to one that folds
-  // them into (h, g): with a single trace and two threads, the sensitivity
-  // recursion and the rank updates run side by side.
-  struct Pipeline {
-    std::mutex mu;
-    std::condition_variable cv;
-    Eigen::MatrixXd rows;  // the exchange slot, rows as columns
-    Eigen::VectorXd rhs;
-    int filled = 0;
-    bool ready = false;
-    bool done = false;
-  };
   // Folds rows [0, filled) into the worker's (h, g) or its QR factor.
   static void Fold(Worker* wk, const Eigen::MatrixXd& rows,
                    const Eigen::VectorXd& rhs, int filled);
+  // Clears a worker for rows of `width` columns.
+  static void Clear(int width, bool qr, Worker* wk);
   void StartAccumulation(bool qr);
   double Accumulate(const Eigen::VectorXd& w);
-  // Accumulates the rows of trace t into worker `wk`; simulates first unless
-  // tapes_[t] already holds the simulation at w.
-  void AccumulateTrace(const Eigen::VectorXd& w, int t, bool simulated,
-                       Worker* wk, Pipeline* pipe = nullptr);
-  // Whether tapes_ hold the simulation of every trace at w.
-  bool SimulatedAt(const Eigen::VectorXd& w) const;
+  // Simulates trace t unless `simulated` (tapes_[t] holds it), adds its loss
+  // to wk->loss and sets wk->curv and wk->grad (l'' and l' per output and
+  // step).
+  void PrepareTrace(const Eigen::VectorXd& w, int t, bool simulated,
+                    Worker* wk);
+  // Folds the rows of steps [begin, end) of trace t (after PrepareTrace into
+  // `loss_terms`) into wk, with the sensitivity scratch s (see
+  // StateSpaceRnn::OutputJacobianSteps).
+  void AddRows(const Eigen::VectorXd& w, int t, int begin, int end,
+               const Worker& loss_terms, StateSpaceRnn::Sensitivities* s,
+               Worker* wk);
+  // One trace on two threads, split in time: steps [0, mid) into workers_[0]
+  // as usual, steps [mid, end) into split_ with the sensitivities started at
+  // a virtual free x_mid, then split_ is folded into workers_[0] through M_mid
+  // (exact up to rounding: the sensitivity recursion is linear in M).
+  void AccumulateSplit(const Eigen::VectorXd& w, bool simulated);
+  void MergeSplit();
+  // Simulates every trace at w into `tapes` while the loss so far plus a
+  // lower bound of the rest stays at most the cutoff; returns whether all
+  // were simulated, and *value (ValueBelow's result).
+  bool SimulateBelow(const Eigen::VectorXd& w, double cutoff,
+                     std::vector<StateSpaceRnn::Tape>* tapes,
+                     double* value) const;
+  // Whether a slot's tapes hold the simulation of every trace at w; the
+  // second slot's are swapped into tapes_ when they do.
+  bool UseSimulationAt(const Eigen::VectorXd& w);
   double Regularization(const Eigen::VectorXd& w) const;
 
   const StateSpaceRnn* rnn_;
@@ -124,7 +151,9 @@ class SequenceLeastSquares : public LeastSquaresProblem {
   Loss loss_;
   Eigen::VectorXd rho_;  // per-parameter L2 weight
   int threads_;
-  bool pipeline_ = false;  // one trace, two threads: see Pipeline
+  // One trace and two threads: see AccumulateSplit.
+  bool time_split_ = false;
+  std::unique_ptr<ThreadPool> pool_;  // threads_ > 1 or time_split_
   int num_samples_ = 0;
   // Loss::LowerBoundPerElement over all targets (-Inf: no early stopping).
   double element_lower_bound_ = 0.0;
@@ -135,6 +164,14 @@ class SequenceLeastSquares : public LeastSquaresProblem {
   // the trial's simulation instead of repeating it.
   std::vector<StateSpaceRnn::Tape> tapes_;
   Eigen::VectorXd simulated_at_;
+  // The second trial slot's tapes and point (empty: none complete).
+  std::vector<StateSpaceRnn::Tape> spare_tapes_;
+  Eigen::VectorXd spare_at_;
+  // AccumulateSplit: the later part's accumulator and sensitivities, and
+  // merge scratch.
+  Worker split_;
+  StateSpaceRnn::Sensitivities split_sens_;
+  Eigen::MatrixXd embedded_, cross_;
 };
 
 }  // namespace sparrow::core

@@ -1,6 +1,7 @@
 #include "core/optim/gauss_newton/gauss_newton.h"
 
 #include <cmath>
+#include <memory>
 
 #include "Eigen/Eigenvalues"
 #include "core/optim/admm/admm.h"
@@ -21,6 +22,7 @@ struct RnnCase {
   InitialState initial_state;
   LossKind loss;
   int threads;
+  bool linear = false;  // linear-plus-neural (MSE only)
 };
 
 class SequenceLeastSquaresTest : public ::testing::TestWithParam<RnnCase> {
@@ -39,6 +41,7 @@ class SequenceLeastSquaresTest : public ::testing::TestWithParam<RnnCase> {
     spec.feedthrough = c.loss == LossKind::kMse;
     spec.output_activation =
         c.loss == LossKind::kMse ? Activation::kLinear : Activation::kSigmoid;
+    spec.linear = c.linear;
     rnn_ = StateSpaceRnn(spec);
     for (int t = 0; t < 3; ++t) {
       MatrixXd y = RandomMatrix(2, 20 + 3 * t, 30 + t);
@@ -49,6 +52,8 @@ class SequenceLeastSquaresTest : public ::testing::TestWithParam<RnnCase> {
     w_.resize(rnn_.num_params());
     rnn_.Initialize(1.0, &rng, w_.data());
     w_.head(rnn_.x0_size()) += 0.3 * RandomMatrix(rnn_.x0_size(), 1, 9).col(0);
+    // Initialize leaves [A B], [C D] and the output layers 0 for linear.
+    if (c.linear) w_ += 0.2 * RandomMatrix(w_.size(), 1, 12).col(0);
     loss_ = Loss{c.loss, c.loss == LossKind::kMse ? 0.0 : 1e-4};
   }
   StateSpaceRnn rnn_;
@@ -88,21 +93,34 @@ TEST_P(SequenceLeastSquaresTest, ThreadsGiveTheSameNormalEquations) {
   EXPECT_LT(RelativeError(g2, g1), 1e-13);
 }
 
-TEST_P(SequenceLeastSquaresTest, OneTracePipelinedOnTwoThreadsIsIdentical) {
+TEST_P(SequenceLeastSquaresTest, OneTraceSplitInTimeOnTwoThreadsMatches) {
+  // The last trace (26 steps) alone: two threads build its rows in two halves
+  // and merge them through the state sensitivities at the middle.
   const std::vector<data::Trace> one(traces_.begin() + 2, traces_.end());
   SequenceLeastSquares serial(&rnn_, &one, loss_, 0.7, 0.2, 1);
-  SequenceLeastSquares piped(&rnn_, &one, loss_, 0.7, 0.2, 2);
+  SequenceLeastSquares split(&rnn_, &one, loss_, 0.7, 0.2, 2);
   MatrixXd h1, h2, r1, r2;
   VectorXd g1, g2, d1, d2;
   EXPECT_EQ(serial.NormalEquations(w_, &h1, &g1),
-            piped.NormalEquations(w_, &h2, &g2));
-  EXPECT_EQ(h1.triangularView<Eigen::Lower>().toDenseMatrix(),
+            split.NormalEquations(w_, &h2, &g2));
+  EXPECT_LT(RelativeError(h2.triangularView<Eigen::Lower>().toDenseMatrix(),
+                          h1.triangularView<Eigen::Lower>().toDenseMatrix()),
+            1e-12);
+  EXPECT_LT(RelativeError(g2, g1), 1e-12);
+  // The QR factors agree up to the signs of their rows: compare R^T R, R^T d.
+  EXPECT_EQ(serial.TriangularFactor(w_, &r1, &d1),
+            split.TriangularFactor(w_, &r2, &d2));
+  EXPECT_LT(RelativeError(r2.transpose() * r2, r1.transpose() * r1), 1e-12);
+  EXPECT_LT(RelativeError(r2.transpose() * d2, r1.transpose() * d1), 1e-12);
+  EXPECT_EQ(r2.triangularView<Eigen::StrictlyLower>().toDenseMatrix().norm(),
+            0.0);
+  // Deterministic: the same split gives the same digits every time.
+  MatrixXd h3;
+  VectorXd g3;
+  split.NormalEquations(w_, &h3, &g3);
+  EXPECT_EQ(h3.triangularView<Eigen::Lower>().toDenseMatrix(),
             h2.triangularView<Eigen::Lower>().toDenseMatrix());
-  EXPECT_EQ(g1, g2);
-  serial.TriangularFactor(w_, &r1, &d1);
-  piped.TriangularFactor(w_, &r2, &d2);
-  EXPECT_EQ(r1, r2);
-  EXPECT_EQ(d1, d2);
+  EXPECT_EQ(g3, g2);
 }
 
 TEST_P(SequenceLeastSquaresTest, StreamingQrFactorsTheSameProblem) {
@@ -157,11 +175,13 @@ TEST_P(SequenceLeastSquaresTest, ReusedSimulationGivesTheSameRows) {
 
 INSTANTIATE_TEST_SUITE_P(
     Cases, SequenceLeastSquaresTest,
-    ::testing::Values(RnnCase{InitialState::kFree, LossKind::kMse, 1},
-                      RnnCase{InitialState::kEncoder, LossKind::kMse, 2},
-                      RnnCase{InitialState::kFree,
-                              LossKind::kBinaryCrossEntropy, 1},
-                      RnnCase{InitialState::kZero, LossKind::kMse, 3}));
+    ::testing::Values(
+        RnnCase{InitialState::kFree, LossKind::kMse, 1},
+        RnnCase{InitialState::kEncoder, LossKind::kMse, 2},
+        RnnCase{InitialState::kFree, LossKind::kBinaryCrossEntropy, 1},
+        RnnCase{InitialState::kZero, LossKind::kMse, 3},
+        RnnCase{InitialState::kFree, LossKind::kMse, 2, true},
+        RnnCase{InitialState::kEncoder, LossKind::kMse, 1, true}));
 
 // V(w) = |X w - y|^2 + rho/2 |w|^2 in least-squares form, optionally +Inf
 // beyond a wall.
@@ -241,6 +261,64 @@ TEST(GaussNewtonTest, NonFiniteTrialsAreRejectedNeverAccepted) {
     if (step.accepted) {
       EXPECT_GT(step.trials, 1) << "the full step crosses the wall";
     }
+  }
+}
+
+// Rosenbrock's function in least-squares form, V = r0^2 + r1^2 with
+// r = (10 (w1 - w0^2), 1 - w0): a curved valley where NAILS backtracks and
+// NAILM rejects many trials. With `pairs` it offers two trial slots.
+class RosenbrockLeastSquares : public LeastSquaresProblem {
+ public:
+  explicit RosenbrockLeastSquares(bool pairs)
+      : pool_(pairs ? std::make_unique<ThreadPool>(2) : nullptr) {}
+  int num_params() const override { return 2; }
+  int num_samples() const override { return 2; }
+  double Value(const VectorXd& w) override { return Of(w); }
+  ThreadPool* trial_pool() override { return pool_.get(); }
+  double ValueBelowIn(int slot, const VectorXd& w, double) override {
+    ++slot_values[slot];  // each slot is used by one thread at a time
+    return Of(w);
+  }
+  double NormalEquations(const VectorXd& w, MatrixXd* h, VectorXd* g) override {
+    // l = r^2: rows sqrt(2) J, right-hand side -sqrt(2) r.
+    MatrixXd j(2, 2);
+    j << -20.0 * w(0), 10.0, -1.0, 0.0;
+    *h = 2.0 * j.transpose() * j;
+    *g = -2.0 * j.transpose() * Residual(w);
+    return Of(w);
+  }
+  int slot_values[2] = {0, 0};
+
+ private:
+  static VectorXd Residual(const VectorXd& w) {
+    return VectorXd{{10.0 * (w(1) - w(0) * w(0)), 1.0 - w(0)}};
+  }
+  static double Of(const VectorXd& w) { return Residual(w).squaredNorm(); }
+  std::unique_ptr<ThreadPool> pool_;
+};
+
+TEST(GaussNewtonTest, TrialsInPairsGiveTheIteratesOfTrialsInTurn) {
+  for (auto method : {GaussNewtonOptions::Method::kLineSearch,
+                      GaussNewtonOptions::Method::kLevenbergMarquardt}) {
+    GaussNewtonOptions o;
+    o.method = method;
+    o.lambda0 = 1e-3;  // NAILM: too little damping at first, trials rejected
+    o.stop = StopRules{40};
+    RosenbrockLeastSquares in_turn(false), in_pairs(true);
+    VectorXd w1{{-1.2, 1.0}}, w2 = w1;
+    const Summary s1 = MinimizeGaussNewton(o, in_turn, &w1, nullptr);
+    const Summary s2 = MinimizeGaussNewton(o, in_pairs, &w2, nullptr);
+    EXPECT_EQ(w1, w2);
+    EXPECT_EQ(s1.iterations, s2.iterations);
+    ASSERT_EQ(s1.history.size(), s2.history.size());
+    for (size_t i = 0; i < s1.history.size(); ++i) {
+      EXPECT_EQ(s1.history[i].loss, s2.history[i].loss) << i;
+      EXPECT_EQ(s1.history[i].step_size, s2.history[i].step_size) << i;
+    }
+    // Rejected trials happened, and the second slot evaluated some of them.
+    EXPECT_EQ(in_turn.slot_values[1], 0);
+    EXPECT_GT(in_pairs.slot_values[1], 0);
+    EXPECT_GT(in_turn.slot_values[0], s1.iterations);
   }
 }
 
