@@ -86,13 +86,24 @@ absl::StatusOr<MemoryEstimate> EstimateStage(const TrainConfig& config,
       config.batch_size > 0 && !UsesGaussNewton(config.optimizer)
           ? std::min<double>(config.batch_size, samples)
           : samples;
-  e.activations = Saturate(3 * kDouble * batch * width);
-  if (UsesGaussNewton(config.optimizer)) {
+  // Gauss-Newton on two or more threads keeps a second set of tapes (trials
+  // run two at a time).
+  const int gauss_newton_threads =
+      UsesGaussNewton(config.optimizer)
+          ? std::max(1, GaussNewtonThreads(config.optimizer))
+          : 0;
+  const double tape_sets = gauss_newton_threads >= 2 ? 2 : 1;
+  e.activations = Saturate(3 * kDouble * batch * width * tape_sets);
+  if (gauss_newton_threads > 0) {
     // H and its damped copy, the QR factor and its (n + m) x n stack, and one
-    // H per row-building thread; plus each thread's block of 64 rows.
-    const double threads = std::max(1, GaussNewtonThreads(config.optimizer));
-    e.curvature =
-        Saturate(kDouble * n * n * (5 + threads) + kDouble * n * 64 * threads);
+    // H per row-building thread; plus each thread's block of 64 rows. On two
+    // or more threads: the second trial's damped copy and, for one trace
+    // split in time, the later half's (n + nx)^2 accumulator and the merge's
+    // products and stack (about 5 n^2 more).
+    const double threads = gauss_newton_threads;
+    const double pairs = gauss_newton_threads >= 2 ? 5 : 0;
+    e.curvature = Saturate(kDouble * n * n * (5 + threads + pairs) +
+                           kDouble * n * 64 * threads);
   }
   const double total = static_cast<double>(e.process) + e.data + e.parameters +
                        e.activations + e.curvature;

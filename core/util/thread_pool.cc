@@ -68,9 +68,12 @@ void ThreadPool::Run(int n, const std::function<void(int)>& fn) {
 
 void ThreadPool::Work(int k) {
   long seen = 0;
+  bool worked = false;  // in the last Run: only then is the next one likely
   for (;;) {
     const std::function<void(int)>* fn = nullptr;
-    SpinWhile([&] { return !stop_.load() && generation_.load() == seen; });
+    if (worked) {
+      SpinWhile([&] { return !stop_.load() && generation_.load() == seen; });
+    }
     {
       std::unique_lock<std::mutex> lock(mu_);
       work_.wait(lock, [&] { return stop_ || generation_ != seen; });
@@ -78,6 +81,7 @@ void ThreadPool::Work(int k) {
       seen = generation_;
       if (k < parts_) fn = fn_;
     }
+    worked = fn != nullptr;
     if (fn == nullptr) continue;
     std::exception_ptr error;
     try {

@@ -5,9 +5,10 @@
 //
 // Hand-written because core/ links only Eigen and Abseil, and neither offers a
 // public thread pool; a mutex and two condition variables hand the work over.
-// Both sides spin for up to kSpin before they sleep (workers for the next Run,
-// Run for the workers' parts): waking a sleeping thread costs tens of
-// microseconds on a virtual machine, as much as a Gauss-Newton trial's part.
+// Both sides spin for up to kSpin before they sleep (a worker that had a part
+// in the last Run, for the next one; Run, for the workers' parts): waking a
+// sleeping thread costs tens of microseconds on a virtual machine, as much as
+// a Gauss-Newton trial's part.
 // Not reentrant: one Run at a time per pool.
 #ifndef SPARROW_CORE_UTIL_THREAD_POOL_H_
 #define SPARROW_CORE_UTIL_THREAD_POOL_H_

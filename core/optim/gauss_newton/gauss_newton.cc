@@ -9,7 +9,6 @@
 #include "core/util/option_error.h"
 
 namespace sparrow::core {
-namespace {}  // namespace
 
 absl::Status GaussNewtonOptions::Validate() const {
   if (!(c1 > 0 && c1 < 1)) return OptionError("c1", c1, "in (0, 1)");
@@ -57,16 +56,19 @@ double GaussNewton::TrialValue(int slot, const Eigen::VectorXd& trial,
 }
 
 template <typename Make, typename Bound>
-int GaussNewton::FirstAccepted(int max_trials, bool pairs, Make&& make,
-                               Bound&& bound, Eigen::VectorXd* w, double* value,
-                               int* trials) {
+bool GaussNewton::FirstAccepted(int max_trials, bool pairs, double factor,
+                                Make&& make, Bound&& bound, double* param,
+                                Eigen::VectorXd* w, double* value,
+                                int* trials) {
   const int width = pool_ != nullptr && pairs ? 2 : 1;
   for (int j = 0; j < max_trials; j += width) {
     const int n = std::min(width, max_trials - j);
+    // The parameters trials in turn would use: each the previous times factor.
+    const double params[2] = {*param, *param * factor};
     double values[2];
     auto run = [&](int k) {
-      values[k] = make(j + k, k, &trials_[k])
-                      ? TrialValue(k, trials_[k], bound(j + k))
+      values[k] = make(params[k], k, &trials_[k])
+                      ? TrialValue(k, trials_[k], bound(params[k]))
                       : std::numeric_limits<double>::infinity();
     };
     if (n == 1) {
@@ -76,20 +78,16 @@ int GaussNewton::FirstAccepted(int max_trials, bool pairs, Make&& make,
     }
     for (int k = 0; k < n; ++k) {
       ++*trials;
-      if (std::isfinite(values[k]) && values[k] <= bound(j + k)) {
+      if (std::isfinite(values[k]) && values[k] <= bound(params[k])) {
         *w = trials_[k];
         *value = values[k];
-        return j + k;
+        *param = params[k];
+        return true;
       }
     }
+    *param = params[n - 1] * factor;
   }
-  return -1;
-}
-
-void GaussNewton::Schedule(int n, double first, double factor) {
-  schedule_.resize(n);
-  schedule_[0] = first;
-  for (int j = 1; j < n; ++j) schedule_[j] = schedule_[j - 1] * factor;
+  return false;
 }
 
 bool GaussNewton::SolveTo(double damping, Eigen::MatrixXd* damped,
@@ -230,43 +228,34 @@ GaussNewton::Outcome GaussNewton::Search(Eigen::VectorXd* w, double v0,
     // definite), and no backtracking can repair it.
     if (!(slope < 0)) return out;
     // alpha = 1, sigma, sigma^2, ...
-    Schedule(options_.max_backtracks, 1.0, options_.sigma);
-    const int j = FirstAccepted(
-        options_.max_backtracks, true,
-        [&](int j, int, Eigen::VectorXd* trial) {
-          *trial = *w + schedule_[j] * p_;
+    double alpha = 1.0;
+    out.accepted = FirstAccepted(
+        options_.max_backtracks, true, options_.sigma,
+        [&](double a, int, Eigen::VectorXd* trial) {
+          *trial = *w + a * p_;
           return true;
         },
-        [&](int j) { return v0 + options_.c1 * schedule_[j] * slope; }, w,
+        [&](double a) { return v0 + options_.c1 * a * slope; }, &alpha, w,
         &out.value, &out.trials);
-    if (j >= 0) {
-      out.accepted = true;
-      out.step = schedule_[j];
-    }
+    if (out.accepted) out.step = alpha;
     return out;
   }
   // lambda, c2 lambda, c2^2 lambda, ... The QR solves share scratch, so they
   // run one at a time.
-  Schedule(options_.max_trials, lambda_, options_.c2);
-  const int j = FirstAccepted(
-      options_.max_trials, !qr,
-      [&](int j, int k, Eigen::VectorXd* trial) {
+  double lambda = lambda_;
+  out.accepted = FirstAccepted(
+      options_.max_trials, !qr, options_.c2,
+      [&](double l, int k, Eigen::VectorXd* trial) {
         Eigen::VectorXd& p = k == 0 ? p_ : p_pair_;
         const bool solved =
-            qr ? SolveQr(schedule_[j])
-               : SolveTo(schedule_[j], k == 0 ? &damped_ : &damped_pair_, &p);
+            qr ? SolveQr(l) : SolveTo(l, k == 0 ? &damped_ : &damped_pair_, &p);
         if (solved) *trial = *w + p;
         return solved;
       },
-      [&](int) { return v0; }, w, &out.value, &out.trials);
-  if (j >= 0) {
-    out.accepted = true;
-    out.step = schedule_[j];
-    lambda_ = NailmNextDamping(schedule_[j], options_.c3);
-    return out;
-  }
-  lambda_ = schedule_.back() * options_.c2;
-  out.step = lambda_;
+      [&](double) { return v0; }, &lambda, w, &out.value, &out.trials);
+  out.step = lambda;
+  // After a success lambda / c3; else where the rejected trials left it.
+  lambda_ = out.accepted ? NailmNextDamping(lambda, options_.c3) : lambda;
   return out;
 }
 

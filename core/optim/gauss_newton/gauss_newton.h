@@ -73,9 +73,11 @@ struct GaussNewtonOptions {
 };
 
 // NAILS (Algorithm 1) and NAILM (Algorithm 2) as the trainer's optimizer
-// choices. threads: Jacobian rows are built across traces on this many
-// threads (>= 1). admm_state: a resumed run under a non-smooth penalty goes on
-// from this ADMM state (AdmmOptions::initial_state; empty = a fresh start).
+// choices. threads (>= 1): the normal equations are built across traces on
+// this many threads (one trace: split in time on two), and with two or more
+// trials run two at a time (SequenceLeastSquares). admm_state: a resumed run
+// under a non-smooth penalty goes on from this ADMM state
+// (AdmmOptions::initial_state; empty = a fresh start).
 struct NailsOptions : GaussNewtonOptions {
   static constexpr const char kName[] = "nails";
   NailsOptions() { method = Method::kLineSearch; }
@@ -128,20 +130,19 @@ class GaussNewton {
   // at most `bound`, else above it (the problem may abandon the simulation
   // once the bound is exceeded).
   double TrialValue(int slot, const Eigen::VectorXd& trial, double bound);
-  // Trials in rounds of up to two (the problem's trial slots), side by side
-  // on pool_: make(j, trial) builds trial j (false: rejected without a
-  // simulation), bound(j) is its acceptance bound. Returns the first accepted
-  // j in order (copied to *w, its value in *value) or -1, and counts the
-  // trials made up to it; each round's results are exactly those of the
-  // trials one after another.
-  // make(j, slot, trial) builds trial j in `slot`; pairs false keeps to one
-  // slot (trials that share scratch).
+  // Up to max_trials trials whose parameter (alpha or lambda) starts at
+  // *param and is multiplied by `factor` after each, run in rounds of two
+  // side by side on pool_ (the problem's trial slots 0 and 1) when `pairs`
+  // (false: trials that share scratch, one at a time). make(param, slot,
+  // trial) builds a trial (false: rejected without a simulation); bound(param)
+  // is its acceptance bound. The first acceptable trial in order wins, so
+  // the result is that of trials one after another: on acceptance *w is the
+  // trial, *value its value and *param its parameter; otherwise *param is the
+  // last parameter times factor. *trials counts the trials up to the winner.
   template <typename Make, typename Bound>
-  int FirstAccepted(int max_trials, bool pairs, Make&& make, Bound&& bound,
-                    Eigen::VectorXd* w, double* value, int* trials);
-  // schedule_ = first, first * factor, ... (n values), each the previous one
-  // times factor, as trials one after another compute them.
-  void Schedule(int n, double first, double factor);
+  bool FirstAccepted(int max_trials, bool pairs, double factor, Make&& make,
+                     Bound&& bound, double* param, Eigen::VectorXd* w,
+                     double* value, int* trials);
   bool Solve(double damping) { return SolveTo(damping, &damped_, &p_); }
   // Solves (H + damping I) p = g into *p, with *damped as scratch.
   bool SolveTo(double damping, Eigen::MatrixXd* damped, Eigen::VectorXd* p);
@@ -165,8 +166,7 @@ class GaussNewton {
   Eigen::VectorXd trials_[2];
   Eigen::MatrixXd damped_pair_;
   Eigen::VectorXd p_pair_;
-  std::vector<double> schedule_;  // the trials' alpha or lambda
-  Eigen::MatrixXd r_, stack_;     // QR solver: triangular factor and scratch
+  Eigen::MatrixXd r_, stack_;  // QR solver: triangular factor and scratch
   Eigen::VectorXd d_, stack_rhs_, damped_rhs_;
 };
 

@@ -276,6 +276,9 @@ double SequenceLeastSquares::Accumulate(const Eigen::VectorXd& w) {
   const ScopedFlushDenormals flush;  // and in each thread below
   const int num_traces = static_cast<int>(traces_->size());
   const bool simulated = UseSimulationAt(w);
+  // The tapes are rewritten below: until they are complete they hold no
+  // point's simulation (a thrown exception leaves them unclaimed).
+  if (!simulated) simulated_at_.resize(0);
   if (time_split_) {
     AccumulateSplit(w, simulated);
   } else {

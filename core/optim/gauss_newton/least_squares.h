@@ -50,9 +50,12 @@ class LeastSquaresProblem {
   }
   // Threads on which a solver may evaluate two trials side by side, in the
   // trial slots 0 and 1 of ValueBelowIn, between the problem's own calls
-  // (the problem's pool); nullptr: one slot, one trial at a time.
+  // (the problem's pool); nullptr: one slot, one trial at a time. A problem
+  // that returns a pool must override ValueBelowIn with slots that can run
+  // at once.
   virtual ThreadPool* trial_pool() { return nullptr; }
-  // ValueBelow in trial slot `slot`; calls for slots 0 and 1 may run at once.
+  // ValueBelow in trial slot `slot`; calls for slots 0 and 1 may run at once
+  // when trial_pool() is not null.
   virtual double ValueBelowIn(int slot, const Eigen::VectorXd& w,
                               double cutoff) {
     static_cast<void>(slot);
@@ -74,7 +77,8 @@ class LeastSquaresProblem {
 // the fly in blocks and accumulated by rank updates, so memory does not grow
 // with N. Traces are processed in parallel on `threads` threads, each with its
 // own accumulator; a single trace on two or more threads is split in time
-// between two.
+// between two. With two or more threads a solver can also simulate two trials
+// at once (trial_pool), the second into a tape set of its own.
 class SequenceLeastSquares : public LeastSquaresProblem {
  public:
   SequenceLeastSquares(const StateSpaceRnn* rnn,

@@ -96,6 +96,9 @@ TEST(MemoryTest, MoreThreadsMoreGaussNewtonMatrices) {
   auto four = EstimateMemory(c, 1, 1, 1000, 0);
   ASSERT_TRUE(one.ok() && four.ok());
   EXPECT_GT(four->curvature, one->curvature);
+  // Trials two at a time keep a second set of tapes.
+  EXPECT_NEAR(static_cast<double>(four->activations),
+              2.0 * static_cast<double>(one->activations), 2.0);
 }
 
 TEST(MemoryTest, DataGrowsWithRowsAndNarxLags) {
