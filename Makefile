@@ -22,7 +22,7 @@ ASAN_SKIP ?= WatchDeliversEveryEventOnceAcrossARestart|StopsWithinTheGraceDuring
 # reactors too. For the same reason the job manager tests that go through an in-process gRPC
 # server (memory limits, crashes) run in the other two builds only; its store-failure and
 # concurrency tests drive the job manager directly and run here.
-TSAN_TESTS ?= ^(server_(store|jobs)_|core_train_models_layered_|core_util_thread_pool_)
+TSAN_TESTS ?= ^(server_(store|jobs)_|core_train_models_layered_|core_util_thread_pool_|core_optim_gauss_newton_)
 TSAN_SKIP ?= StopsWithinTheGraceDuringALongEpoch|MemoryLimitTest|TotalMemoryTest|RuntimeMemoryTest|CrashTest
 SAN_CMAKE = cmake -G Ninja -DCMAKE_BUILD_TYPE=Release -DSPARROW_BUILD_TESTS=ON \
   -DSPARROW_BUILD_BENCH=OFF $(CMAKE_FLAGS)
@@ -59,7 +59,8 @@ test: build
 # Both sanitizer stages (GCC, -O1). Measured 2026-11-27 from scratch on the 2-core machine:
 #   sanitize-asan  ASan + UBSan: core, server spec/store/service/jobs, client and fuzz
 #                  regression tests (1113): build 874 s, tests 104 s
-#   sanitize-tsan  TSan: store, jobs, layered-model and thread-pool tests (109): build 277 s,
+#   sanitize-tsan  TSan: store, jobs, layered-model, thread-pool and Gauss-Newton tests (109
+#                  before the Gauss-Newton ones were added): build 277 s,
 #                  tests 37 s
 # The normal stage (build + 1164 tests) comes first; CI's whole `make test` on a clean machine,
 # package installs included, took 3952 s on 2026-11-27.
