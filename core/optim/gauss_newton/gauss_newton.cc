@@ -92,14 +92,17 @@ bool GaussNewton::FirstAccepted(int max_trials, bool pairs, double factor,
 
 bool GaussNewton::SolveTo(double damping, Eigen::MatrixXd* damped,
                           Eigen::VectorXd* p) {
-  *damped = h_;
-  damped->diagonal().array() += damping;
+  auto fill = [&] {
+    *damped = h_;
+    damped->diagonal().array() += damping;
+  };
+  fill();
   // Factored in place: no allocation per trial.
   Eigen::LLT<Eigen::Ref<Eigen::MatrixXd>, Eigen::Lower> llt(*damped);
   if (llt.info() != Eigen::Success) {
-    // Without L2 rows H can be singular; LDLT handles semidefinite H.
-    *damped = h_;
-    damped->diagonal().array() += damping;
+    // Without L2 rows H can be singular; LDLT handles semidefinite H. The
+    // failed factorization overwrote *damped.
+    fill();
     Eigen::LDLT<Eigen::MatrixXd, Eigen::Lower> ldlt(*damped);
     *p = ldlt.solve(g_);
   } else {

@@ -185,26 +185,23 @@ void SequenceLeastSquares::AddRows(const Eigen::VectorXd& w, int t, int begin,
   const int ny = static_cast<int>((*traces_)[t].y.rows());
   const Eigen::Index width = wk->rows.rows();
   int filled = 0;
-  rnn_->OutputJacobianSteps(w.data(), t, &tapes_[t], begin, end, s,
-                            [&](int k, const RowMatrixXd& jac) {
-                              for (int i = 0; i < ny; ++i) {
-                                // Bemporad eq. (11)/(14): row sqrt(l'') J, rhs
-                                // -l'/sqrt(l''). The ratio is formed from the
-                                // square root directly so that l'' ~ 1e8
-                                // (cross-entropy near saturation) is harmless.
-                                const double root =
-                                    std::sqrt(loss_terms.curv(i, k));
-                                const double* src = jac.data() + i * width;
-                                double* dst = wk->rows.col(filled).data();
-                                for (Eigen::Index c = 0; c < width; ++c)
-                                  dst[c] = root * src[c];
-                                wk->rhs(filled) = -loss_terms.grad(i, k) / root;
-                                if (++filled == kRowBlock) {
-                                  Fold(wk, wk->rows, wk->rhs, filled);
-                                  filled = 0;
-                                }
-                              }
-                            });
+  auto emit = [&](int k, const RowMatrixXd& jac) {
+    for (int i = 0; i < ny; ++i) {
+      // Bemporad eq. (11)/(14): row sqrt(l'') J, rhs -l'/sqrt(l''). The
+      // ratio is formed from the square root directly so that l'' ~ 1e8
+      // (cross-entropy near saturation) is harmless.
+      const double root = std::sqrt(loss_terms.curv(i, k));
+      const double* src = jac.data() + i * width;
+      double* dst = wk->rows.col(filled).data();
+      for (Eigen::Index c = 0; c < width; ++c) dst[c] = root * src[c];
+      wk->rhs(filled) = -loss_terms.grad(i, k) / root;
+      if (++filled == kRowBlock) {
+        Fold(wk, wk->rows, wk->rhs, filled);
+        filled = 0;
+      }
+    }
+  };
+  rnn_->OutputJacobianSteps(w.data(), t, &tapes_[t], begin, end, s, emit);
   if (filled > 0) Fold(wk, wk->rows, wk->rhs, filled);
 }
 

@@ -174,7 +174,10 @@ TEST_P(SequenceLeastSquaresTest, ReusedSimulationGivesTheSameRows) {
   EXPECT_EQ(g1, g2);
 }
 
-TEST_P(SequenceLeastSquaresTest, SecondTrialSlotIsReusedOnlyWhenComplete) {
+// Whether the rows reuse a slot's tapes is not observable; what is: the rows
+// equal a fresh build whichever slot simulated what, and a partial simulation
+// in slot 1 never stands in for a complete one.
+TEST_P(SequenceLeastSquaresTest, RowsAfterTrialsInEitherSlotEqualFreshRows) {
   SequenceLeastSquares fresh(&rnn_, &traces_, loss_, 0.7, 0.2, 2);
   SequenceLeastSquares reused(&rnn_, &traces_, loss_, 0.7, 0.2, 2);
   ASSERT_NE(reused.trial_pool(), nullptr);
@@ -182,7 +185,7 @@ TEST_P(SequenceLeastSquaresTest, SecondTrialSlotIsReusedOnlyWhenComplete) {
   MatrixXd h1, h2;
   VectorXd g1, g2;
   // Slot 1 simulated w_ completely, slot 0 something else: the rows at w_
-  // start from slot 1's tapes, with the numbers of a fresh simulation.
+  // (from slot 1's tapes) have the numbers of a fresh simulation.
   EXPECT_EQ(reused.ValueBelowIn(1, w_, std::numeric_limits<double>::infinity()),
             fresh.Value(w_));
   reused.ValueBelowIn(0, other, std::numeric_limits<double>::infinity());
