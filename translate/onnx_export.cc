@@ -14,6 +14,7 @@
 #include "core/train/model_registry.h"
 #include "core/util/status_macros.h"
 #include "nlohmann/json.hpp"
+#include "translate/json.h"
 #include "translate/model.h"
 #include "translate/onnx_graph.h"
 #include "translate/onnx_layered.h"
@@ -300,6 +301,11 @@ absl::StatusOr<onnx::ModelProto> ToOnnx(const v1::TrainedModel& model) {
   Export e;
   try {
     SPARROW_RETURN_IF_ERROR(Build(m, &e));
+    if (model.has_sweep_trial()) {
+      AddMetadata(
+          &e.proto, "sparrow.sweep_trial",
+          nlohmann::ordered_json::parse(ToJson(model.sweep_trial())).dump());
+    }
   } catch (const std::bad_alloc&) {
     return absl::ResourceExhaustedError(
         "out of memory building the ONNX model");

@@ -309,6 +309,19 @@ std::string TrialLabel(const Trial& trial) {
   return label;
 }
 
+v1::SweepTrialOrigin TrialOrigin(const Trial& trial, int trials) {
+  v1::SweepTrialOrigin origin;
+  origin.set_index(trial.index);
+  origin.set_trials(trials);
+  origin.set_label(TrialLabel(trial));
+  for (const auto& [field, value] : trial.settings) {
+    v1::SweepTrialOrigin::Setting* s = origin.add_settings();
+    s->set_field(field);
+    s->set_value(value);
+  }
+  return origin;
+}
+
 int ChooseTrial(const v1::Sweep& sweep, const std::vector<TrialScore>& scores) {
   bool validated = false;
   for (const TrialScore& s : scores)

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "sparrow/v1/model.pb.h"
 #include "sparrow/v1/spec.pb.h"
 
 namespace sparrow::translate {
@@ -45,6 +46,10 @@ absl::StatusOr<std::vector<Trial>> ExpandSweep(const v1::JobSpec& spec);
 
 // "tau=0.1 seed=3": the settings' last field names and values, and the seed.
 std::string TrialLabel(const Trial& trial);
+
+// What a chosen model records of its trial (TrainedModel.sweep_trial): its
+// index, label and settings, and the sweep's trial count.
+v1::SweepTrialOrigin TrialOrigin(const Trial& trial, int trials);
 
 // What the choice reads of a trial's result. validation: its validation error
 // (RMSE, or 100 - accuracy), NaN without validation data; train_loss: the

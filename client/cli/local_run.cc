@@ -397,6 +397,10 @@ int RunLocal(const RunFlags& f) {
     v1::TrainedModel model =
         translate::ToProto(trial.spec, *results[ran[best]]);
     model.set_seed(trial.seed);
+    if (spec.has_sweep()) {
+      *model.mutable_sweep_trial() =
+          translate::TrialOrigin(trial, static_cast<int>(trials));
+    }
     if (absl::Status s = WriteModel(model, f.model_out); !s.ok())
       return Fail(s);
   }

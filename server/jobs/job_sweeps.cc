@@ -234,6 +234,7 @@ absl::Status JobManager::AdvanceSweep(const std::string& id) {
   }
   const v1::Job& best = *(*jobs)[chosen];
   SPARROW_ASSIGN_OR_RETURN(v1::TrainedModel model, store_->GetModel(best.id()));
+  *model.mutable_sweep_trial() = translate::TrialOrigin((*trials)[chosen], n);
   const std::string choice = DescribeChoice((*trials)[chosen], best);
   return end({v1::Job::SUCCEEDED,
               absl::StrCat(n, " trials ended; ", choice),

@@ -360,6 +360,10 @@ chosen = d["runs"][d["chosen"]]
 assert all("validation_rmse" in r for r in d["runs"])
 m = json.load(open(sys.argv[2]))  # the chosen trial's model
 assert m["metrics"]["test_rmse"] == chosen["test_rmse"], (m["metrics"], chosen)
+t = m["sweep_trial"]  # which trial it is, and its setting
+assert t["index"] == d["chosen"] and t["trials"] == 3, t
+assert [s["field"] for s in t["settings"]] == ["optimizer.sbdl.lambda"], t
+assert json.loads(t["settings"][0]["value"]) == chosen["settings"]["optimizer.sbdl.lambda"], t
 PY
 then ok; else bad "sweep: $out"; fi
 expect 0 "(chosen)" "$bin" run --local "$tmp/sweep.json"

@@ -93,6 +93,24 @@ TEST(OnnxExportTest, MlpMapsRowsToOutputsInDataUnits) {
   }
 }
 
+TEST(OnnxExportTest, ASweepsChosenModelNamesItsTrial) {
+  v1::TrainedModel model = Train(R"({"mlp": {"hidden": [3]}})");
+  auto plain = ToOnnx(model);
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  EXPECT_EQ(Metadata(*plain, "sparrow.sweep_trial"), "");
+  v1::SweepTrialOrigin* origin = model.mutable_sweep_trial();
+  origin->set_index(2);
+  origin->set_trials(6);
+  origin->set_label("tau=0.1 seed=2");
+  origin->add_settings()->set_field("regularization.l1.tau");
+  origin->mutable_settings(0)->set_value("0.1");
+  auto m = ToOnnx(model);
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_EQ(Metadata(*m, "sparrow.sweep_trial"),
+            R"({"index":2,"trials":6,"label":"tau=0.1 seed=2",)"
+            R"("settings":[{"field":"regularization.l1.tau","value":"0.1"}]})");
+}
+
 TEST(OnnxExportTest, BiasFreeMlpHasNoAdds) {
   auto m = ToOnnx(Train(R"({"mlp": {"hidden": [4], "no_bias": true}})"));
   ASSERT_TRUE(m.ok()) << m.status();

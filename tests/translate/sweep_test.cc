@@ -62,6 +62,15 @@ TEST(SweepTest, AGridIsEveryCombinationTimesTheSeeds) {
   EXPECT_EQ(t.settings[0].first, "regularization.l1.tau");
   EXPECT_EQ(t.settings[1].second, "[4,4]");
   EXPECT_EQ(TrialLabel(t), "tau=0.1 fxHidden=[4,4] seed=8");
+  const v1::SweepTrialOrigin origin = TrialOrigin(t, 12);
+  EXPECT_EQ(origin.index(), 3);
+  EXPECT_EQ(origin.trials(), 12);
+  EXPECT_EQ(origin.label(), "tau=0.1 fxHidden=[4,4] seed=8");
+  ASSERT_EQ(origin.settings_size(), 2);
+  EXPECT_EQ(origin.settings(0).field(), "regularization.l1.tau");
+  EXPECT_EQ(origin.settings(0).value(), "0.1");
+  EXPECT_EQ(origin.settings(1).field(), "model.stateSpaceRnn.fxHidden");
+  EXPECT_EQ(origin.settings(1).value(), "[4,4]");
   EXPECT_DOUBLE_EQ((*trials)[11].spec.regularization().l1().tau(), 1.0);
   EXPECT_EQ((*trials)[11].spec.model().state_space_rnn().fx_hidden(0), 5);
   for (const Trial& trial : *trials) EXPECT_EQ(trial.warm_from, -1);

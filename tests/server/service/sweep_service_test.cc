@@ -105,10 +105,17 @@ TEST_F(SweepServiceTest, SeedsRunAsTrialJobsAndTheBestOnValidationIsChosen) {
   EXPECT_FALSE(sweep.has_best_validation_metric());
   EXPECT_FALSE(sweep.has_sparsity_pct());
 
-  // The sweep's model is the chosen trial's.
+  // The sweep's model is the chosen trial's, and says which trial it is.
   v1::TrainedModel model, chosen;
   ASSERT_TRUE(GetModel(sweep.id(), &model).ok());
   ASSERT_TRUE(GetModel(trials[best].id(), &chosen).ok());
+  EXPECT_FALSE(chosen.has_sweep_trial());
+  ASSERT_TRUE(model.has_sweep_trial());
+  EXPECT_EQ(model.sweep_trial().index(), best);
+  EXPECT_EQ(model.sweep_trial().trials(), 3);
+  EXPECT_EQ(model.sweep_trial().label(), sweep.trials(best).label());
+  EXPECT_EQ(model.seed(), 1u + best);
+  model.clear_sweep_trial();
   EXPECT_EQ(model.SerializeAsString(), chosen.SerializeAsString());
 
   // Two workers: the second trial was queued before the first ended.
@@ -151,6 +158,16 @@ TEST_F(SweepServiceTest, WarmPathPointsStartFromThePointBefore) {
     EXPECT_EQ(point.spec().warm_start().job_id(), before.id());
     EXPECT_GE(point.create_time(), before.end_time());
   }
+  // The sweep's model names the chosen point's learning rate.
+  v1::TrainedModel model;
+  ASSERT_TRUE(GetModel(sweep.id(), &model).ok());
+  ASSERT_EQ(model.sweep_trial().settings_size(), 1);
+  EXPECT_EQ(model.sweep_trial().settings(0).field(),
+            "optimizer.adam.learning_rate");
+  const v1::Job chosen =
+      GetJob(sweep.trials(model.sweep_trial().index()).job_id());
+  EXPECT_EQ(std::stod(model.sweep_trial().settings(0).value()),
+            chosen.spec().optimizer().adam().learning_rate());
 }
 
 TEST_F(SweepServiceTest, MaxParallelOneRunsTrialsOneAfterAnother) {
