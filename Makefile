@@ -69,14 +69,16 @@ sanitize: sanitize-asan sanitize-tsan
 sanitize-asan: deps
 	@$(SAN_CMAKE) -S . -B $(ASAN_DIR) -DSPARROW_SANITIZE=address,undefined \
 	  -DSPARROW_TEST_FILTER='$(ASAN_TESTS)' >/dev/null
-	@./scripts/timed "sanitize-asan build" cmake --build $(ASAN_DIR) -j $(JOBS)
+	@./scripts/timed "sanitize-asan build" cmake --build $(ASAN_DIR) -j $(JOBS) \
+	  --target sparrow_test_binaries
 	@cd $(ASAN_DIR) && ../scripts/timed "sanitize-asan tests" \
 	  ctest --output-on-failure -j $(JOBS) --timeout 600 -E '$(ASAN_SKIP)'
 
 sanitize-tsan: deps
 	@$(SAN_CMAKE) -S . -B $(TSAN_DIR) -DSPARROW_SANITIZE=thread \
 	  -DSPARROW_TEST_FILTER='$(TSAN_TESTS)' >/dev/null
-	@./scripts/timed "sanitize-tsan build" cmake --build $(TSAN_DIR) -j $(JOBS)
+	@./scripts/timed "sanitize-tsan build" cmake --build $(TSAN_DIR) -j $(JOBS) \
+	  --target sparrow_test_binaries
 	@cd $(TSAN_DIR) && ../scripts/timed "sanitize-tsan tests" \
 	  ctest --output-on-failure -j $(JOBS) --timeout 600 -E '$(TSAN_SKIP)'
 

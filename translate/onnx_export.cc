@@ -14,7 +14,6 @@
 #include "core/train/model_registry.h"
 #include "core/util/status_macros.h"
 #include "nlohmann/json.hpp"
-#include "translate/json.h"
 #include "translate/model.h"
 #include "translate/onnx_graph.h"
 #include "translate/onnx_layered.h"
@@ -50,6 +49,21 @@ void AddMetadata(onnx::ModelProto* proto, const std::string& key,
   onnx::StringStringEntryProto* entry = proto->add_metadata_props();
   entry->set_key(key);
   entry->set_value(value);
+}
+
+// {"index": 2, "trials": 6, "label": "tau=0.1 seed=2", "settings":
+// [{"field": "regularization.l1.tau", "value": "0.1"}]}, every key present
+// (protobuf's JSON would leave out an index of 0).
+std::string SweepTrialJson(const v1::SweepTrialOrigin& trial) {
+  nlohmann::ordered_json settings = nlohmann::ordered_json::array();
+  for (const auto& s : trial.settings()) {
+    settings.push_back({{"field", s.field()}, {"value", s.value()}});
+  }
+  return nlohmann::ordered_json{{"index", trial.index()},
+                                {"trials", trial.trials()},
+                                {"label", trial.label()},
+                                {"settings", settings}}
+      .dump();
 }
 
 // onnxruntime 1.30 fuses a Mul or Div by a one-element constant next to a
@@ -302,9 +316,8 @@ absl::StatusOr<onnx::ModelProto> ToOnnx(const v1::TrainedModel& model) {
   try {
     SPARROW_RETURN_IF_ERROR(Build(m, &e));
     if (model.has_sweep_trial()) {
-      AddMetadata(
-          &e.proto, "sparrow.sweep_trial",
-          nlohmann::ordered_json::parse(ToJson(model.sweep_trial())).dump());
+      AddMetadata(&e.proto, "sparrow.sweep_trial",
+                  SweepTrialJson(model.sweep_trial()));
     }
   } catch (const std::bad_alloc&) {
     return absl::ResourceExhaustedError(

@@ -659,7 +659,16 @@ expect 0 "(chosen)" sp status "$sweep"
 expect 0 "written to" sp model get "$sweep" -o "$tmp/sweep_model.json"
 chosen_job=$(jget "$tmp/sweep_status.json" "d['trials'][d['chosen_trial']]['job_id']")
 expect 0 "written to" sp model get "$chosen_job" -o "$tmp/chosen_model.json"
-check "sweep: its model is the chosen trial's" cmp -s "$tmp/sweep_model.json" "$tmp/chosen_model.json"
+check "sweep: its model is the chosen trial's, and names it" python3 - "$tmp" <<'PY'
+import json, sys
+tmp = sys.argv[1]
+d = json.load(open(tmp + "/sweep_status.json"))
+sweep = json.load(open(tmp + "/sweep_model.json"))
+trial = sweep.pop("sweep_trial")
+assert trial.get("index", 0) == d["chosen_trial"] and trial["trials"] == 4, trial
+assert trial["label"] == d["trials"][d["chosen_trial"]]["label"], trial
+assert sweep == json.load(open(tmp + "/chosen_model.json"))
+PY
 
 # --- server B: bearer tokens and tenants ---------------------------------------------------
 section "server B: tokens and tenants"

@@ -99,7 +99,7 @@ TEST(OnnxExportTest, ASweepsChosenModelNamesItsTrial) {
   ASSERT_TRUE(plain.ok()) << plain.status();
   EXPECT_EQ(Metadata(*plain, "sparrow.sweep_trial"), "");
   v1::SweepTrialOrigin* origin = model.mutable_sweep_trial();
-  origin->set_index(2);
+  origin->set_index(0);
   origin->set_trials(6);
   origin->set_label("tau=0.1 seed=2");
   origin->add_settings()->set_field("regularization.l1.tau");
@@ -107,7 +107,7 @@ TEST(OnnxExportTest, ASweepsChosenModelNamesItsTrial) {
   auto m = ToOnnx(model);
   ASSERT_TRUE(m.ok()) << m.status();
   EXPECT_EQ(Metadata(*m, "sparrow.sweep_trial"),
-            R"({"index":2,"trials":6,"label":"tau=0.1 seed=2",)"
+            R"({"index":0,"trials":6,"label":"tau=0.1 seed=2",)"
             R"("settings":[{"field":"regularization.l1.tau","value":"0.1"}]})");
 }
 
