@@ -306,6 +306,7 @@ absl::Status Reports(const LocalRun& run,
       continue;
     }
     RunReport r = MakeReport(run.trials[i].seed, *results[i]);
+    r.trial = static_cast<int>(i);
     r.settings = run.trials[i].settings;
     reports->push_back(std::move(r));
     ran->push_back(static_cast<int>(i));

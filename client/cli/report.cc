@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <utility>
 
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -201,9 +202,14 @@ nlohmann::json ReportJson(const std::vector<RunReport>& reports, int best) {
   if (reports.size() == 1) return RunJson(reports[0]);
   nlohmann::json j;
   j["runs"] = nlohmann::json::array();
-  for (const RunReport& r : reports) j["runs"].push_back(RunJson(r));
+  for (const RunReport& r : reports) {
+    nlohmann::json run = RunJson(r);
+    run["trial"] = r.trial;
+    j["runs"].push_back(std::move(run));
+  }
   j["best_seed"] = reports[best].seed;
   j["chosen"] = best;
+  j["chosen_trial"] = reports[best].trial;
   if (!reports[best].settings.empty()) return j;  // a grid or path
   nlohmann::json summary;
   for (auto& [name, values] : Columns(reports)) {

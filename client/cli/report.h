@@ -16,6 +16,9 @@ namespace sparrow::cli {
 
 struct RunReport {
   uint64_t seed = 0;
+  // The run's index among the sweep's trials (a failed trial has no report,
+  // so this can differ from the report's position).
+  int trial = 0;
   // A sweep's trial: the swept fields and this trial's values (JSON text).
   std::vector<std::pair<std::string, std::string>> settings;
   // Metric name -> value; NaN (not applicable) entries are left out.

@@ -361,7 +361,8 @@ assert all("validation_rmse" in r for r in d["runs"])
 m = json.load(open(sys.argv[2]))  # the chosen trial's model
 assert m["metrics"]["test_rmse"] == chosen["test_rmse"], (m["metrics"], chosen)
 t = m["sweep_trial"]  # which trial it is, and its setting
-assert t.get("index", 0) == d["chosen"] and t["trials"] == 3, t  # proto3 JSON leaves out 0
+assert [r["trial"] for r in d["runs"]] == [0, 1, 2] and d["chosen_trial"] == d["chosen"], d
+assert t.get("index", 0) == d["chosen_trial"] and t["trials"] == 3, t  # proto3 JSON leaves out 0
 assert [s["field"] for s in t["settings"]] == ["optimizer.sbdl.lambda"], t
 assert json.loads(t["settings"][0]["value"]) == chosen["settings"]["optimizer.sbdl.lambda"], t
 PY

@@ -659,7 +659,7 @@ expect 0 "(chosen)" sp status "$sweep"
 expect 0 "written to" sp model get "$sweep" -o "$tmp/sweep_model.json"
 chosen_job=$(jget "$tmp/sweep_status.json" "d['trials'][d['chosen_trial']]['job_id']")
 expect 0 "written to" sp model get "$chosen_job" -o "$tmp/chosen_model.json"
-check "sweep: its model is the chosen trial's, and names it" python3 - "$tmp" <<'PY'
+check "sweep: its model is the chosen trial's, and names it" "$py" - "$tmp" <<'PY'
 import json, sys
 tmp = sys.argv[1]
 d = json.load(open(tmp + "/sweep_status.json"))
