@@ -56,14 +56,17 @@ test: build
 	@cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS) --timeout 600
 	@$(MAKE) --no-print-directory sanitize
 
-# Both sanitizer stages (GCC, -O1). Measured 2026-11-27 from scratch on the 2-core machine:
+# Both sanitizer stages (GCC, -O1) build only the target sparrow_test_binaries: the test
+# binaries (with tests/testing/precompiled.h precompiled once) and the sparrowd they start.
+# Measured 2026-11-29 from scratch on the 2-core machine (commit 19ce3b2):
 #   sanitize-asan  ASan + UBSan: core, server spec/store/service/jobs, client and fuzz
-#                  regression tests (1113): build 874 s, tests 104 s
-#   sanitize-tsan  TSan: store, jobs, layered-model, thread-pool and Gauss-Newton tests (109
-#                  before the Gauss-Newton ones were added): build 277 s,
-#                  tests 37 s
-# The normal stage (build + 1164 tests) comes first; CI's whole `make test` on a clean machine,
-# package installs included, took 3952 s on 2026-11-27.
+#                  regression tests (1247): build 1444 s (other work ran beside it), tests 450 s
+#   sanitize-tsan  TSan: store, jobs, layered-model, thread-pool and Gauss-Newton tests (167):
+#                  build 510 s, tests 104 s. The same build of every target (the CLI and the
+#                  Python stubs too) took 576 s against 474 s for sparrow_test_binaries, one
+#                  after the other.
+# The normal stage (build + 1320 tests) comes first; CI's whole `make test` on a clean machine,
+# package installs included, took 4396 s on 2026-11-29 (the commit before these changes).
 sanitize: sanitize-asan sanitize-tsan
 
 sanitize-asan: deps
