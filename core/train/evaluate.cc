@@ -60,7 +60,7 @@ Eigen::MatrixXd SimulateLearnedX0(const Model& model, const data::Trace& tr,
 
 absl::Status EvaluateSequences(const Model& model,
                                const data::SequenceData& data, int which,
-                               Metrics* metrics) {
+                               Metrics* metrics, ThreadPool* pool) {
   if (data.traces.empty()) return absl::OkStatus();
   std::vector<Eigen::MatrixXd> ys, sims, ones;
   const bool narx = model.config.is<NarxMlpKind>();
@@ -78,7 +78,7 @@ absl::Status EvaluateSequences(const Model& model,
     if (learned_x0) {
       p.y = SimulateLearnedX0(model, tr, static_cast<int>(t));
     } else {
-      SPARROW_ASSIGN_OR_RETURN(p, Simulate(model, tr.u, tr.y));
+      SPARROW_ASSIGN_OR_RETURN(p, Simulate(model, tr.u, tr.y, pool));
       p.y = p.y.rightCols(p.y.cols() - p.first).eval();
     }
     ys.push_back(tr.y.rightCols(p.y.cols()));
@@ -123,7 +123,7 @@ absl::Status EvaluateTable(const Model& model, const data::TableData& data,
 }
 
 absl::Status Evaluate(const Model& model, const TrainData& data, int which,
-                      Metrics* metrics) {
+                      Metrics* metrics, ThreadPool* pool) {
   if (!FamilyOf(model.config.kind).sequence()) {
     const data::TableData* parts[] = {&data.train_table, &data.validation_table,
                                       &data.test_table};
@@ -131,7 +131,7 @@ absl::Status Evaluate(const Model& model, const TrainData& data, int which,
   }
   const data::SequenceData* parts[] = {&data.train_seq, &data.validation_seq,
                                        &data.test_seq};
-  return EvaluateSequences(model, *parts[which], which, metrics);
+  return EvaluateSequences(model, *parts[which], which, metrics, pool);
 }
 
 }  // namespace sparrow::core

@@ -1,12 +1,17 @@
 #include "core/train/model.h"
 
 #include <algorithm>
+#include <atomic>
+#include <limits>
+#include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "core/models/narx_mlp.h"
 #include "core/optim/lbfgs/lbfgs.h"
 #include "core/train/model_registry.h"
 #include "core/util/status_macros.h"
+#include "core/util/thread_pool.h"
 
 namespace sparrow::core {
 namespace {
@@ -104,31 +109,55 @@ Eigen::VectorXd EstimateInitialState(const StateSpaceRnn& rnn,
                                      const Eigen::MatrixXd& u,
                                      const Eigen::MatrixXd& y, int n0,
                                      const Loss& loss, double rho_x0,
-                                     const Eigen::VectorXd* guess) {
+                                     const Eigen::VectorXd* guess,
+                                     ThreadPool* pool) {
   const int nx = rnn.spec().nx;
-  InitialStateObjective objective(rnn, params, u, y, std::max(1, n0), loss,
-                                  rho_x0);
+  // Multi-start local search (the paper uses a particle swarm; ALGORITHMS.md
+  // §2.7 allows any robust multi-start method): x0 = 0 plus 2 nx uniform starts
+  // in the paper's box [-3, 3]. With a guess only that start is refined
+  // (re-fitting a known state).
+  std::vector<Eigen::VectorXd> x0s;
+  if (guess != nullptr) {
+    x0s.push_back(*guess);
+  } else {
+    Rng rng(0x5eed);
+    x0s.push_back(Eigen::VectorXd::Zero(nx));
+    for (int start = 1; start <= 2 * nx; ++start) {
+      Eigen::VectorXd x0(nx);
+      for (int i = 0; i < nx; ++i) x0(i) = -3.0 + 6.0 * rng.Uniform();
+      x0s.push_back(std::move(x0));
+    }
+  }
   LbfgsOptions options;
   options.stop.max_iterations = 100;
   options.gradient_tolerance = 1e-9;
-  Rng rng(0x5eed);
+  // The starts are independent: each part of the pool takes the next one and
+  // refines it with its own objective (simulation buffers). A start's result
+  // does not depend on which part ran it, so neither does the choice below.
+  const int starts = static_cast<int>(x0s.size());
+  std::vector<double> values(starts);
+  std::atomic<int> next{0};
+  auto refine = [&](int) {
+    InitialStateObjective objective(rnn, params, u, y, std::max(1, n0), loss,
+                                    rho_x0);
+    for (int s = next++; s < starts; s = next++) {
+      values[s] =
+          MinimizeLbfgs(options, objective, &x0s[s], nullptr).final_loss;
+    }
+  };
+  const int parts = pool == nullptr ? 1 : std::min(pool->threads(), starts);
+  if (parts > 1) {
+    pool->Run(parts, refine);
+  } else {
+    refine(0);
+  }
+  // The first start with the lowest value (a NaN value never wins).
   Eigen::VectorXd best = Eigen::VectorXd::Zero(nx);
   double best_value = std::numeric_limits<double>::infinity();
-  // Multi-start local search (the paper uses a particle swarm; ALGORITHMS.md
-  // §2.7 allows any robust multi-start method): x0 = 0 plus 2 nx uniform starts
-  // in the paper's box [-3, 3].
-  // With a guess only that start is refined (re-fitting a known state).
-  const int last = guess != nullptr ? -1 : 2 * nx;
-  for (int start = guess != nullptr ? -1 : 0; start <= last; ++start) {
-    Eigen::VectorXd x0 = Eigen::VectorXd::Zero(nx);
-    if (start < 0) x0 = *guess;
-    if (start > 0) {
-      for (int i = 0; i < nx; ++i) x0(i) = -3.0 + 6.0 * rng.Uniform();
-    }
-    const Summary s = MinimizeLbfgs(options, objective, &x0, nullptr);
-    if (s.final_loss < best_value) {
-      best_value = s.final_loss;
-      best = x0;
+  for (int s = 0; s < starts; ++s) {
+    if (values[s] < best_value) {
+      best_value = values[s];
+      best = x0s[s];
     }
   }
   return best;
@@ -136,14 +165,16 @@ Eigen::VectorXd EstimateInitialState(const StateSpaceRnn& rnn,
 
 absl::StatusOr<SequencePrediction> Simulate(const Model& m,
                                             const Eigen::MatrixXd& u_raw,
-                                            const Eigen::MatrixXd& y_raw) {
+                                            const Eigen::MatrixXd& y_raw,
+                                            ThreadPool* pool) {
   if (absl::Status s = CheckSequence(m, u_raw, y_raw); !s.ok()) return s;
   Eigen::MatrixXd u = u_raw;
   Eigen::MatrixXd y = y_raw;
   m.input_scaling.Apply(&u);
   m.output_scaling.Apply(&y);
-  SPARROW_ASSIGN_OR_RETURN(SequencePrediction out,
-                           FamilyOf(m.config.kind).SimulateScaled(m, u, y));
+  SPARROW_ASSIGN_OR_RETURN(
+      SequencePrediction out,
+      FamilyOf(m.config.kind).SimulateScaled(m, u, y, pool));
   m.output_scaling.Invert(&out.y);
   return out;
 }

@@ -23,6 +23,8 @@
 
 namespace sparrow::core {
 
+class ThreadPool;
+
 // The model kind with its own fields. Each kind is declared in
 // core/train/models/<kind>.h and its family (model_registry.h) is defined in
 // the matching .cc; adding a kind adds its alternative here.
@@ -101,10 +103,12 @@ struct SequencePrediction {
 // Free-run simulation of a NARX or state-space model on inputs u (nu x N, data
 // units). The measured outputs y are read only for the NARX initial history,
 // the encoder window, or the x0 estimate of a free-x0 model (its first
-// x0_estimation_samples samples).
+// x0_estimation_samples samples). With a pool the x0 estimate's starts run
+// on its threads; the result is the same as without.
 absl::StatusOr<SequencePrediction> Simulate(const Model& model,
                                             const Eigen::MatrixXd& u,
-                                            const Eigen::MatrixXd& y);
+                                            const Eigen::MatrixXd& y,
+                                            ThreadPool* pool = nullptr);
 // Free-run simulation of a state_space_rnn model from the initial state x0
 // (nx values, the model's normalized state units; zero is the state the
 // scaled model rests in) on inputs u alone (nu x N, data units); no encoder
@@ -134,14 +138,17 @@ absl::StatusOr<Eigen::MatrixXd> PredictTable(const Model& model,
                                              const Eigen::MatrixXd& x);
 
 // Bemporad eq. (30): x0 minimizing rho_x |x0|^2 + sum_{k < n0} l(y_k, yhat_k),
-// in the model's normalized units, by L-BFGS from x0 = 0 and a few
-// deterministic starts in [-3, 3]^nx.
+// in the model's normalized units, by L-BFGS from x0 = 0 and 2 nx
+// deterministic starts in [-3, 3]^nx (from `guess` alone when given). With a
+// pool the starts are refined in parallel on its threads; the result is the
+// same, bit for bit, for every thread count.
 Eigen::VectorXd EstimateInitialState(const StateSpaceRnn& rnn,
                                      const Eigen::VectorXd& params,
                                      const Eigen::MatrixXd& u,
                                      const Eigen::MatrixXd& y, int n0,
                                      const Loss& loss, double rho_x0,
-                                     const Eigen::VectorXd* guess = nullptr);
+                                     const Eigen::VectorXd* guess = nullptr,
+                                     ThreadPool* pool = nullptr);
 
 }  // namespace sparrow::core
 

@@ -8,7 +8,8 @@
 namespace sparrow::core {
 
 absl::StatusOr<SequencePrediction> ModelFamily::SimulateScaled(
-    const Model&, const Eigen::MatrixXd&, const Eigen::MatrixXd&) const {
+    const Model&, const Eigen::MatrixXd&, const Eigen::MatrixXd&,
+    ThreadPool*) const {
   return absl::InvalidArgumentError(
       absl::StrCat("a ", name(),
                    " model has no simulation; use a narx_mlp or "

@@ -21,6 +21,8 @@
 
 namespace sparrow::core {
 
+class ThreadPool;
+
 class ModelFamily {
  public:
   virtual ~ModelFamily() = default;
@@ -66,10 +68,11 @@ class ModelFamily {
   // Free-run simulation on inputs u and measured outputs y (channels x N,
   // both normalized; y is read only for an initial history or state), in
   // normalized units. InvalidArgument for a model that has no simulation or
-  // a sequence too short for it.
+  // a sequence too short for it. `pool` (may be null) may run independent
+  // work such as an x0 estimate's starts; it does not change the result.
   virtual absl::StatusOr<SequencePrediction> SimulateScaled(
-      const Model& model, const Eigen::MatrixXd& u,
-      const Eigen::MatrixXd& y) const;
+      const Model& model, const Eigen::MatrixXd& u, const Eigen::MatrixXd& y,
+      ThreadPool* pool) const;
   // Free-run simulation from the initial state x0 (the model's normalized
   // state units) on inputs u alone (normalized), in normalized units.
   // InvalidArgument for a model without a state.

@@ -1,6 +1,8 @@
 #include "core/train/trainer.h"
 
+#include <algorithm>
 #include <cmath>
+#include <memory>
 #include <variant>
 
 #include "absl/strings/str_cat.h"
@@ -14,6 +16,7 @@
 #include "core/train/stages.h"
 #include "core/util/option_error.h"
 #include "core/util/status_macros.h"
+#include "core/util/thread_pool.h"
 
 namespace sparrow::core {
 namespace {
@@ -36,11 +39,13 @@ absl::Status NonNegative(absl::string_view field, double v) {
 class ValidationMonitor : public IterationCallback {
  public:
   ValidationMonitor(Model* model, const TrainConfig& config,
-                    const TrainData& data, int skip, IterationCallback* user)
+                    const TrainData& data, int skip, IterationCallback* user,
+                    ThreadPool* pool)
       : model_(model),
         config_(config),
         data_(data),
         user_(user),
+        pool_(pool),
         skip_(skip),
         best_(config.resume_best_metric),
         since_best_(config.resume_reports_since_best),
@@ -90,7 +95,7 @@ class ValidationMonitor : public IterationCallback {
   bool Validate(IterationRecord* r) {
     model_->params = *r->params;
     Metrics m;
-    error_ = Evaluate(*model_, data_, 1, &m);
+    error_ = Evaluate(*model_, data_, 1, &m, pool_);
     if (!error_.ok()) return false;
     r->validation_metric = IsClassification(config_.loss)
                                ? 100.0 - m.validation_accuracy
@@ -128,6 +133,7 @@ class ValidationMonitor : public IterationCallback {
   const TrainConfig& config_;
   const TrainData& data_;
   IterationCallback* user_;
+  ThreadPool* pool_;  // may be null
   const int skip_;  // leading parameters left out of the sparsity count
   bool active_ = false;
   bool epochs_ = false;
@@ -262,13 +268,13 @@ absl::Status ApplyInitialParams(const TrainConfig& config, Model* model) {
 // The fit on every split of the model as initialized, when that is a fitted
 // linear model (ModelFamily::StartsAtLinearModel).
 absl::Status EvaluateLinearStart(const Model& model, const TrainData& data,
-                                 Metrics* m) {
+                                 ThreadPool* pool, Metrics* m) {
   if (!FamilyOf(model.config.kind).StartsAtLinearModel(model.config)) {
     return absl::OkStatus();
   }
   Metrics start;
   for (int which = 0; which < 3; ++which) {
-    SPARROW_RETURN_IF_ERROR(Evaluate(model, data, which, &start));
+    SPARROW_RETURN_IF_ERROR(Evaluate(model, data, which, &start, pool));
   }
   m->linear_train_rmse = start.train_rmse;
   m->linear_validation_rmse = start.validation_rmse;
@@ -283,11 +289,11 @@ absl::Status EvaluateLinearStart(const Model& model, const TrainData& data,
 // the model order of a state-space RNN, per-layer sparsity and removed units
 // of an MLP.
 absl::Status EvaluateAll(const TrainData& data, const TrainSetup& setup,
-                         TrainResult* result) {
+                         ThreadPool* pool, TrainResult* result) {
   const Model& model = result->model;
   Metrics& m = result->metrics;
   for (int which = 0; which < 3; ++which) {
-    SPARROW_RETURN_IF_ERROR(Evaluate(model, data, which, &m));
+    SPARROW_RETURN_IF_ERROR(Evaluate(model, data, which, &m, pool));
   }
   const Sparsity sp =
       ComputeSparsity(model.params.tail(model.params.size() - setup.skip));
@@ -298,6 +304,17 @@ absl::Status EvaluateAll(const TrainData& data, const TrainSetup& setup,
 }
 
 }  // namespace
+
+int RunThreads(const TrainConfig& config) {
+  int threads = config.threads;
+  if (const auto* o = std::get_if<NailsOptions>(&config.optimizer)) {
+    threads = std::max(threads, o->threads);
+  }
+  if (const auto* o = std::get_if<NailmOptions>(&config.optimizer)) {
+    threads = std::max(threads, o->threads);
+  }
+  return std::max(threads, 1);
+}
 
 absl::Status TrainConfig::Validate() const {
   if (IsStaged(*this)) {
@@ -336,13 +353,22 @@ absl::StatusOr<TrainResult> Train(const TrainConfig& config,
   Rng rng(config.seed);
   TrainSetup setup;
   SPARROW_RETURN_IF_ERROR(BuildSetup(config, data, &rng, &model, &setup));
+  // The scores between iterations and at the end run on the run's threads
+  // (a free x0's estimate starts in parallel) while the method's own threads
+  // wait; the method keeps its pool to itself, hence a second one.
+  std::unique_ptr<ThreadPool> pool;
+  if (RunThreads(config) > 1 && FamilyOf(model.config.kind).sequence()) {
+    pool = std::make_unique<ThreadPool>(RunThreads(config));
+  }
   if (config.warm_start == nullptr) {
-    SPARROW_RETURN_IF_ERROR(EvaluateLinearStart(model, data, &result.metrics));
+    SPARROW_RETURN_IF_ERROR(
+        EvaluateLinearStart(model, data, pool.get(), &result.metrics));
   }
   SPARROW_RETURN_IF_ERROR(ApplyWarmStart(config, &model));
   SPARROW_RETURN_IF_ERROR(ApplyInitialParams(config, &model));
 
-  ValidationMonitor monitor(&model, config, data, setup.skip, callback);
+  ValidationMonitor monitor(&model, config, data, setup.skip, callback,
+                            pool.get());
   Eigen::VectorXd w = model.params;
   SPARROW_ASSIGN_OR_RETURN(MethodResult run,
                            RunMethod(config, &setup, &w, &monitor, &model));
@@ -360,7 +386,7 @@ absl::StatusOr<TrainResult> Train(const TrainConfig& config,
     result.summary.final_loss =
         setup.objective->Evaluate(model.params, nullptr);
   }
-  SPARROW_RETURN_IF_ERROR(EvaluateAll(data, setup, &result));
+  SPARROW_RETURN_IF_ERROR(EvaluateAll(data, setup, pool.get(), &result));
   return result;
 }
 

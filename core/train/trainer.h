@@ -20,6 +20,8 @@
 
 namespace sparrow::core {
 
+class ThreadPool;
+
 // One stage of a multi-stage run (TrainConfig::stages, core/train/stages.h):
 // the fields of TrainConfig that a stage sets for itself.
 struct TrainStage {
@@ -141,15 +143,20 @@ absl::StatusOr<TrainResult> Train(const TrainConfig& config,
                                   IterationCallback* callback);
 
 // Metrics of a model on sequence traces or table rows (data units); fills the
-// fields of one split: which = 0 train, 1 validation, 2 test.
+// fields of one split: which = 0 train, 1 validation, 2 test. A pool (may be
+// null) runs the x0 estimates' starts in parallel; the metrics are the same.
 absl::Status EvaluateSequences(const Model& model,
                                const data::SequenceData& data, int which,
-                               Metrics* metrics);
+                               Metrics* metrics, ThreadPool* pool = nullptr);
 absl::Status EvaluateTable(const Model& model, const data::TableData& data,
                            int which, Metrics* metrics);
 // The split `which` of data, by the model's kind (table or sequences).
 absl::Status Evaluate(const Model& model, const TrainData& data, int which,
-                      Metrics* metrics);
+                      Metrics* metrics, ThreadPool* pool = nullptr);
+// The threads a run of `config` may use at once: its method's (nails / nailm
+// `threads`) or the minibatch threads, at least 1. Evaluations between
+// iterations use as many.
+int RunThreads(const TrainConfig& config);
 
 }  // namespace sparrow::core
 

@@ -66,8 +66,8 @@ class MlpFamily : public NetworkFamily {
   }
 
   absl::StatusOr<SequencePrediction> SimulateScaled(
-      const Model&, const Eigen::MatrixXd&,
-      const Eigen::MatrixXd&) const override {
+      const Model&, const Eigen::MatrixXd&, const Eigen::MatrixXd&,
+      ThreadPool*) const override {
     return absl::InvalidArgumentError(
         "a static MLP has no simulation; use a narx_mlp or state_space_rnn "
         "model");

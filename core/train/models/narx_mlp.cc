@@ -95,8 +95,8 @@ class NarxMlpFamily : public NetworkFamily {
   }
 
   absl::StatusOr<SequencePrediction> SimulateScaled(
-      const Model& m, const Eigen::MatrixXd& u,
-      const Eigen::MatrixXd& y) const override {
+      const Model& m, const Eigen::MatrixXd& u, const Eigen::MatrixXd& y,
+      ThreadPool*) const override {
     const data::NarxLags& lags = m.config.as<NarxMlpKind>().lags;
     if (u.cols() <= lags.max_lag()) {
       return absl::InvalidArgumentError(

@@ -219,8 +219,8 @@ class StateSpaceRnnFamily : public ModelFamily {
   }
 
   absl::StatusOr<SequencePrediction> SimulateScaled(
-      const Model& m, const Eigen::MatrixXd& u,
-      const Eigen::MatrixXd& y) const override {
+      const Model& m, const Eigen::MatrixXd& u, const Eigen::MatrixXd& y,
+      ThreadPool* pool) const override {
     const StateSpaceRnn rnn(Rnn(m.config));
     SequencePrediction out;
     out.first = rnn.warmup();
@@ -234,7 +234,7 @@ class StateSpaceRnnFamily : public ModelFamily {
       const Eigen::VectorXd x0 = EstimateInitialState(
           rnn, m.params, u, y,
           m.config.as<StateSpaceRnnKind>().x0_estimation_samples, m.loss,
-          m.rho_x0);
+          m.rho_x0, /*guess=*/nullptr, pool);
       rnn.SimulateFrom(m.params.data(), x0, u, 0, &tape);
       out.x0 = x0;
     } else {

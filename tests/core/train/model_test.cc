@@ -2,10 +2,13 @@
 // a zero or a given initial state.
 #include "core/train/model.h"
 
+#include <cmath>
 #include <string>
 #include <utility>
+#include <variant>
 
 #include "core/train/trainer.h"
+#include "core/util/thread_pool.h"
 #include "gtest/gtest.h"
 #include "tests/core/train/testing/small_problems.h"
 
@@ -42,6 +45,47 @@ TEST(ModelTest, SimulationFromTheEstimatedStateIsReproducibleFromIt) {
   ASSERT_TRUE(zero.ok()) << zero.status();
   EXPECT_EQ(zero->y.cols(), trace.u.cols());
   EXPECT_TRUE(zero->y.allFinite());
+}
+
+// The x0 estimate's starts run in parallel on a pool: the same state and
+// outputs, bit for bit, for every thread count (also more threads than the
+// 2 nx + 1 = 5 starts).
+TEST(ModelTest, TheEstimatedStateIsTheSameOnEveryThreadCount) {
+  const Model model = TrainedRnn();
+  const data::Trace trace = testing::SineTraces(3, 90).traces[2];
+  absl::StatusOr<SequencePrediction> alone = Simulate(model, trace.u, trace.y);
+  ASSERT_TRUE(alone.ok()) << alone.status();
+  for (int threads : {1, 2, 3, 8}) {
+    ThreadPool pool(threads);
+    absl::StatusOr<SequencePrediction> shared =
+        Simulate(model, trace.u, trace.y, &pool);
+    ASSERT_TRUE(shared.ok()) << shared.status();
+    EXPECT_TRUE(shared->x0 == alone->x0) << threads << " threads";
+    EXPECT_TRUE(shared->y == alone->y) << threads << " threads";
+  }
+}
+
+// A run on two threads scores its validation and test traces with them: the
+// same metrics as scoring its model on one thread afterwards.
+TEST(ModelTest, ARunsScoresOnItsThreadsEqualThoseOnOne) {
+  TrainData data;
+  data.train_seq = testing::SineTraces(2, 120);
+  data.validation_seq = testing::SineTraces(3, 90);
+  data.validation_seq.traces.erase(data.validation_seq.traces.begin(),
+                                   data.validation_seq.traces.begin() + 2);
+  data.test_seq = testing::SineTraces(4, 80);
+  TrainConfig config = testing::SmallNailmConfig(6);
+  std::get<NailmOptions>(config.optimizer).threads = 2;
+  ASSERT_EQ(RunThreads(config), 2);
+  absl::StatusOr<TrainResult> r = Train(config, data, nullptr);
+  ASSERT_TRUE(r.ok()) << r.status();
+  Metrics one;
+  ASSERT_TRUE(Evaluate(r->model, data, 1, &one).ok());
+  ASSERT_TRUE(Evaluate(r->model, data, 2, &one).ok());
+  EXPECT_TRUE(std::isfinite(one.validation_rmse));
+  EXPECT_EQ(r->metrics.validation_rmse, one.validation_rmse);
+  EXPECT_EQ(r->metrics.test_rmse, one.test_rmse);
+  EXPECT_EQ(r->metrics.test_bfr, one.test_bfr);
 }
 
 TEST(ModelTest, AChosenInitialStateIsCheckedAndNeedsAState) {
