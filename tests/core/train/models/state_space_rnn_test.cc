@@ -139,6 +139,31 @@ TEST(SubsequencesTest, AFreeInitialStateModelTrainsOnWindowsWithOneX0Each) {
   EXPECT_LT(m.train_rmse, m.linear_train_rmse);
 }
 
+// As many windows as traces (each trace of 501 samples gives one window of
+// its first 500): the model has one learned x0 per window, but the metrics on
+// the training traces still estimate each whole trace's x0, as those on the
+// same traces given as validation data do.
+TEST(SubsequencesTest, TrainingMetricsOfWindowsEstimateTheTracesX0) {
+  TrainData data;
+  data.train_seq = Duffing(501, 1);
+  data.train_seq.traces.push_back(Duffing(501, 3).traces[0]);
+  TrainConfig c = LinearPlusNeural(0);
+  c.model.as<StateSpaceRnnKind>().subsequence_length = 500;
+  NailmOptions nailm;
+  nailm.stop.max_iterations = 5;
+  c.optimizer = nailm;
+  auto r = Train(c, data, nullptr);
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_EQ(r->model.config.as<StateSpaceRnnKind>().rnn.num_traces, 2);
+  data.validation_seq = data.train_seq;
+  Metrics m;
+  ASSERT_TRUE(Evaluate(r->model, data, 0, &m).ok());
+  ASSERT_TRUE(Evaluate(r->model, data, 1, &m).ok());
+  EXPECT_TRUE(std::isfinite(m.train_rmse));
+  EXPECT_EQ(m.train_rmse, m.validation_rmse);
+  EXPECT_EQ(r->metrics.train_rmse, m.train_rmse);
+}
+
 TEST(SubsequencesTest, AreChosenAutomaticallyForAnEncoderOnALongTrace) {
   StateSpaceRnnKind kind;
   kind.rnn.initial_state = InitialState::kEncoder;
