@@ -11,6 +11,7 @@
 #include "core/train/model_registry.h"
 #include "core/train/models/state_space_rnn.h"
 #include "core/train/stages.h"
+#include "core/train/trainer.h"
 #include "core/util/status_macros.h"
 
 namespace sparrow::core {
@@ -39,13 +40,6 @@ int CorrectionPairs(const OptimizerOptions& o) {
     return std::max(b2ld->memory, 10);
   }
   return 10;
-}
-
-// Jacobian row-building threads of a Gauss-Newton method.
-int GaussNewtonThreads(const OptimizerOptions& o) {
-  if (const auto* nails = std::get_if<NailsOptions>(&o)) return nails->threads;
-  if (const auto* nailm = std::get_if<NailmOptions>(&o)) return nailm->threads;
-  return 1;
 }
 
 }  // namespace
@@ -89,9 +83,7 @@ absl::StatusOr<MemoryEstimate> EstimateStage(const TrainConfig& config,
   // Gauss-Newton on two or more threads keeps a second set of tapes (trials
   // run two at a time).
   const int gauss_newton_threads =
-      UsesGaussNewton(config.optimizer)
-          ? std::max(1, GaussNewtonThreads(config.optimizer))
-          : 0;
+      UsesGaussNewton(config.optimizer) ? RunThreads(config) : 0;
   const double tape_sets = gauss_newton_threads >= 2 ? 2 : 1;
   e.activations = Saturate(3 * kDouble * batch * width * tape_sets);
   if (gauss_newton_threads > 0) {

@@ -134,7 +134,7 @@ class ValidationMonitor : public IterationCallback {
   const TrainData& data_;
   IterationCallback* user_;
   ThreadPool* pool_;  // may be null
-  const int skip_;  // leading parameters left out of the sparsity count
+  const int skip_;    // leading parameters left out of the sparsity count
   bool active_ = false;
   bool epochs_ = false;
   bool test_accuracy_ = false;
