@@ -30,6 +30,46 @@ MatrixXd& Delta(Mlp::Cache* c, int i) {
   return Buffer(c, i, DenseLayer::kDelta);
 }
 
+// dst[k * out + q] = z[k] s[q] for k < in, q < out. Layers a few units wide
+// are the common case of the per-step Jacobians, where a loop over q of
+// unknown length costs more in overhead than its few products: widths up to 8
+// get loops of fixed length, which the compiler unrolls.
+template <int kOut>
+void FixedOuterProduct(const double* z, int in, const double* s,
+                       double* __restrict dst) {
+  for (int k = 0; k < in; ++k) {
+    const double zk = z[k];
+    for (int q = 0; q < kOut; ++q) dst[k * kOut + q] = zk * s[q];
+  }
+}
+
+void OuterProduct(const double* z, int in, const double* s, int out,
+                  double* __restrict dst) {
+  switch (out) {
+    case 1:
+      return FixedOuterProduct<1>(z, in, s, dst);
+    case 2:
+      return FixedOuterProduct<2>(z, in, s, dst);
+    case 3:
+      return FixedOuterProduct<3>(z, in, s, dst);
+    case 4:
+      return FixedOuterProduct<4>(z, in, s, dst);
+    case 5:
+      return FixedOuterProduct<5>(z, in, s, dst);
+    case 6:
+      return FixedOuterProduct<6>(z, in, s, dst);
+    case 7:
+      return FixedOuterProduct<7>(z, in, s, dst);
+    case 8:
+      return FixedOuterProduct<8>(z, in, s, dst);
+  }
+  for (int k = 0; k < in; ++k) {
+    const double zk = z[k];
+    double* dk = dst + static_cast<Eigen::Index>(k) * out;
+    for (int q = 0; q < out; ++q) dk[q] = zk * s[q];
+  }
+}
+
 Map<const MatrixXd> Weights(const double* theta, const Mlp::Layer& l) {
   return Map<const MatrixXd>(theta + l.weight_offset, l.out, l.in);
 }
@@ -298,11 +338,7 @@ void Mlp::Jacobian(const double* theta, int col, Cache* c,
         const double* sr = s.data() + static_cast<Eigen::Index>(r) * l.out;
         double* dst = d_theta.data() + r * d_theta.outerStride();
         // d out_r / d A_i(q, k) = s(r, q) z_{i-1}(k), stored at k * out + q.
-        for (int k = 0; k < l.in; ++k) {
-          const double zk = z_prev[k];
-          double* dk = dst + l.weight_offset + k * l.out;
-          for (int q = 0; q < l.out; ++q) dk[q] = zk * sr[q];
-        }
+        OuterProduct(z_prev, l.in, sr, l.out, dst + l.weight_offset);
         if (l.bias_offset >= 0) {
           double* db = dst + l.bias_offset;
           for (int q = 0; q < l.out; ++q) db[q] = sr[q];

@@ -23,6 +23,7 @@
 #define SPARROW_CORE_MODELS_STATE_SPACE_RNN_H_
 
 #include <algorithm>
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -227,23 +228,48 @@ bool StateSpaceRnn::SimulateWhile(const double* theta, const Eigen::MatrixXd& u,
 
 namespace internal {
 
+// a * b + c, rounded once where the CPU has FMA (as Eigen's pmadd on
+// vectors), so that a vector lane and a scalar give the same number.
+inline double MulAdd(double a, double b, double c) {
+#ifdef __FMA__
+  return std::fma(a, b, c);
+#else
+  return a * b + c;
+#endif
+}
+
 // out[c] (+)= sum_j coef[j] m[j * cols + c] for c < cols: a row of coef * M for
-// row-major M. Every term is a contiguous axpy, so the compiler vectorizes it;
-// the sensitivity matrices are a few rows by tens of columns, where this beats
-// Eigen's GEMM path (packing dominates at that size).
+// row-major M. The sensitivity matrices are a few rows by tens of columns,
+// where Eigen's GEMM path costs more than the arithmetic (packing dominates).
+// A vector register of columns sums all its terms and is stored once. Every
+// term is one multiply-add (fused where the CPU has FMA) onto the rounded
+// first product or onto out, in the order j = 0, 1, ..., for the vectorized
+// columns and the rest alike.
 template <bool kAccumulate>
 inline void RowCombination(const double* coef, int rows, const double* m,
                            int cols, double* __restrict out) {
-  int j = 0;
-  if (!kAccumulate) {
-    const double c0 = coef[0];
-    for (int c = 0; c < cols; ++c) out[c] = c0 * m[c];
-    j = 1;
+  namespace ei = Eigen::internal;
+  using Packet = ei::packet_traits<double>::type;
+  constexpr int kSize = ei::packet_traits<double>::size;
+  const int first = kAccumulate ? 0 : 1;
+  int c = 0;
+  for (; c + kSize <= cols; c += kSize) {
+    Packet acc = kAccumulate ? ei::ploadu<Packet>(out + c)
+                             : ei::pmul(ei::pset1<Packet>(coef[0]),
+                                        ei::ploadu<Packet>(m + c));
+    for (int j = first; j < rows; ++j) {
+      acc = ei::pmadd(
+          ei::pset1<Packet>(coef[j]),
+          ei::ploadu<Packet>(m + static_cast<Eigen::Index>(j) * cols + c), acc);
+    }
+    ei::pstoreu(out + c, acc);
   }
-  for (; j < rows; ++j) {
-    const double cj = coef[j];
-    const double* __restrict mj = m + static_cast<Eigen::Index>(j) * cols;
-    for (int c = 0; c < cols; ++c) out[c] += cj * mj[c];
+  for (; c < cols; ++c) {
+    double acc = kAccumulate ? out[c] : coef[0] * m[c];
+    for (int j = first; j < rows; ++j) {
+      acc = MulAdd(coef[j], m[static_cast<Eigen::Index>(j) * cols + c], acc);
+    }
+    out[c] = acc;
   }
 }
 

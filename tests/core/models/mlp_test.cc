@@ -170,8 +170,9 @@ INSTANTIATE_TEST_SUITE_P(
                           Activation::kSigmoid, Activation::kRelu,
                           Activation::kLeakyRelu),
         ::testing::Values(Activation::kLinear, Activation::kSigmoid),
+        // 12 and 9 units: wider than the fixed-width Jacobian kernels.
         ::testing::Values(std::vector<int>{}, std::vector<int>{4},
-                          std::vector<int>{5, 3, 4}),
+                          std::vector<int>{5, 3, 4}, std::vector<int>{12, 9}),
         ::testing::Values(false)));
 
 INSTANTIATE_TEST_SUITE_P(

@@ -2,6 +2,7 @@
 
 #include <sstream>
 #include <tuple>
+#include <vector>
 
 #include "gtest/gtest.h"
 #include "tests/testing/finite_difference.h"
@@ -146,6 +147,39 @@ INSTANTIATE_TEST_SUITE_P(
       PrintTo(info.param, &name);
       return "x0kind" + name.str();
     });
+
+// The vectorized columns and the scalar rest of RowCombination give the
+// numbers of the plain loop: the first product rounded, then one
+// multiply-add per further term in order (any contraction of the loop by the
+// compiler would show here as a last-bit difference).
+TEST(RowCombinationTest, EqualsThePlainLoopForEveryWidth) {
+  Rng rng(3);
+  for (int rows = 1; rows <= 5; ++rows) {
+    for (int cols = 0; cols <= 13; ++cols) {
+      std::vector<double> coef(rows), m(rows * cols), start(cols);
+      for (double& v : coef) v = rng.Normal();
+      for (double& v : m) v = rng.Normal();
+      for (double& v : start) v = rng.Normal();
+      std::vector<double> set(cols), add = start, want_set(cols),
+                                     want_add = start;
+      internal::RowCombination<false>(coef.data(), rows, m.data(), cols,
+                                      set.data());
+      internal::RowCombination<true>(coef.data(), rows, m.data(), cols,
+                                     add.data());
+      for (int c = 0; c < cols; ++c) {
+        want_set[c] = coef[0] * m[c];
+        for (int j = 1; j < rows; ++j) {
+          want_set[c] = internal::MulAdd(coef[j], m[j * cols + c], want_set[c]);
+        }
+        for (int j = 0; j < rows; ++j) {
+          want_add[c] = internal::MulAdd(coef[j], m[j * cols + c], want_add[c]);
+        }
+      }
+      EXPECT_EQ(set, want_set) << rows << " x " << cols;
+      EXPECT_EQ(add, want_add) << rows << " x " << cols;
+    }
+  }
+}
 
 TEST(StateSpaceRnnTest, DamperModelHasThePapersParameterCounts) {
   // Bemporad Sec. 5.1: nx = 4, one hidden layer of 4 in fx and fy, feedthrough:
