@@ -23,7 +23,6 @@
 #define SPARROW_CORE_MODELS_STATE_SPACE_RNN_H_
 
 #include <algorithm>
-#include <cmath>
 #include <string>
 #include <vector>
 
@@ -228,23 +227,14 @@ bool StateSpaceRnn::SimulateWhile(const double* theta, const Eigen::MatrixXd& u,
 
 namespace internal {
 
-// a * b + c, rounded once where the CPU has FMA (as Eigen's pmadd on
-// vectors), so that a vector lane and a scalar give the same number.
-inline double MulAdd(double a, double b, double c) {
-#ifdef __FMA__
-  return std::fma(a, b, c);
-#else
-  return a * b + c;
-#endif
-}
-
 // out[c] (+)= sum_j coef[j] m[j * cols + c] for c < cols: a row of coef * M for
 // row-major M. The sensitivity matrices are a few rows by tens of columns,
 // where Eigen's GEMM path costs more than the arithmetic (packing dominates).
-// A vector register of columns sums all its terms and is stored once. Every
-// term is one multiply-add (fused where the CPU has FMA) onto the rounded
-// first product or onto out, in the order j = 0, 1, ..., for the vectorized
-// columns and the rest alike.
+// A packet of columns sums all its terms in one register and is stored once:
+// the first product rounded (or out), then one multiply-add per term in the
+// order j = 0, 1, .... The last columns, fewer than a packet, go through the
+// same packet operations on zero-padded copies, so every column gets the same
+// arithmetic whatever the compiler and the CPU do with scalar expressions.
 template <bool kAccumulate>
 inline void RowCombination(const double* coef, int rows, const double* m,
                            int cols, double* __restrict out) {
@@ -264,13 +254,26 @@ inline void RowCombination(const double* coef, int rows, const double* m,
     }
     ei::pstoreu(out + c, acc);
   }
-  for (; c < cols; ++c) {
-    double acc = kAccumulate ? out[c] : coef[0] * m[c];
-    for (int j = first; j < rows; ++j) {
-      acc = MulAdd(coef[j], m[static_cast<Eigen::Index>(j) * cols + c], acc);
-    }
-    out[c] = acc;
+  const int rest = cols - c;
+  if (rest == 0 || (!kAccumulate && rows == 0)) return;
+  double row[kSize] = {};
+  double sum[kSize] = {};
+  auto padded = [&](int j) {
+    std::copy_n(m + static_cast<Eigen::Index>(j) * cols + c, rest, row);
+    return ei::ploadu<Packet>(row);
+  };
+  Packet acc;
+  if (kAccumulate) {
+    std::copy_n(out + c, rest, sum);
+    acc = ei::ploadu<Packet>(sum);
+  } else {
+    acc = ei::pmul(ei::pset1<Packet>(coef[0]), padded(0));
   }
+  for (int j = first; j < rows; ++j) {
+    acc = ei::pmadd(ei::pset1<Packet>(coef[j]), padded(j), acc);
+  }
+  ei::pstoreu(sum, acc);
+  std::copy_n(sum, rest, out + c);
 }
 
 // jac(r, c) += l(r, c) for c < cols: the linear term's input Jacobian (l is
