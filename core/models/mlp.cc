@@ -33,13 +33,16 @@ MatrixXd& Delta(Mlp::Cache* c, int i) {
 // dst[k * out + q] = z[k] s[q] for k < in, q < out. Layers a few units wide
 // are the common case of the per-step Jacobians, where a loop over q of
 // unknown length costs more in overhead than its few products: widths up to 8
-// get loops of fixed length, which the compiler unrolls.
+// get loops of fixed length (kOut = out), which the compiler unrolls; kOut = 0
+// takes the width from `out`.
 template <int kOut>
-void FixedOuterProduct(const double* z, int in, const double* s,
-                       double* __restrict dst) {
+void OuterProductOf(const double* z, int in, const double* s, int out,
+                    double* __restrict dst) {
+  const int width = kOut > 0 ? kOut : out;
   for (int k = 0; k < in; ++k) {
     const double zk = z[k];
-    for (int q = 0; q < kOut; ++q) dst[k * kOut + q] = zk * s[q];
+    double* dk = dst + static_cast<Eigen::Index>(k) * width;
+    for (int q = 0; q < width; ++q) dk[q] = zk * s[q];
   }
 }
 
@@ -47,26 +50,23 @@ void OuterProduct(const double* z, int in, const double* s, int out,
                   double* __restrict dst) {
   switch (out) {
     case 1:
-      return FixedOuterProduct<1>(z, in, s, dst);
+      return OuterProductOf<1>(z, in, s, out, dst);
     case 2:
-      return FixedOuterProduct<2>(z, in, s, dst);
+      return OuterProductOf<2>(z, in, s, out, dst);
     case 3:
-      return FixedOuterProduct<3>(z, in, s, dst);
+      return OuterProductOf<3>(z, in, s, out, dst);
     case 4:
-      return FixedOuterProduct<4>(z, in, s, dst);
+      return OuterProductOf<4>(z, in, s, out, dst);
     case 5:
-      return FixedOuterProduct<5>(z, in, s, dst);
+      return OuterProductOf<5>(z, in, s, out, dst);
     case 6:
-      return FixedOuterProduct<6>(z, in, s, dst);
+      return OuterProductOf<6>(z, in, s, out, dst);
     case 7:
-      return FixedOuterProduct<7>(z, in, s, dst);
+      return OuterProductOf<7>(z, in, s, out, dst);
     case 8:
-      return FixedOuterProduct<8>(z, in, s, dst);
-  }
-  for (int k = 0; k < in; ++k) {
-    const double zk = z[k];
-    double* dk = dst + static_cast<Eigen::Index>(k) * out;
-    for (int q = 0; q < out; ++q) dk[q] = zk * s[q];
+      return OuterProductOf<8>(z, in, s, out, dst);
+    default:
+      return OuterProductOf<0>(z, in, s, out, dst);
   }
 }
 
