@@ -148,8 +148,8 @@ absl::StatusOr<Setting> PathSetting(const v1::Sweep::Path& path) {
     // Six significant digits: the value a trial's spec holds is the one its
     // row shows. A repeated field (optimizer.sbdl.lambda) takes the value for
     // every entry: a list of one.
-    s.values.push_back(
-        absl::StrFormat(field.last->is_repeated() ? "[%.6g]" : "%.6g", v));
+    s.values.push_back(field.last->is_repeated() ? absl::StrFormat("[%.6g]", v)
+                                                 : absl::StrFormat("%.6g", v));
   }
   return s;
 }

@@ -34,7 +34,9 @@ Normalizer Normalizer::FitZScore(
   Eigen::Index count = 0;
   for (const Eigen::MatrixXd* block : blocks) {
     assert(block != nullptr && block->rows() == n);
-    if (block == nullptr || block->rows() != n) continue;
+    // An empty block is skipped: Eigen's row sums of a matrix without data
+    // offset its null pointer (undefined behaviour, reported by clang's UBSan).
+    if (block == nullptr || block->rows() != n || block->cols() == 0) continue;
     sum += block->rowwise().sum();
     count += block->cols();
   }
@@ -43,7 +45,7 @@ Normalizer Normalizer::FitZScore(
   normalizer.mean = sum / static_cast<double>(count);
   Eigen::VectorXd squares = Eigen::VectorXd::Zero(n);
   for (const Eigen::MatrixXd* block : blocks) {
-    if (block == nullptr || block->rows() != n) continue;
+    if (block == nullptr || block->rows() != n || block->cols() == 0) continue;
     squares += (block->colwise() - normalizer.mean).rowwise().squaredNorm();
   }
   normalizer.scale = (squares / static_cast<double>(count)).cwiseSqrt();

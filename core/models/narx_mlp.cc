@@ -1,10 +1,16 @@
 #include "core/models/narx_mlp.h"
 
+#include <cassert>
+
 namespace sparrow::core {
 
 NarxMlp::NarxMlp(const data::NarxLags& lags, int nu, int ny,
                  const MlpSpec& network)
-    : lags_(lags), nu_(nu), ny_(ny), mlp_(network) {}
+    : lags_(lags), mlp_(network) {
+  assert(network.inputs == lags.dimension(nu, ny) && network.outputs == ny);
+  (void)nu;  // only the assertion reads them: NDEBUG builds have none
+  (void)ny;
+}
 
 Eigen::MatrixXd NarxMlp::PredictOneStep(const double* theta,
                                         const Eigen::MatrixXd& u,

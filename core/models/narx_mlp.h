@@ -35,8 +35,6 @@ class NarxMlp {
 
  private:
   data::NarxLags lags_;
-  int nu_ = 0;
-  int ny_ = 0;
   Mlp mlp_;
 };
 
