@@ -28,6 +28,12 @@ TSAN_SKIP ?= StopsWithinTheGraceDuringALongEpoch|MemoryLimitTest|TotalMemoryTest
 # per file under ASan (8 files compiled side by side, 2026-11-30), and the sanitizer builds are
 # most of CI's time. The normal build stays GCC's (the numbers in docs/ and bench/ are its).
 SAN_CXX ?= clang++
+# A sanitizer directory configured with another compiler is started afresh: CMake would delete
+# its cache itself, and with it the settings below, for that one run.
+san_fresh = if [ -f $(1)/CMakeCache.txt ] && ! grep -qx \
+  "CMAKE_CXX_COMPILER:[A-Z]*=$$(command -v $(SAN_CXX))" $(1)/CMakeCache.txt; then \
+  echo "$(1): configured with another compiler; building it afresh with $(SAN_CXX)"; \
+  rm -rf $(1); fi
 SAN_CMAKE = cmake -G Ninja -DCMAKE_BUILD_TYPE=Release -DSPARROW_BUILD_TESTS=ON \
   -DSPARROW_BUILD_BENCH=OFF -DCMAKE_CXX_COMPILER=$(SAN_CXX) $(CMAKE_FLAGS)
 # UBSan stops at the first error; ASan's and TSan's reports fail the test.
@@ -74,6 +80,7 @@ test: build
 sanitize: sanitize-asan sanitize-tsan
 
 sanitize-asan: deps
+	@$(call san_fresh,$(ASAN_DIR))
 	@$(SAN_CMAKE) -S . -B $(ASAN_DIR) -DSPARROW_SANITIZE=address,undefined \
 	  -DSPARROW_TEST_FILTER='$(ASAN_TESTS)' >/dev/null
 	@./scripts/timed "sanitize-asan build" cmake --build $(ASAN_DIR) -j $(JOBS) \
@@ -82,6 +89,7 @@ sanitize-asan: deps
 	  ctest --output-on-failure -j $(JOBS) --timeout 600 -E '$(ASAN_SKIP)'
 
 sanitize-tsan: deps
+	@$(call san_fresh,$(TSAN_DIR))
 	@$(SAN_CMAKE) -S . -B $(TSAN_DIR) -DSPARROW_SANITIZE=thread \
 	  -DSPARROW_TEST_FILTER='$(TSAN_TESTS)' >/dev/null
 	@./scripts/timed "sanitize-tsan build" cmake --build $(TSAN_DIR) -j $(JOBS) \
