@@ -68,14 +68,15 @@ test: build
 
 # Both sanitizer stages (clang, -O1) build only the target sparrow_test_binaries: the test
 # binaries (with tests/testing/precompiled.h precompiled once) and the sparrowd they start.
-# Measured 2026-11-30 from scratch on the 2-core machine (commit 435b28a, clang 14):
+# Measured 2026-11-30 from scratch on the 2-core machine, in `make test` of commit 32e8c22
+# (clang 14; nothing else running):
 #   sanitize-asan  ASan + UBSan: core, server spec/store/service/jobs, client and fuzz
-#                  regression tests (1301): build 1480 s, tests 264 s
+#                  regression tests (1301): build 1094 s, tests 240 s
 #   sanitize-tsan  TSan: store, jobs, layered-model, thread-pool and Gauss-Newton tests (167):
-#                  build 532 s, tests 88 s
-# Those build times equal GCC's of 2026-11-29 (1444 s and 510 s), but this VM's speed varies
-# about twofold from hour to hour: compiled side by side, pinned one core each, clang took 0.66
-# to 0.72 of GCC's time on each of 8 files (core, server and test files) under ASan.
+#                  build 469 s, tests 87 s
+# GCC's were 1444 s / 450 s and 510 s / 104 s on 2026-11-29, but this VM's speed varies about
+# twofold between hours: compiled side by side, pinned one core each, clang took 0.61 to 0.74
+# of GCC's time on each of 8 files (core, server and test files) under ASan.
 # The normal stage (build + 1374 tests) comes first.
 sanitize: sanitize-asan sanitize-tsan
 
