@@ -144,13 +144,109 @@ absl::Status CheckOneRecord(const v1::JobSpec& spec, const Record& r) {
   return absl::OkStatus();
 }
 
+// What one split reads: a file and the columns taken from it. Two splits
+// that read the same columns of the same file share rows.
+struct Reading {
+  std::string name;  // "validation_data", "data's validation rows", ...
+  // The file as the spec names it (a path or a dataset id), and its bytes
+  // once loaded (empty before).
+  std::string file;
+  absl::string_view bytes;
+  std::vector<std::string> columns;  // inputs, then outputs
+};
+
+std::string FileOf(const v1::RecordFile& r) {
+  if (!r.csv_path().empty()) return absl::StrCat("csv_path ", r.csv_path());
+  if (!r.dataset_id().empty()) {
+    return absl::StrCat("dataset_id ", r.dataset_id());
+  }
+  return "";
+}
+
+std::string FileOf(const v1::DataSource& d) {
+  if (!d.csv_path().empty()) return absl::StrCat("csv_path ", d.csv_path());
+  if (!d.dataset_id().empty()) {
+    return absl::StrCat("dataset_id ", d.dataset_id());
+  }
+  return "";
+}
+
+std::vector<std::string> Columns(
+    const google::protobuf::RepeatedPtrField<std::string>& in,
+    const google::protobuf::RepeatedPtrField<std::string>& out) {
+  std::vector<std::string> c(in.begin(), in.end());
+  c.insert(c.end(), out.begin(), out.end());
+  return c;
+}
+
+Reading RecordReading(const v1::JobSpec& spec, const Record& r,
+                      absl::string_view bytes) {
+  const v1::JobSpec read = RecordSpec(spec, *r.file);
+  return {r.field, FileOf(*r.file), bytes,
+          Columns(read.data().inputs(), read.data().outputs())};
+}
+
+// The same file: the same bytes when both are loaded, else the same path or
+// dataset id (a dataset id is its content's hash).
+bool SameFile(const Reading& a, const Reading& b) {
+  if (!a.bytes.empty() && !b.bytes.empty()) return a.bytes == b.bytes;
+  return !a.file.empty() && a.file == b.file;
+}
+
+absl::Status Shared(const Reading& a, const Reading& b, absl::string_view why) {
+  if (!SameFile(a, b) || a.columns != b.columns) return absl::OkStatus();
+  const std::string file =
+      a.file == b.file
+          ? b.file
+          : absl::StrCat(a.file, " and ", b.file, " hold the same bytes");
+  return absl::InvalidArgumentError(
+      absl::StrCat(a.name, " and ", b.name, " read the same columns (",
+                   absl::StrJoin(a.columns, ", "), ") of the same file (", file,
+                   "): ", why));
+}
+
+// Held-out rows are never training rows, and validation rows are never test
+// rows, also when a split comes from its own file: a record file that reads
+// the same columns of the same file as another split shares its rows (a
+// record's split is all of its file's rows). Row ranges within data's file
+// are CutSplits' to check.
+absl::Status CheckRecordsDisjoint(const v1::JobSpec& spec,
+                                  const DataFiles* files) {
+  const v1::DataSource& src = spec.data();
+  const std::vector<std::string> data_columns =
+      Columns(src.inputs(), src.outputs());
+  auto bytes = [&](absl::string_view DataFiles::*field) {
+    return files == nullptr ? absl::string_view() : files->*field;
+  };
+  const Reading train{"data (the training rows)", FileOf(src),
+                      bytes(&DataFiles::data), data_columns};
+  constexpr absl::string_view kChooses =
+      "the rows that choose the model (validation) would be the rows that "
+      "judge it (test); take the validation rows from another file, or from "
+      "the training file's rows (split.validation)";
+  constexpr absl::string_view kTrains =
+      "held-out rows would be training rows; give the held-out records in "
+      "another file, or cut the training file with split.validation / "
+      "split.test";
+  std::vector<Reading> records;  // validation_data, then test_data
+  for (const Record& r : Records(spec)) {
+    records.push_back(RecordReading(
+        spec, r, bytes(r.test ? &DataFiles::test : &DataFiles::validation)));
+    SPARROW_RETURN_IF_ERROR(Shared(records.back(), train, kTrains));
+  }
+  // A record that reads data's file and columns is refused above, so only
+  // the two records can still share rows.
+  if (records.size() == 2) return Shared(records[0], records[1], kChooses);
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::Status CheckRecordFiles(const v1::JobSpec& spec) {
   for (const Record& r : Records(spec)) {
     SPARROW_RETURN_IF_ERROR(CheckOneRecord(spec, r));
   }
-  return absl::OkStatus();
+  return CheckRecordsDisjoint(spec, nullptr);
 }
 
 absl::Status ValidateRecordFile(const v1::JobSpec& spec,
@@ -170,6 +266,7 @@ absl::StatusOr<core::TrainData> LoadTrainData(const v1::JobSpec& spec,
                                               const DataFiles& files,
                                               DataSummary* summary) {
   SPARROW_RETURN_IF_ERROR(CheckRecordFiles(spec));
+  SPARROW_RETURN_IF_ERROR(CheckRecordsDisjoint(spec, &files));
   v1::JobSpec main = spec;
   main.clear_validation_data();
   main.clear_test_data();

@@ -3,6 +3,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "tests/translate/testing/spec_fixture.h"
 #include "translate/config.h"
@@ -164,6 +165,94 @@ TEST(RecordFilesTest, ValidationAtSubmissionChecksTheHeader) {
   ExpectError(ValidateRecordFile(*spec, "test_data", {"u", "x"}), "test_data");
   // Data's own header check knows of the record and its rules.
   EXPECT_TRUE(ValidateDataSpec(*spec, {"u", "y"}, 200).ok());
+}
+
+// The rows that choose a model (validation) are never the rows that judge it
+// (test), and held-out rows are never training rows, also when a split comes
+// from its own file: refused by path (at submission) and by bytes (at load).
+TEST(RecordFilesTest, RecordsNeverShareRowsWithAnotherSplit) {
+  const std::string csv = Csv(200);
+  const std::string held_out = Rows(csv, 151, 200);
+  const std::string both =
+      Replace(kSpec, R"("test_data": {"csv_path": "test.csv"},)",
+              R"("validation_data": {"csv_path": "v.csv"},
+                 "test_data": {"csv_path": "test.csv"},)");
+  // Two names, one content.
+  ExpectError(LoadFiles(both, {csv, held_out, held_out}).status(),
+              "validation_data and test_data read the same columns (u, y) of "
+              "the same file (csv_path v.csv and csv_path test.csv hold the "
+              "same bytes): the rows that choose the model");
+  // One name: refused before any file is read (sparrowd's admission).
+  auto same_path = ParseJobSpecJson(Replace(both, "test.csv", "v.csv"));
+  ASSERT_TRUE(same_path.ok());
+  ExpectError(CheckRecordFiles(*same_path),
+              "of the same file (csv_path v.csv)");
+  auto data_path = ParseJobSpecJson(Replace(kSpec, "test.csv", "x.csv"));
+  ASSERT_TRUE(data_path.ok());
+  ExpectError(CheckRecordFiles(*data_path),
+              "test_data and data (the training rows) read the same columns");
+  // The training file's bytes under another name, as test or as validation.
+  ExpectError(LoadFiles(kSpec, {csv, "", csv}).status(),
+              "held-out rows would be training rows");
+  ExpectError(LoadFiles(both, {csv, csv, held_out}).status(),
+              "validation_data and data (the training rows)");
+  // Distinct files are fine, in any order.
+  EXPECT_TRUE(LoadFiles(both, {csv, Rows(csv, 101, 150), held_out}).ok());
+}
+
+// Other columns of the same bytes are other data: a benchmark file with the
+// estimation and validation records side by side (Cascaded Tanks) serves as
+// training file and, through its other columns, as test file.
+TEST(RecordFilesTest, OtherColumnsOfTheSameFileAreOtherRows) {
+  std::string wide = "u,y,u2,y2\n";
+  for (int r = 0; r < 200; ++r) {
+    wide += absl::StrCat(r % 7, ",", r % 5, ",", r % 3, ",", r % 11, "\n");
+  }
+  const std::string spec =
+      Replace(kSpec, R"({"csv_path": "test.csv"})",
+              R"({"csv_path": "x.csv", "inputs": ["u2"], "outputs": ["y2"]})");
+  auto got = LoadFiles(spec, {wide, "", wide});
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(got->test_seq.traces[0].length(), 200);
+  // The same file's training columns are refused.
+  ExpectError(
+      LoadFiles(Replace(spec, R"(["u2"], "outputs": ["y2"])",
+                        R"(["u"], "outputs": ["y"])"),
+                {wide, "", wide})
+          .status(),
+      "test_data and data (the training rows) read the same columns (u, y)");
+}
+
+// Row ranges of one file for a sequence model (state-space RNN and NARX):
+// overlapping validation and test ranges are refused as for tables; with the
+// test split in other columns (data.test_inputs/test_outputs) the same row
+// numbers are other data and allowed.
+TEST(RecordFilesTest, SequenceRowRangesKeepValidationAndTestApart) {
+  const std::string narx = Replace(
+      kRnnSpec,
+      R"({"state_space_rnn": {"nx": 2, "fx_hidden": [3], "fy_hidden": [3]}})",
+      R"({"narx_mlp": {"input_lags": 2, "output_lags": 2, "hidden": [3]}})");
+  for (const std::string& model : {std::string(kRnnSpec), narx}) {
+    const std::string overlapping =
+        Replace(model, R"("test": [{"first": 151, "last": 200}])",
+                R"("validation": [{"first": 141, "last": 170}],
+           "test": [{"first": 151, "last": 200}])");
+    ExpectError(Load(Replace(overlapping, R"("last": 150})", R"("last": 140})"),
+                     Csv(200)),
+                "split.validation overlaps split.test at rows 151-170");
+  }
+  std::string wide = "u,y,u2,y2\n";
+  for (int r = 0; r < 200; ++r) {
+    wide += absl::StrCat(r % 7, ",", r % 5, ",", r % 3, ",", r % 11, "\n");
+  }
+  const std::string columns = Replace(
+      Replace(
+          kRnnSpec, R"("outputs": ["y"]})",
+          R"("outputs": ["y"], "test_inputs": ["u2"], "test_outputs": ["y2"]})"),
+      R"("test": [{"first": 151, "last": 200}])",
+      R"("validation": [{"first": 151, "last": 200}],
+         "test": [{"first": 1, "last": 200}])");
+  EXPECT_TRUE(Load(columns, wide).ok()) << Load(columns, wide);
 }
 
 TEST(RecordFilesTest, ImageDatasetsTakeNoRecords) {
