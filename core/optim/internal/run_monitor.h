@@ -70,10 +70,17 @@ class RunMonitor {
         rules_.max_seconds > 0.0 && Elapsed() >= rules_.max_seconds;
     std::optional<Termination> stop;
     if (Stalled(previous, loss)) stop = Termination::kStalled;
-    if (converged) stop = Termination::kConverged;
+    // A first iteration that moved nothing would pass the absolute tolerance
+    // as converged; it is a stall at the start.
+    const bool dead_start = DeadStart(it, previous, loss);
+    if (converged && !dead_start) stop = Termination::kConverged;
+    if (dead_start) stop = Termination::kStalled;
     if (deadline) stop = Termination::kDeadline;
     if (last && !stop) stop = Termination::kMaxIterations;
-    if (stop == Termination::kStalled) summary_->message = StallMessage();
+    if (stop == Termination::kStalled) {
+      summary_->message =
+          dead_start ? DeadStartMessage(previous, loss) : StallMessage();
+    }
     const int every = rules_.report_every > 0 ? rules_.report_every : 1;
     if (it % every == 0 || stop) {
       IterationRecord r;
@@ -110,9 +117,28 @@ class RunMonitor {
   // valid; updated in place by the caller before each EndIteration).
   void set_state(const Eigen::VectorXd* state) { state_ = state; }
 
+  // Ends the run. A run that otherwise ended well but lowered its loss by
+  // less than kLittleProgress of where it started says so: the model has
+  // learned next to nothing, which no termination name shows.
   void Finish(Termination t) {
     summary_->termination = t;
     summary_->seconds = OptimizerSeconds();
+    const double first = summary_->initial_loss;
+    const double last = summary_->final_loss;
+    const bool ended_well =
+        t == Termination::kConverged || t == Termination::kMaxIterations ||
+        t == Termination::kDeadline || t == Termination::kEarlyStopped;
+    if (!ended_well || !std::isfinite(first) || !std::isfinite(last) ||
+        !(first > 0) || last < (1.0 - kLittleProgress) * first ||
+        std::isfinite(rules_.resume_loss)) {
+      return;
+    }
+    summary_->message = absl::StrFormat(
+        "%s%sthe loss fell by only %.3g %% over the run (from %.6g to %.6g): "
+        "the model has learned next to nothing (unless it started trained, "
+        "from a warm start). %s",
+        summary_->message, summary_->message.empty() ? "" : "; ",
+        100.0 * (first - last) / first, first, last, kWhatToTry);
   }
 
  private:
@@ -135,12 +161,36 @@ class RunMonitor {
   std::string StallMessage() const {
     return absl::StrFormat(
         "the loss stayed within a relative %g of %.6g for the last %d "
-        "iterations (stopping.stall_epochs; -1 = off). If the fit is poor: "
-        "check the data's normalization, try another init_scale or seed, a "
-        "linear part for a state_space_rnn (\"linear\": true), or another "
-        "optimizer",
-        kStallRelative, stall_reference_, stall_since_);
+        "iterations (stopping.stall_epochs; -1 = off). If the fit is poor: %s",
+        kStallRelative, stall_reference_, stall_since_, kWhatToTry);
   }
+  // The first iteration of a run (not of a resume), with stall detection on,
+  // moved the loss by at most a relative kStallRelative.
+  bool DeadStart(int it, double previous, double loss) const {
+    const bool resumed = std::isfinite(rules_.resume_loss) ||
+                         std::isfinite(rules_.stall_reference);
+    return it == 1 && rules_.stall_window > 0 && !resumed &&
+           std::isfinite(previous) &&
+           std::abs(previous - loss) <= kStallRelative * std::abs(previous);
+  }
+  static std::string DeadStartMessage(double previous, double loss) {
+    return absl::StrFormat(
+        "the first iteration moved the loss from %.6g to %.6g (a relative "
+        "%.3g): nothing moves from the starting point, or it is a minimum "
+        "already (a warm start from a converged model). %s",
+        previous, loss,
+        previous != 0 ? std::abs(previous - loss) / std::abs(previous) : 0.0,
+        kWhatToTry);
+  }
+
+  // Less than this fraction of the initial loss gained over a whole run is
+  // reported (Finish).
+  static constexpr double kLittleProgress = 1e-3;
+  static constexpr const char* kWhatToTry =
+      "Check the data's normalization and init_scale (too small, or "
+      "saturating activations); try another seed, a linear part for a "
+      "state_space_rnn (\"linear\": true), subsequences for a long record "
+      "(state_space_rnn.subsequence_length), or another optimizer";
 
   StopRules rules_;
   bool allow_non_finite_;

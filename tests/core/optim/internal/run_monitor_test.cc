@@ -1,6 +1,8 @@
 // The stopping predicates every method shares; here the stall test.
 #include "core/optim/internal/run_monitor.h"
 
+#include <limits>
+
 #include "gtest/gtest.h"
 
 namespace sparrow::core::internal {
@@ -33,7 +35,8 @@ StopRules Window(int k) {
 
 TEST(RunMonitorTest, AConstantLossStallsAfterTheWindow) {
   Summary s;
-  EXPECT_EQ(StopsAt(Window(5), 1.0, std::vector<double>(20, 1.0), &s), 5);
+  // The first iteration moves; the next five do not.
+  EXPECT_EQ(StopsAt(Window(5), 2.0, std::vector<double>(20, 1.0), &s), 6);
   EXPECT_EQ(s.termination, Termination::kStalled);
   EXPECT_NE(s.message.find("stayed within a relative 1e-06 of 1 for the "
                            "last 5 iterations"),
@@ -53,14 +56,64 @@ TEST(RunMonitorTest, MovesBeyondTheBandRestartTheCount) {
   for (int i = 0; i < 10; ++i) losses.push_back(l *= 1 - 1e-8);
   EXPECT_EQ(StopsAt(Window(3), 1.0, losses, &s), 33);
   // A spike and its slow recovery (Adam) is movement, not a stall.
+  // (A minibatch method's first epoch has no previous loss.)
   std::vector<double> spiky = {1.0, 1.0, 1.5, 1.2, 1.1, 1.05, 1.0, 1.0};
-  EXPECT_EQ(StopsAt(Window(3), 1.0, spiky, &s), 0);
+  EXPECT_EQ(
+      StopsAt(Window(3), std::numeric_limits<double>::infinity(), spiky, &s),
+      0);
   // Off by default, and the absolute tolerance test wins over a stall.
   EXPECT_EQ(StopsAt(StopRules{1000}, 1.0, std::vector<double>(50, 1.0), &s), 0);
   StopRules both = Window(1);
   both.tolerance = 1e-3;
-  EXPECT_EQ(StopsAt(both, 1.0, {1.0}, &s), 1);
+  EXPECT_EQ(StopsAt(both, 2.0, {1.0, 1.0}, &s), 2);
   EXPECT_EQ(s.termination, Termination::kConverged);
+}
+
+// A first iteration that moves nothing is a stall at the start, not
+// convergence (a model started dead: a tiny init_scale, saturated units).
+TEST(RunMonitorTest, NothingMovingInTheFirstIterationIsAStall) {
+  StopRules rules = Window(10);
+  rules.tolerance = 1e-3;
+  Summary s;
+  EXPECT_EQ(StopsAt(rules, 1.0, {1.0 - 1e-9, 0.5}, &s), 1);
+  EXPECT_EQ(s.termination, Termination::kStalled);
+  EXPECT_NE(s.message.find("the first iteration moved the loss from 1 to 1"),
+            std::string::npos)
+      << s.message;
+  EXPECT_NE(s.message.find("init_scale"), std::string::npos);
+  // A move beyond the band is the tolerance's to judge, and so is every
+  // first iteration without stall detection.
+  EXPECT_EQ(StopsAt(rules, 1.0, {1.0 - 1e-5, 0.5}, &s), 1);
+  EXPECT_EQ(s.termination, Termination::kConverged);
+  EXPECT_EQ(StopsAt(StopRules{1000, 0.0, 1e-3}, 1.0, {1.0}, &s), 1);
+  EXPECT_EQ(s.termination, Termination::kConverged);
+  // A resume's first iteration continues a run that moved before.
+  StopRules resumed = rules;
+  resumed.resume_loss = 1.0;
+  EXPECT_EQ(StopsAt(resumed, 1.0, {1.0}, &s), 1);
+  EXPECT_EQ(s.termination, Termination::kConverged);
+}
+
+// Finish says when a run that ended well lowered its loss by less than 0.1 %.
+TEST(RunMonitorTest, ARunThatLearnedNothingSaysSo) {
+  auto finish = [](double first, double last, Termination t) {
+    Summary s;
+    RunMonitor monitor(StopRules{}, nullptr, &s);
+    s.initial_loss = first;
+    s.final_loss = last;
+    monitor.Finish(t);
+    return s.message;
+  };
+  const std::string flat =
+      finish(1.01918, 1.01908, Termination::kMaxIterations);
+  EXPECT_NE(flat.find("the loss fell by only 0.00981 % over the run (from "
+                      "1.01918 to 1.01908): the model has learned next to "
+                      "nothing"),
+            std::string::npos)
+      << flat;
+  EXPECT_EQ(finish(1.0, 0.99, Termination::kConverged), "");
+  EXPECT_EQ(finish(1.0, 1.0, Termination::kDiverged), "");
+  EXPECT_EQ(finish(0.0, 0.0, Termination::kConverged), "");
 }
 
 // What a progress record reports restarts the test where it was.
