@@ -157,7 +157,8 @@ def plot(model, rows, directory):
             ax.set_yscale("log")
         ax.legend()
     fig.suptitle(f"Fashion-MNIST {model}: RLS variants and Adam, one line per seed "
-                 "(loss: cross-entropy for adam and hrls, (1/2) squared error for rls*)")
+                 "\n(loss: cross-entropy for adam and hrls; for rls*, squared error summed over "
+                 "the 10 outputs, mean over images)")
     os.makedirs(directory, exist_ok=True)
     fig.savefig(os.path.join(directory, f"rls_curves_{model}.png"), dpi=100)
 
