@@ -4,8 +4,9 @@
 Starts one sparrowd (SQLite store in a temporary data dir, two workers), then submits every
 examples/*.json whose data exists, each as a copy with a tiny budget (2 epochs, at most 3 s of
 training; ADMM and SBDL outer loops cut to 2; a sweep's base spec alone), through `sparrow submit`, which uploads the spec's
-data as it is. Every job must SUCCEED. Examples whose data is absent (the shared benchmark data,
-or files `make` generates) are skipped and listed. Usage: examples_on_service.py BIN_DIR
+data as it is. Every job must SUCCEED. Data that `make demo` or examples/README.md's datagen
+commands write under build/ is generated in a temporary directory when absent; examples whose
+other data is absent (the shared benchmark data) are skipped and listed. Usage: examples_on_service.py BIN_DIR
 """
 import glob
 import json
@@ -31,6 +32,31 @@ def data_files(spec):
             files.append(spec[record]["csv_path"])
     images = d.get("images", {})
     return files + images.get("images", []) + images.get("labels", [])
+
+
+# Data that `make demo` or the datagen commands in examples/README.md make under build/:
+# generated here when absent, so that those examples run too.
+GENERATED = {
+    "build/demo/cascaded_tanks.csv": ["cascaded-tanks", "--samples", "2048", "--seed", "1"],
+    "build/data/binary_system_s0.csv": ["binary-system", "--noise", "0"],
+    "build/data/binary_system_s005.csv": ["binary-system", "--noise", "0.05"],
+    "build/data/binary_system_s02.csv": ["binary-system", "--noise", "0.2"],
+    "build/data/narx_lags.csv": ["narx-lags", "--noise", "0.05", "--seed", "1"],
+}
+
+
+def generate(spec, tmp):
+    """Points the spec at a datagen copy in tmp when its data is generated data that is absent."""
+    d = spec.get("data", {})
+    path = d.get("csv_path")
+    if path not in GENERATED or os.path.exists(os.path.join(ROOT, path)):
+        return
+    out = os.path.join(tmp, "generated", os.path.basename(path))
+    if not os.path.exists(out):
+        os.makedirs(os.path.dirname(out), exist_ok=True)
+        subprocess.run([os.path.join(BIN, "sparrow"), "datagen", *GENERATED[path], "-o", out],
+                       check=True, capture_output=True)
+    d["csv_path"] = out
 
 
 def tiny(spec):
@@ -74,6 +100,7 @@ def main():
         for path in sorted(glob.glob(os.path.join(ROOT, "examples", "*.json"))):
             name = os.path.basename(path)
             spec = json.load(open(path))
+            generate(spec, tmp)
             missing = [f for f in data_files(spec) if not os.path.exists(os.path.join(ROOT, f))]
             if missing:
                 skipped.append("%s (%s)" % (name, ", ".join(missing)))
