@@ -1,6 +1,7 @@
 #include "translate/json_shape.h"
 
 #include <cstdint>
+#include <functional>
 #include <set>
 #include <string>
 #include <vector>
@@ -258,14 +259,52 @@ class Checker {
   std::string what_;
 };
 
+// Finds the first name given twice in one object while nlohmann's parser
+// reads the text (nlohmann, like protobuf's parser, keeps the last value and
+// says nothing). Its path is the chain of object keys above it ("seed",
+// "optimizer.adam.learning_rate"); list indices are not tracked.
+class DuplicateKeys {
+ public:
+  bool operator()(int /*depth*/, nlohmann::detail::parse_event_t event,
+                  Json& parsed) {
+    using Event = nlohmann::detail::parse_event_t;
+    if (event == Event::object_start) {
+      objects_.emplace_back();
+    } else if (event == Event::object_end && !objects_.empty()) {
+      objects_.pop_back();
+    } else if (event == Event::key && !objects_.empty()) {
+      Object& o = objects_.back();
+      o.key = parsed.get<std::string>();
+      if (!o.keys.insert(o.key).second && found_.empty()) found_ = Path();
+    }
+    return true;
+  }
+  // The path of the first duplicate, or empty.
+  const std::string& found() const { return found_; }
+
+ private:
+  struct Object {
+    std::set<std::string> keys;
+    std::string key;  // the key whose value is being read
+  };
+  std::string Path() const {
+    std::vector<std::string> keys;
+    for (const Object& o : objects_) keys.push_back(o.key);
+    return absl::StrJoin(keys, ".");
+  }
+  std::vector<Object> objects_;
+  std::string found_;
+};
+
 }  // namespace
 
 absl::Status CheckJsonShape(absl::string_view json,
                             const google::protobuf::Descriptor& type,
                             absl::string_view what) {
   Json v;
+  DuplicateKeys duplicates;
   try {
-    v = Json::parse(json.begin(), json.end());
+    v = Json::parse(json.begin(), json.end(), std::ref(duplicates));
   } catch (const Json::exception& e) {
     // A syntax error (parse_error) or a number beyond a double (out_of_range).
     // e.what() is "[json.exception.parse_error.101] parse error at line L,
@@ -278,6 +317,12 @@ absl::Status CheckJsonShape(absl::string_view json,
         what, " is not valid JSON: ", message,
         " (strict JSON: no trailing commas, no comments, strings in double "
         "quotes)"));
+  }
+  if (!duplicates.found().empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        what, ": ", duplicates.found(),
+        ": the field is given twice in the same object; give it once (JSON "
+        "parsers keep either value, so the spec would be ambiguous)"));
   }
   return Checker(what).Message(v, type, "");
 }

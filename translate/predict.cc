@@ -295,6 +295,12 @@ absl::StatusOr<PredictOutput> Predict(const v1::TrainedModel& model,
                                       const PredictOptions& options) {
   SPARROW_ASSIGN_OR_RETURN(core::Model m, FromProto(model));
   if (options.initial_state != PredictOptions::InitialState::kEstimate) {
+    if (options.x0_samples != 0) {
+      return absl::InvalidArgumentError(
+          "x0_samples (--x0-samples) is how many samples an estimated x0 "
+          "fits; with a zero or given x0 nothing is estimated, so leave it "
+          "out");
+    }
     return PredictFromState(m, std::string_view(csv.data(), csv.size()),
                             options);
   }
@@ -307,6 +313,19 @@ absl::StatusOr<PredictOutput> Predict(const v1::TrainedModel& model,
     rnn->x0_estimation_samples = options.x0_samples;
   }
   const bool sequence = core::FamilyOf(m.config.kind).sequence();
+  if (sequence &&
+      !HasColumns(std::string_view(csv.data(), csv.size()), m.output_names)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the file has no measured outputs (",
+        absl::StrJoin(m.output_names, ", "), "), which ",
+        rnn != nullptr ? "estimating the initial state x0 fits"
+                       : "the model's output lags start from",
+        rnn != nullptr
+            ? "; simulate from the inputs alone with x0 = 0 (--x0 zero) or a "
+              "given x0 (--x0 v1,v2,...)"
+            : "; add the output columns (a NARX model needs its first "
+              "output lags measured)"));
+  }
   std::vector<std::string> columns = m.input_names;
   if (sequence) {
     columns.insert(columns.end(), m.output_names.begin(), m.output_names.end());
@@ -324,6 +343,12 @@ absl::StatusOr<PredictOutput> Predict(const v1::TrainedModel& model,
     return out;
   }
   const Eigen::MatrixXd y = channels.bottomRows(channels.rows() - nu);
+  if (rnn != nullptr && options.x0_samples > y.cols()) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "x0_samples (--x0-samples) is %d, but the file has %d samples; give "
+        "at most %d",
+        options.x0_samples, y.cols(), y.cols()));
+  }
   if (options.intervals && !options.one_step) {
     return absl::InvalidArgumentError(
         "intervals are one-step prediction intervals; ask for one-step "

@@ -7,8 +7,12 @@
 #include <variant>
 
 #include "absl/strings/str_format.h"
+#include "core/models/mlp.h"
 #include "core/train/methods.h"
+#include "core/train/model.h"
 #include "core/train/model_registry.h"
+#include "core/train/models/layered.h"
+#include "core/train/models/mlp.h"
 #include "core/train/models/state_space_rnn.h"
 #include "core/train/stages.h"
 #include "core/train/trainer.h"
@@ -40,6 +44,51 @@ int CorrectionPairs(const OptimizerOptions& o) {
     return std::max(b2ld->memory, 10);
   }
   return 10;
+}
+
+// The matrix blocks of the network a config describes, from its shape alone
+// (no data): what RLS preconditions. Empty for kinds that are not networks
+// of layers.
+absl::StatusOr<std::vector<NetworkMatrixBlock>> MatrixBlocks(
+    const ModelConfig& config, int inputs, int outputs) {
+  if (config.is<MlpKind>()) {
+    const MlpSpec spec = NetworkSpec(config, inputs, outputs);
+    SPARROW_RETURN_IF_ERROR(ValidateMlpSpec(spec, "model.mlp"));
+    return Mlp(spec).network().matrix_blocks();
+  }
+  const auto* layered =
+      dynamic_cast<const LayeredFamily*>(&FamilyOf(config.kind));
+  if (layered == nullptr) return std::vector<NetworkMatrixBlock>();
+  ModelConfig resolved = config;
+  layered->Resolve(inputs, nullptr, &resolved);
+  SPARROW_ASSIGN_OR_RETURN(const Network net,
+                           layered->Build(resolved, inputs, outputs));
+  return net.matrix_blocks();
+}
+
+// RLS keeps per preconditioned block P ((n_in + 1)^2 doubles), a momentum
+// buffer and a G P product (rows x (n_in + 1) each), and puts P's lower
+// triangle and the momentum into every progress record and checkpoint, which
+// are held about four times over as L-BFGS's pairs are. The hybrid mode's
+// output layer (Adam) keeps none. *largest is the largest block's n_in + 1.
+absl::StatusOr<double> RlsBytes(const TrainConfig& config, int inputs,
+                                int outputs, int64_t* largest) {
+  const auto* rls = std::get_if<RlsOptions>(&config.optimizer);
+  *largest = 0;
+  if (rls == nullptr) return 0.0;
+  SPARROW_ASSIGN_OR_RETURN(const std::vector<NetworkMatrixBlock> blocks,
+                           MatrixBlocks(config.model, inputs, outputs));
+  const bool adam_output =
+      rls->adam_output_layer.value_or(config.loss.kind != LossKind::kMse);
+  double bytes = 0.0;
+  for (const NetworkMatrixBlock& b : blocks) {
+    if (adam_output && b.layer == blocks.back().layer) continue;
+    const double cols = b.block.inputs + (b.block.bias ? 1 : 0);
+    const double state = cols * (cols + 1) / 2 + b.block.rows * cols;
+    bytes += kDouble * (cols * cols + 2 * b.block.rows * cols + 4 * state);
+    *largest = std::max<int64_t>(*largest, static_cast<int64_t>(cols));
+  }
+  return bytes;
 }
 
 }  // namespace
@@ -97,10 +146,19 @@ absl::StatusOr<MemoryEstimate> EstimateStage(const TrainConfig& config,
     e.curvature = Saturate(kDouble * n * n * (5 + threads + pairs) +
                            kDouble * n * 64 * threads);
   }
+  int64_t largest_p = 0;
+  SPARROW_ASSIGN_OR_RETURN(const double rls_bytes,
+                           RlsBytes(config, inputs, outputs, &largest_p));
+  if (rls_bytes > 0) e.curvature = Saturate(rls_bytes);
   const double total = static_cast<double>(e.process) + e.data + e.parameters +
                        e.activations + e.curvature;
   e.total = Saturate(total);
-  if (e.curvature >= e.data && e.curvature >= e.activations) {
+  if (rls_bytes > 0 && e.curvature >= e.data && e.curvature >= e.activations) {
+    e.dominant = absl::StrFormat(
+        "the RLS matrices P of its layers (the largest (n_in + 1)^2 = %d^2 "
+        "doubles) and their copies in checkpoints",
+        largest_p);
+  } else if (e.curvature >= e.data && e.curvature >= e.activations) {
     e.dominant = absl::StrFormat(
         "the %d x %d Gauss-Newton matrices of its %d parameters", params,
         params, params);

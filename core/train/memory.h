@@ -21,7 +21,7 @@ struct MemoryEstimate {
   int64_t data = 0;         // raw file, parsed table, splits, regressors
   int64_t parameters = 0;   // parameter-sized vectors of the method
   int64_t activations = 0;  // forward/backward caches, RNN tapes
-  int64_t curvature = 0;    // Gauss-Newton normal equations and factors
+  int64_t curvature = 0;    // Gauss-Newton normal equations and factors; RLS P
   // The largest part, in words ("the 12,563 x 12,563 Gauss-Newton matrices").
   std::string dominant;
 };

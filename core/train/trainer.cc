@@ -85,6 +85,27 @@ class ValidationMonitor : public IterationCallback {
     return answer;
   }
   bool has_best() const { return best_params_.size() > 0; }
+  // Makes the starting point w the first candidate for the best iterate, so
+  // that a run from a fitted linear model or a warm start never ends worse on
+  // validation than where it started. Not for a resume, whose checkpoint
+  // carries its best.
+  absl::Status SeedWithStart(const Eigen::VectorXd& w) {
+    if (!active_ || has_best()) return absl::OkStatus();
+    model_->params = w;
+    Metrics m;
+    SPARROW_RETURN_IF_ERROR(Evaluate(*model_, data_, 1, &m, pool_));
+    const double metric = IsClassification(config_.loss)
+                              ? 100.0 - m.validation_accuracy
+                              : m.validation_rmse;
+    if (!std::isfinite(metric)) return absl::OkStatus();
+    best_ = metric;
+    best_params_ = w;
+    since_best_ = 0;
+    best_is_start_ = true;
+    return absl::OkStatus();
+  }
+  // No iterate scored better on validation than the starting point.
+  bool best_is_start() const { return best_is_start_; }
   // A validation evaluation that failed; the run was aborted because of it.
   const absl::Status& error() const { return error_; }
   const Eigen::VectorXd& best_params() const { return best_params_; }
@@ -104,6 +125,7 @@ class ValidationMonitor : public IterationCallback {
       best_ = r->validation_metric;
       best_params_ = *r->params;
       since_best_ = 0;
+      best_is_start_ = false;
     } else {
       ++since_best_;
     }
@@ -143,6 +165,7 @@ class ValidationMonitor : public IterationCallback {
   double best_;
   int since_best_;
   Eigen::VectorXd best_params_;
+  bool best_is_start_ = false;
   absl::Status error_;
 };
 
@@ -369,6 +392,12 @@ absl::StatusOr<TrainResult> Train(const TrainConfig& config,
 
   ValidationMonitor monitor(&model, config, data, setup.skip, callback,
                             pool.get());
+  const bool fitted_start =
+      config.warm_start != nullptr ||
+      FamilyOf(model.config.kind).StartsAtLinearModel(model.config);
+  if (fitted_start && config.initial_params.size() == 0) {
+    SPARROW_RETURN_IF_ERROR(monitor.SeedWithStart(model.params));
+  }
   Eigen::VectorXd w = model.params;
   SPARROW_ASSIGN_OR_RETURN(MethodResult run,
                            RunMethod(config, &setup, &w, &monitor, &model));
@@ -385,6 +414,14 @@ absl::StatusOr<TrainResult> Train(const TrainConfig& config,
     model.params = monitor.best_params();
     result.summary.final_loss =
         setup.objective->Evaluate(model.params, nullptr);
+    if (monitor.best_is_start()) {
+      absl::StrAppend(
+          &result.summary.message, result.summary.message.empty() ? "" : "; ",
+          "no iterate scored better on the validation split than the starting "
+          "point (the ",
+          config.warm_start != nullptr ? "warm start" : "fitted linear model",
+          "), which is the model");
+    }
   }
   SPARROW_RETURN_IF_ERROR(EvaluateAll(data, setup, pool.get(), &result));
   return result;

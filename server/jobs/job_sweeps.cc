@@ -484,8 +484,20 @@ absl::Status JobManager::DescribeSweep(const std::string& tenant,
     v1::SweepTrial* t = job->add_trials();
     t->set_index(i);
     t->set_label(translate::TrialLabel((*trials)[i]));
-    t->set_state(v1::Job::QUEUED);
-    t->set_reason("waiting for a worker or for the path's point before");
+    // A trial without a job has not started: it waits, or it never will.
+    if (job->state() == v1::Job::CANCELLING ||
+        job->state() == v1::Job::CANCELLED) {
+      t->set_state(v1::Job::CANCELLED);
+      t->set_reason("not started: the sweep was cancelled");
+    } else if (v1::IsFinal(job->state())) {
+      t->set_state(v1::Job::CANCELLED);
+      t->set_reason(absl::StrCat(
+          "not started: the sweep ended ",
+          absl::AsciiStrToLower(v1::Job::State_Name(job->state()))));
+    } else {
+      t->set_state(v1::Job::QUEUED);
+      t->set_reason("waiting for a worker or for the path's point before");
+    }
     translate::TrialScore score;
     if (const auto& trial = (*jobs)[i]; trial.has_value()) {
       t->set_job_id(trial->id());

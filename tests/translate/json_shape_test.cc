@@ -57,6 +57,22 @@ TEST(JsonShapeTest, RefusesWrongJsonTypesByPath) {
               "data.csv_path: expected a string, got the number 5");
 }
 
+// JSON parsers keep one of two values of a name silently; a spec is refused.
+TEST(JsonShapeTest, RefusesAFieldGivenTwiceInOneObject) {
+  ExpectError(
+      Check(Replace(kSpec, R"("seed": "7")", R"("seed": 1, "seed": 2)")),
+      "the job spec: seed: the field is given twice in the same object");
+  ExpectError(
+      Check(Replace(kSpec, R"({"learning_rate": 0.01})",
+                    R"({"learning_rate": 0.01, "learning_rate": 0.1})")),
+      "optimizer.adam.learning_rate: the field is given twice");
+  // The same name in two objects is two fields.
+  EXPECT_TRUE(Check(R"({"optimizer": {"adam": {"learning_rate": 0.01}},
+                       "stages": [{"optimizer": {"adam": {"learning_rate": 1}}},
+                                  {"optimizer": {"adam": {"learning_rate": 2}}}]})")
+                  .ok());
+}
+
 TEST(JsonShapeTest, NamesTheValidEnumValues) {
   ExpectError(Check(Replace(kSpec, "\"ACTIVATION_TANH\"", "\"tanh\"")),
               "\"tanh\" is not a valid Activation; use \"ACTIVATION_TANH\" "

@@ -264,6 +264,23 @@ TEST_F(PredictTest, StateSpaceSimulationFromAZeroOrGivenState) {
               HasSubstr("leave out one-step"));
 }
 
+// x0_samples is for an estimated x0: more samples than the file has, or a
+// count with a zero or given x0, is refused rather than ignored.
+TEST_F(PredictTest, X0SamplesMustFitTheFileAndAnEstimate) {
+  PredictOptions options;
+  options.x0_samples = kSamples + 1;
+  EXPECT_THAT(
+      Predict(rnn().proto, csv(), options).status().message(),
+      HasSubstr(absl::StrFormat(
+          "x0_samples (--x0-samples) is %d, but the file has %d samples",
+          kSamples + 1, kSamples)));
+  options.x0_samples = kSamples;
+  EXPECT_TRUE(Predict(rnn().proto, csv(), options).ok());
+  options.initial_state = PredictOptions::InitialState::kZero;
+  EXPECT_THAT(Predict(rnn().proto, csv(), options).status().message(),
+              HasSubstr("with a zero or given x0 nothing is estimated"));
+}
+
 TEST_F(PredictTest, NegativeX0SamplesIsRejected) {
   PredictOptions options;
   options.x0_samples = -1;
@@ -347,11 +364,18 @@ TEST_F(PredictTest, MissingColumnIsNamed) {
     absl::StrAppendFormat(&no_y, "%.17g,%.17g\n", trace().u(0, k),
                           trace().z(0, k));
   }
+  // Without the measured outputs a sequence model says what it needs them
+  // for, and a state-space model how to simulate without them.
   for (const Trained* t : {&narx(), &rnn()}) {
     const absl::Status s = Predict(t->proto, no_y, {}).status();
     EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
-    EXPECT_THAT(s.message(), HasSubstr("unknown column 'y'"));
+    EXPECT_THAT(s.message(), HasSubstr("the file has no measured outputs (y)"));
   }
+  EXPECT_THAT(Predict(rnn().proto, no_y, {}).status().message(),
+              HasSubstr("simulate from the inputs alone with x0 = 0 (--x0 "
+                        "zero)"));
+  EXPECT_THAT(Predict(narx().proto, no_y, {}).status().message(),
+              HasSubstr("a NARX model needs its first output lags measured"));
   const absl::Status s = Predict(mlp().proto, "y,z\n1,2\n", {}).status();
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(s.message(), HasSubstr("unknown column 'u'"));

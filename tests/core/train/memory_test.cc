@@ -56,6 +56,40 @@ TEST(MemoryTest, FirstOrderNeedsLittle) {
   EXPECT_LT(e->total, 128 << 20);
 }
 
+// RLS keeps (n_in + 1)^2 doubles per preconditioned layer and copies its
+// lower triangle into every checkpoint: an MLP on 20000 inputs (P of the
+// first layer: 3.2 GB) needs far more than its parameters, and the estimate
+// says why. The hybrid mode's output layer (Adam) keeps no P.
+TEST(MemoryTest, RlsCountsItsMatricesP) {
+  TrainConfig c;
+  c.model.kind.emplace<MlpKind>();
+  c.model.hidden = {32};
+  RlsOptions rls;
+  c.optimizer = rls;
+  c.loss.kind = LossKind::kMse;  // every layer RLS
+  c.batch_size = 128;
+  auto e = EstimateMemory(c, 20000, 10, 1000, 1 << 20);
+  ASSERT_TRUE(e.ok()) << e.status();
+  const double p = 8.0 * 20001.0 * 20001.0;
+  EXPECT_GE(static_cast<double>(e->curvature), 3 * p);
+  EXPECT_LT(static_cast<double>(e->curvature), 4 * p);
+  EXPECT_NE(e->dominant.find("RLS matrices P"), std::string::npos)
+      << e->dominant;
+  EXPECT_NE(e->dominant.find("20001^2"), std::string::npos) << e->dominant;
+  // Adam on the same network keeps no P.
+  c.optimizer = AdamOptions();
+  auto adam = EstimateMemory(c, 20000, 10, 1000, 1 << 20);
+  ASSERT_TRUE(adam.ok());
+  EXPECT_LT(adam->total, e->total / 10);
+  // Hybrid: the output layer's P (33^2) is left out, the first layer's kept.
+  c.optimizer = rls;
+  c.loss.kind = LossKind::kSoftmaxCrossEntropy;
+  auto hybrid = EstimateMemory(c, 20000, 10, 1000, 1 << 20);
+  ASSERT_TRUE(hybrid.ok());
+  EXPECT_LT(hybrid->curvature, e->curvature);
+  EXPECT_GE(static_cast<double>(hybrid->curvature), 3 * p);
+}
+
 // Windows with a free x0 each add nx parameters per window, which NAILM's
 // n x n matrices square: 10^6 samples in windows of 1000 are 1001 windows,
 // 4004 more parameters for nx 4.

@@ -235,9 +235,13 @@ TEST_F(SweepCancelTest, CancelStopsTheRunningTrialAndStartsNoOther) {
   const v1::Job cancelled = Finished(submitted.id());
   EXPECT_EQ(cancelled.state(), v1::Job::CANCELLED) << cancelled.reason();
   EXPECT_EQ(cancelled.trials(0).state(), v1::Job::CANCELLED);
-  // One worker: the other trials never started.
-  EXPECT_TRUE(cancelled.trials(1).job_id().empty());
-  EXPECT_TRUE(cancelled.trials(2).job_id().empty());
+  // One worker: the other trials never started, and say they never will.
+  for (int i : {1, 2}) {
+    EXPECT_TRUE(cancelled.trials(i).job_id().empty());
+    EXPECT_EQ(cancelled.trials(i).state(), v1::Job::CANCELLED);
+    EXPECT_EQ(cancelled.trials(i).reason(),
+              "not started: the sweep was cancelled");
+  }
   const grpc::Status again = CancelJob(submitted.id());
   EXPECT_EQ(again.error_code(), grpc::StatusCode::FAILED_PRECONDITION)
       << again.error_message();

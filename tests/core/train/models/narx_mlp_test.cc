@@ -58,6 +58,37 @@ TEST(LinearNarxTest, StartsAtTheArxFitAndImprovesOnItInSimulation) {
   EXPECT_LT(m.train_rmse, m.linear_train_rmse);
 }
 
+// With a validation split the ARX start is the first candidate for the best
+// iterate: training that only makes the model worse (Adam with a far too
+// large step) ends at the linear model, never below it on validation, and
+// says so.
+TEST(LinearNarxTest, TheLinearStartIsACandidateForTheBestIterate) {
+  TrainConfig c = LinearNarx(0);
+  AdamOptions adam;
+  adam.learning_rate = 0.5;
+  adam.stop.max_iterations = 5;
+  c.optimizer = adam;
+  TrainData d = SecondOrderData();
+  d.validation_seq = d.test_seq;
+  auto result = Train(c, d, nullptr);
+  ASSERT_TRUE(result.ok()) << result.status();
+  const Metrics& m = result->metrics;
+  EXPECT_EQ(m.validation_rmse, m.linear_validation_rmse);
+  EXPECT_NE(result->summary.message.find(
+                "no iterate scored better on the validation split than the "
+                "starting point (the fitted linear model)"),
+            std::string::npos)
+      << result->summary.message;
+  // A good run still ends at its best iterate.
+  TrainConfig good = LinearNarx(100);
+  good.model.as<NarxMlpKind>().simulation_error = true;
+  auto better = Train(good, d, nullptr);
+  ASSERT_TRUE(better.ok()) << better.status();
+  EXPECT_LT(better->metrics.validation_rmse,
+            better->metrics.linear_validation_rmse);
+  EXPECT_EQ(better->summary.message.find("starting point"), std::string::npos);
+}
+
 TEST(LinearNarxTest, WithoutTheOptionThereIsNoLinearFit) {
   TrainConfig c = LinearNarx(2);
   c.model.as<NarxMlpKind>().linear = false;
