@@ -370,7 +370,7 @@ check "predict --local model.pb = predict JOB ($(cat "$tmp/out") vs $remote_pred
 expect 0 "predicted 600 samples: BFR" sp predict "$job1" --input "$tmp/tanks.csv" --one-step
 expect_json 0 samples bfr rmse file -- sp predict "$job1" --input "$tmp/tanks.csv" --one-step --json -o "$tmp/pred.csv"
 check "predict -o: header and rows" [ "$(head -1 "$tmp/pred.csv")" == y_pred -a "$(wc -l < "$tmp/pred.csv")" -eq 601 ]
-expect 2 "unknown column 'y'" sp predict "$job1" --input "$tmp/only_u.csv"
+expect 2 "the file has no measured outputs (y)" sp predict "$job1" --input "$tmp/only_u.csv"
 expect 2 "unknown column 'u'" sp predict "$job1" --input "$tmp/only_y.csv"
 expect 2 "NaN" sp predict "$job1" --input "$tmp/nan.csv"
 expect 2 "cannot read --input" sp predict "$job1" --input "$tmp/missing.csv"
