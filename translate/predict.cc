@@ -313,8 +313,10 @@ absl::StatusOr<PredictOutput> Predict(const v1::TrainedModel& model,
     rnn->x0_estimation_samples = options.x0_samples;
   }
   const bool sequence = core::FamilyOf(m.config.kind).sequence();
-  if (sequence &&
-      !HasColumns(std::string_view(csv.data(), csv.size()), m.output_names)) {
+  // (Missing inputs are named by ReadChannels below.)
+  const std::string_view text(csv.data(), csv.size());
+  if (sequence && HasColumns(text, m.input_names) &&
+      !HasColumns(text, m.output_names)) {
     return absl::InvalidArgumentError(absl::StrCat(
         "the file has no measured outputs (",
         absl::StrJoin(m.output_names, ", "), "), which ",

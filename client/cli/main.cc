@@ -22,7 +22,9 @@
 #include "CLI/CLI.hpp"
 #include "absl/status/statusor.h"
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "client/cli/common.h"
 #include "client/cli/data_files.h"
@@ -233,10 +235,18 @@ int Datagen(const DatagenFlags& f) {
     nlohmann::json j = {{"system", f.system},       {"file", f.out},
                         {"samples", seq->u.cols()}, {"noise", f.noise},
                         {"seed", f.seed},           {"columns", header}};
+    if (f.system == "narx-lags") {
+      j["true_lags"] = core::data::kNarxLagsTrueLags;
+      j["equation"] = "y(t) = 0.7 y(t-1) + tanh(2 u(t-1)) - 0.5 u(t-3)^2";
+    }
     std::cout << j.dump(2) << "\n";
   } else {
     std::cout << absl::StrFormat("wrote %d samples of %s (columns %s) to %s\n",
                                  seq->u.cols(), f.system, header, f.out);
+    if (f.system == "narx-lags") {
+      std::cout << "true lags: "
+                << absl::StrJoin(core::data::kNarxLagsTrueLags, ", ") << "\n";
+    }
   }
   return kExitOk;
 }
@@ -250,8 +260,8 @@ CLI::App* AddRunCommand(CLI::App* app, RunFlags* flags) {
       "Example: sparrow run --local examples/damper_adam.json --seeds 5 "
       "--threads 2 --json");
   run_cmd->add_flag("--local", run.local,
-                    "Train in this process: what `run` always does (to train "
-                    "on sparrowd, use `sparrow submit SPEC --watch`)");
+                    "Train in this process (required: `run` trains locally; "
+                    "to train on sparrowd, use `sparrow submit SPEC --watch`)");
   run_cmd
       ->add_option("spec", run.spec_path, "Job spec (JSON, sparrow.v1.JobSpec)")
       ->required();
@@ -392,7 +402,18 @@ int Main(int argc, char** argv) {
               << "information.\n";
     return kExitUsage;
   }
-  if (run_cmd->parsed()) return RunLocal(run);
+  if (run_cmd->parsed()) {
+    // Before sparrowd existed `run` was the only way to train; now a plain
+    // `run` could mean either, so the local one is asked for by name.
+    if (!run.local) {
+      return Fail(absl::InvalidArgumentError(absl::StrCat(
+          "`sparrow run` trains in this process and takes --local to say so: "
+          "sparrow run --local ",
+          run.spec_path, " (to train on sparrowd: sparrow submit ",
+          run.spec_path, " --watch)")));
+    }
+    return RunLocal(run);
+  }
   if (gen_cmd->parsed()) return Datagen(gen);
   if (pred_cmd->parsed()) return Predict(pred, &remote);
   const int code = remote.Run();

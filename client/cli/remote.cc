@@ -66,6 +66,17 @@ std::string Contents(const v1::Dataset& d) {
                          absl::StrJoin(d.columns(), ", "));
 }
 
+// The zero weights `list` shows: the final model's once the job has ended
+// with one (its best iterate on validation data, as `status` shows), else
+// the latest progress event's.
+std::string Zeros(const v1::Job& j) {
+  if (v1::IsFinal(j.state()) && j.has_metrics()) {
+    return absl::StrFormat("%.1f%%", j.metrics().sparsity_pct());
+  }
+  return j.has_sparsity_pct() ? absl::StrFormat("%.1f%%", j.sparsity_pct())
+                              : "-";
+}
+
 }  // namespace
 
 void RemoteCommands::AddTo(CLI::App* app) {
@@ -439,9 +450,7 @@ int RemoteCommands::List() {
         kRow, width, j.id(), StateName(j.state()), absl::StrCat(j.iterations()),
         OrDash(j.iterations() > 0, j.loss()),
         OrDash(j.has_best_validation_metric(), j.best_validation_metric()),
-        j.has_sparsity_pct() ? absl::StrFormat("%.1f%%", j.sparsity_pct())
-                             : "-",
-        test.empty() ? "-" : test, j.spec().name(), j.reason());
+        Zeros(j), test.empty() ? "-" : test, j.spec().name(), j.reason());
   }
   if (!page->next_page_token().empty()) {
     std::cout << "more: sparrow list --page-token " << page->next_page_token()

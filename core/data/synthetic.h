@@ -195,6 +195,11 @@ struct NarxLagsOptions {
 absl::StatusOr<SyntheticSequence> GenerateNarxLags(
     const NarxLagsOptions& options);
 
+// Those lags, named as a narx_mlp names its regressors (BuildNarxRegressors):
+// what lag selection on GenerateNarxLags' data should keep.
+inline constexpr const char* kNarxLagsTrueLags[] = {"y(t-1)", "u(t-1)",
+                                                    "u(t-3)"};
+
 }  // namespace sparrow::core::data
 
 #endif  // SPARROW_CORE_DATA_SYNTHETIC_H_

@@ -88,7 +88,8 @@ assert len(m["parameters"]) > 0 and m["metrics"]["test_bfr"] == m["metrics"]["te
 PY
 then ok; else bad "run --seeds 3: $out"; fi
 expect 0 "termination" "$bin" run --local "$tmp/ok.json"
-expect 0 "termination" "$bin" run "$tmp/ok.json"  # --local is what run does anyway
+expect 2 "takes --local to say so: sparrow run --local $tmp/ok.json" "$bin" run "$tmp/ok.json"
+expect 0 "termination" "$bin" run --local "$tmp/ok.json"
 
 # A misspelt spec field, a bare string for a list, an enum by its short name.
 spec_error() {  # spec_error SED_SCRIPT NEEDLE: ok.json edited by SED_SCRIPT is refused

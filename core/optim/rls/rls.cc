@@ -6,6 +6,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "core/optim/internal/epoch_loop.h"
 #include "core/optim/internal/epoch_seed.h"
 #include "core/util/option_error.h"
@@ -99,8 +100,10 @@ absl::Status CheckRlsBlocks(const std::vector<NetworkMatrixBlock>& blocks,
       return absl::InvalidArgumentError(absl::StrCat(
           "max_p_megabytes: the RLS matrix P of ", BlockName(blocks, i),
           " is (n_in + 1)^2 = ", cols, "^2 = ", cols * cols, " doubles (",
-          bytes / (1 << 20), " MiB), over the limit of ",
-          options.max_p_bytes / (1 << 20),
+          absl::StrFormat("%.1f", static_cast<double>(bytes) / (1 << 20)),
+          " MiB), over the limit of ",
+          absl::StrFormat("%.1f",
+                          static_cast<double>(options.max_p_bytes) / (1 << 20)),
           " MiB; give the layer fewer inputs (e.g. pool before it) or raise "
           "optimizer.rls.max_p_megabytes"));
     }
@@ -276,9 +279,21 @@ Summary MinimizeRls(const RlsOptions& options, BlockObjective& objective,
   if (options.initial_state.size() > 0) {
     optimizer.UnpackState(options.initial_state);
   }
-  return internal::RunEpochs(options.stop,
-                             std::numeric_limits<double>::quiet_NaN(),
-                             optimizer, objective, w, callback);
+  Summary summary = internal::RunEpochs(
+      options.stop, std::numeric_limits<double>::quiet_NaN(), optimizer,
+      objective, w, callback);
+  // The guard's resets change the run's course: the summary says so, not
+  // only the progress extras.
+  for (const auto& [name, value] : optimizer.Extras()) {
+    if (name != "rls.p_resets" || value == 0) continue;
+    absl::StrAppend(
+        &summary.message, summary.message.empty() ? "" : "; ",
+        "P was reset to the identity ", value,
+        " time(s) because x^T P x was not positive or not finite "
+        "(rounding); if this recurs, lower k (optimizer.rls.ratio_factor) or "
+        "raise optimizer.rls.forgetting_factor towards 1");
+  }
+  return summary;
 }
 
 }  // namespace sparrow::core

@@ -65,6 +65,70 @@ TEST(RlsTest, OneLinearLayerWithBatchOneIsTextbookRls) {
             1e-10);
 }
 
+// The same with a gain k: textbook RLS weighs each sample by k, P_s^-1 =
+// P_{s-1}^-1 + k x x^T, so B = (B_0 + k sum y x^T) (I + k sum x x^T)^-1.
+// The paper's step, (eta / h) P_{s-1} G with h = 1 + k x^T P_{s-1} x, is
+// that with eta = k (textbook's gain k P_s x = k P_{s-1} x / h); the paper's
+// eta = 1 takes 1 / k times textbook's step.
+TEST(RlsTest, OneLinearLayerWithGainKIsTextbookWeightedRls) {
+  const int in = 3, out = 2, n = 30;
+  const Network net(
+      {std::make_shared<DenseLayer>(in, out, Activation::kLinear, true)});
+  const MatrixXd x = RandomMatrix(in, n, 4);
+  const MatrixXd y = RandomMatrix(out, n, 5);
+  for (double k : {0.1, 0.3, 2.5}) {
+    SCOPED_TRACE(k);
+    NetworkObjective f(&net, &x, &y, Loss{LossKind::kMse}, 0.0, 1, false, 2);
+    RlsOptions o;
+    o.ratio = k;
+    o.eta = {k};
+    o.gradient_scale = 0.5;
+    o.stop.max_iterations = 1;
+    VectorXd w = RandomMatrix(net.num_params(), 1, 6);
+    const MatrixXd b0 = Eigen::Map<const MatrixXd>(w.data(), out, in + 1);
+    MinimizeRls(o, f, &w, nullptr);
+    MatrixXd a = MatrixXd::Identity(in + 1, in + 1), rhs = b0;
+    for (int s = 0; s < n; ++s) {
+      VectorXd xs(in + 1);
+      xs << x.col(s), 1.0;
+      a += k * xs * xs.transpose();
+      rhs += k * y.col(s) * xs.transpose();
+    }
+    const MatrixXd expected = rhs * a.inverse();
+    EXPECT_LT(testing::RelativeError(
+                  Eigen::Map<const MatrixXd>(w.data(), out, in + 1), expected),
+              1e-10);
+  }
+}
+
+// The guard's reset of P is in the run's summary, not only in the extras.
+TEST(RlsTest, AResetOfPIsInTheSummary) {
+  const int in = 3, out = 2, n = 30;
+  const Network net(
+      {std::make_shared<DenseLayer>(in, out, Activation::kLinear, true)});
+  const MatrixXd x = RandomMatrix(in, n, 7);
+  const MatrixXd y = RandomMatrix(out, n, 8);
+  NetworkObjective f(&net, &x, &y, Loss{LossKind::kMse}, 0.0, 1, false, 2);
+  RlsOptions o;
+  o.gradient_scale = 0.5;
+  o.stop.max_iterations = 1;
+  VectorXd w = RandomMatrix(net.num_params(), 1, 9);
+  Recorder recorder;
+  const Summary clean = MinimizeRls(o, f, &w, &recorder);
+  EXPECT_EQ(clean.message.find("P was reset"), std::string::npos);
+  // [t; P's lower triangle by columns (4 x 4: 10); momentum (2 x 4); resets]:
+  // P = -I.
+  VectorXd state = recorder.states.back();
+  ASSERT_EQ(state.size(), 1 + 10 + 8 + 1);
+  state.segment(1, 10).setZero();
+  for (int i : {0, 4, 7, 9}) state(1 + i) = -1.0;
+  o.initial_state = state;
+  const Summary reset = MinimizeRls(o, f, &w, nullptr);
+  EXPECT_NE(reset.message.find("P was reset to the identity 1 time(s)"),
+            std::string::npos)
+      << reset.message;
+}
+
 // A small classification problem: a tanh hidden layer of 5 and 3 classes,
 // its objective (CE, minibatches of 16, shuffled) and its initial weights.
 struct Problem {
@@ -240,6 +304,9 @@ TEST(RlsTest, BlocksOverTheMemoryLimitOrAMiscountedEtaAreRefused) {
   absl::Status s = CheckRlsBlocks(net.matrix_blocks(), o);
   EXPECT_NE(s.message().find("layer 0"), std::string::npos) << s;
   EXPECT_NE(s.message().find("785^2 = 616225"), std::string::npos) << s;
+  EXPECT_NE(s.message().find("(4.7 MiB), over the limit of 1.0 MiB"),
+            std::string::npos)
+      << s;
   o.max_p_bytes = int64_t{1} << 30;
   EXPECT_TRUE(CheckRlsBlocks(net.matrix_blocks(), o).ok());
   o.eta = {1.0, 1.0, 1.0};
