@@ -322,6 +322,18 @@ v1::SweepTrialOrigin TrialOrigin(const Trial& trial, int trials) {
   return origin;
 }
 
+// a is sparser than b: a lower model order when both have one (states are
+// what a state-space model's group Lasso removes), else more zero weights.
+bool Sparser(const TrialScore& a, const TrialScore& b) {
+  const bool orders = std::isfinite(a.model_order) &&
+                      std::isfinite(b.model_order) && a.model_order > 0 &&
+                      b.model_order > 0;
+  if (orders && a.model_order != b.model_order) {
+    return a.model_order < b.model_order;
+  }
+  return a.sparsity_pct > b.sparsity_pct;
+}
+
 int ChooseTrial(const v1::Sweep& sweep, const std::vector<TrialScore>& scores) {
   bool validated = false;
   for (const TrialScore& s : scores)
@@ -349,8 +361,12 @@ int ChooseTrial(const v1::Sweep& sweep, const std::vector<TrialScore>& scores) {
   for (int i = 0; i < static_cast<int>(scores.size()); ++i) {
     const double e = error(scores[i]);
     if (e > bound) continue;
-    const double sp = scores[i].sparsity_pct, cs = scores[chosen].sparsity_pct;
-    if (sp > cs || (sp == cs && e < error(scores[chosen]))) chosen = i;
+    const bool tie = !Sparser(scores[i], scores[chosen]) &&
+                     !Sparser(scores[chosen], scores[i]);
+    if (Sparser(scores[i], scores[chosen]) ||
+        (tie && e < error(scores[chosen]))) {
+      chosen = i;
+    }
   }
   return chosen;
 }

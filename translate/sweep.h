@@ -6,6 +6,7 @@
 #define SPARROW_TRANSLATE_SWEEP_H_
 
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <utility>
 #include <vector>
@@ -59,12 +60,16 @@ struct TrialScore {
   double validation = 0.0;
   double train_loss = 0.0;
   double sparsity_pct = 0.0;
+  // A state-space model's states in use (NaN or 0 for other kinds).
+  double model_order = std::numeric_limits<double>::quiet_NaN();
 };
 
 // The chosen trial's index into `scores` by sweep.select (RULE_BEST: the
 // lowest validation error; RULE_SPARSEST_WITHIN: the sparsest whose
 // validation error is within within_pct % of the best, ties to the lower
-// error). A seeds-only sweep without validation data is chosen by training
+// error; sparsest is the lowest model order where the trials have one, a
+// state-space model whose group Lasso removes states, then the most zero
+// weights). A seeds-only sweep without validation data is chosen by training
 // loss. -1 when no trial qualifies: none trained, or a grid or path with no
 // finite validation error.
 int ChooseTrial(const v1::Sweep& sweep, const std::vector<TrialScore>& scores);

@@ -364,8 +364,8 @@ absl::StatusOr<int> Chosen(const v1::JobSpec& spec,
                            const std::vector<RunReport>& reports) {
   std::vector<translate::TrialScore> scores;
   for (const RunReport& r : reports) {
-    scores.push_back(
-        {true, r.validation, r.final_loss, r.Metric("sparsity_pct")});
+    scores.push_back({true, r.validation, r.final_loss,
+                      r.Metric("sparsity_pct"), r.Metric("model_order")});
   }
   const int chosen = translate::ChooseTrial(spec.sweep(), scores);
   if (chosen < 0) {

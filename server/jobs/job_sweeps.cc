@@ -40,6 +40,7 @@ translate::TrialScore Score(const v1::Job& trial) {
                      : m.validation_rmse();
   s.train_loss = trial.loss();
   s.sparsity_pct = m.sparsity_pct();
+  s.model_order = m.model_order();
   return s;
 }
 

@@ -227,5 +227,24 @@ TEST(SweepTest, ChoosesTheBestOrTheSparsestWithinAMargin) {
   EXPECT_EQ(ChooseTrial(path, {{true, nan, 0.3, 0}, {true, nan, 0.2, 0}}), -1);
 }
 
+// For state-space models the sparsest is the lowest model order (the states
+// group Lasso removes), then the most zero weights; the margin still holds.
+TEST(SweepTest, SparsestMeansTheLowestModelOrderWhereThereIsOne) {
+  v1::Sweep sparse;
+  sparse.set_select(v1::Sweep::RULE_SPARSEST_WITHIN);
+  sparse.set_within_pct(5);
+  const std::vector<TrialScore> scores = {{true, 1.00, 0.1, 70.0, 6},
+                                          {true, 1.03, 0.1, 40.0, 3},
+                                          {true, 1.04, 0.1, 50.0, 3},
+                                          {true, 1.20, 0.1, 90.0, 2}};
+  // Order 3 beats order 6's 70 % zeros; of the two at order 3, more zeros;
+  // order 2 is outside the 5 % margin.
+  EXPECT_EQ(ChooseTrial(sparse, scores), 2);
+  // Without orders (other kinds: 0 or NaN) zero weights decide, as before.
+  std::vector<TrialScore> unordered = scores;
+  for (TrialScore& s : unordered) s.model_order = 0;
+  EXPECT_EQ(ChooseTrial(sparse, unordered), 0);
+}
+
 }  // namespace
 }  // namespace sparrow::translate
