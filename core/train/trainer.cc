@@ -86,9 +86,8 @@ class ValidationMonitor : public IterationCallback {
   }
   bool has_best() const { return best_params_.size() > 0; }
   // Makes the starting point w the first candidate for the best iterate, so
-  // that a run from a fitted linear model or a warm start never ends worse on
-  // validation than where it started. Not for a resume, whose checkpoint
-  // carries its best.
+  // that a run from a fitted linear model never ends worse on validation than
+  // where it started. Not for a resume, whose checkpoint carries its best.
   absl::Status SeedWithStart(const Eigen::VectorXd& w) {
     if (!active_ || has_best()) return absl::OkStatus();
     model_->params = w;
@@ -392,10 +391,13 @@ absl::StatusOr<TrainResult> Train(const TrainConfig& config,
 
   ValidationMonitor monitor(&model, config, data, setup.skip, callback,
                             pool.get());
-  const bool fitted_start =
-      config.warm_start != nullptr ||
+  // A linear-plus-neural model's fitted linear start is a model in its own
+  // right; a warm start is not a candidate (a sweep path's point starts at
+  // the point before, trained with another weight).
+  const bool linear_start =
+      config.warm_start == nullptr &&
       FamilyOf(model.config.kind).StartsAtLinearModel(model.config);
-  if (fitted_start && config.initial_params.size() == 0) {
+  if (linear_start && config.initial_params.size() == 0) {
     SPARROW_RETURN_IF_ERROR(monitor.SeedWithStart(model.params));
   }
   Eigen::VectorXd w = model.params;
@@ -418,9 +420,7 @@ absl::StatusOr<TrainResult> Train(const TrainConfig& config,
       absl::StrAppend(
           &result.summary.message, result.summary.message.empty() ? "" : "; ",
           "no iterate scored better on the validation split than the starting "
-          "point (the ",
-          config.warm_start != nullptr ? "warm start" : "fitted linear model",
-          "), which is the model");
+          "point (the fitted linear model), which is the model");
     }
   }
   SPARROW_RETURN_IF_ERROR(EvaluateAll(data, setup, pool.get(), &result));

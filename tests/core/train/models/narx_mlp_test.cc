@@ -4,6 +4,7 @@
 #include "core/train/models/narx_mlp.h"
 
 #include <cmath>
+#include <memory>
 #include <string>
 #include <utility>
 
@@ -87,6 +88,15 @@ TEST(LinearNarxTest, TheLinearStartIsACandidateForTheBestIterate) {
   EXPECT_LT(better->metrics.validation_rmse,
             better->metrics.linear_validation_rmse);
   EXPECT_EQ(better->summary.message.find("starting point"), std::string::npos);
+  // A warm start is not a candidate: a sweep path's point must end at a
+  // model trained with its own weight, not at the point before.
+  TrainConfig warm = c;
+  warm.warm_start = std::make_shared<const Model>(better->model);
+  auto from_warm = Train(warm, d, nullptr);
+  ASSERT_TRUE(from_warm.ok()) << from_warm.status();
+  EXPECT_NE(from_warm->model.params, better->model.params);
+  EXPECT_EQ(from_warm->summary.message.find("starting point"),
+            std::string::npos);
 }
 
 TEST(LinearNarxTest, WithoutTheOptionThereIsNoLinearFit) {
