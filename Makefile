@@ -29,11 +29,15 @@ TSAN_SKIP ?= StopsWithinTheGraceDuringALongEpoch|MemoryLimitTest|TotalMemoryTest
 # most of CI's time. The normal build stays GCC's (the numbers in docs/ and bench/ are its).
 SAN_CXX ?= clang++
 # A sanitizer directory configured with another compiler is started afresh: CMake would delete
-# its cache itself, and with it the settings below, for that one run.
-san_fresh = if [ -f $(1)/CMakeCache.txt ] && ! grep -qx \
-  "CMAKE_CXX_COMPILER:[A-Z]*=$$(command -v $(SAN_CXX))" $(1)/CMakeCache.txt; then \
-  echo "$(1): configured with another compiler; building it afresh with $(SAN_CXX)"; \
-  rm -rf $(1); fi
+# its cache itself, and with it the settings below, for that one run. Both compilers are
+# compared as the files they resolve to: the cache holds `clang++` or `/usr/bin/clang++`
+# depending on how the directory was first configured.
+san_fresh = if [ -f $(1)/CMakeCache.txt ]; then \
+  cached=$$(sed -n 's/^CMAKE_CXX_COMPILER:[A-Z]*=//p' $(1)/CMakeCache.txt); \
+  if [ "$$(readlink -f "$$(command -v "$$cached")")" != \
+       "$$(readlink -f "$$(command -v $(SAN_CXX))")" ]; then \
+  echo "$(1): configured with $$cached; building it afresh with $(SAN_CXX)"; \
+  rm -rf $(1); fi; fi
 SAN_CMAKE = cmake -G Ninja -DCMAKE_BUILD_TYPE=Release -DSPARROW_BUILD_TESTS=ON \
   -DSPARROW_BUILD_BENCH=OFF -DCMAKE_CXX_COMPILER=$(SAN_CXX) $(CMAKE_FLAGS)
 # UBSan stops at the first error; ASan's and TSan's reports fail the test.
