@@ -88,6 +88,8 @@ assert len(m["parameters"]) > 0 and m["metrics"]["test_bfr"] == m["metrics"]["te
 PY
 then ok; else bad "run --seeds 3: $out"; fi
 expect 0 "termination" "$bin" run --local "$tmp/ok.json"
+# Several trials print a line as each ends (their epochs print none).
+expect 0 "(2 of 2 trials done)" "$bin" run --local "$tmp/ok.json" --seeds 2
 expect 2 "takes --local to say so: sparrow run --local $tmp/ok.json" "$bin" run "$tmp/ok.json"
 expect 0 "termination" "$bin" run --local "$tmp/ok.json"
 
