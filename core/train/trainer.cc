@@ -85,23 +85,16 @@ class ValidationMonitor : public IterationCallback {
     return answer;
   }
   bool has_best() const { return best_params_.size() > 0; }
-  // Makes the starting point w the first candidate for the best iterate, so
-  // that a run from a fitted linear model never ends worse on validation than
-  // where it started. Not for a resume, whose checkpoint carries its best.
-  absl::Status SeedWithStart(const Eigen::VectorXd& w) {
-    if (!active_ || has_best()) return absl::OkStatus();
-    model_->params = w;
-    Metrics m;
-    SPARROW_RETURN_IF_ERROR(Evaluate(*model_, data_, 1, &m, pool_));
-    const double metric = IsClassification(config_.loss)
-                              ? 100.0 - m.validation_accuracy
-                              : m.validation_rmse;
-    if (!std::isfinite(metric)) return absl::OkStatus();
+  // Makes the starting point w, whose validation score is `metric` (already
+  // measured), the first candidate for the best iterate, so that a run from
+  // a fitted linear model never ends worse on validation than where it
+  // started. Not for a resume, whose checkpoint carries its best.
+  void SeedWithStart(const Eigen::VectorXd& w, double metric) {
+    if (!active_ || has_best() || !std::isfinite(metric)) return;
     best_ = metric;
     best_params_ = w;
     since_best_ = 0;
     best_is_start_ = true;
-    return absl::OkStatus();
   }
   // No iterate scored better on validation than the starting point.
   bool best_is_start() const { return best_is_start_; }
@@ -392,13 +385,12 @@ absl::StatusOr<TrainResult> Train(const TrainConfig& config,
   ValidationMonitor monitor(&model, config, data, setup.skip, callback,
                             pool.get());
   // A linear-plus-neural model's fitted linear start is a model in its own
-  // right; a warm start is not a candidate (a sweep path's point starts at
-  // the point before, trained with another weight).
-  const bool linear_start =
-      config.warm_start == nullptr &&
-      FamilyOf(model.config.kind).StartsAtLinearModel(model.config);
-  if (linear_start && config.initial_params.size() == 0) {
-    SPARROW_RETURN_IF_ERROR(monitor.SeedWithStart(model.params));
+  // right, and EvaluateLinearStart scored it on the validation split (the
+  // score is NaN for any other start). A warm start is not a candidate: a
+  // sweep path's point starts at the point before, trained with another
+  // weight.
+  if (config.initial_params.size() == 0) {
+    monitor.SeedWithStart(model.params, result.metrics.linear_validation_rmse);
   }
   Eigen::VectorXd w = model.params;
   SPARROW_ASSIGN_OR_RETURN(MethodResult run,
