@@ -54,11 +54,17 @@ def run_seed(spec, seed, threads, tmp):
     return report["runs"][report["chosen"]], time.time() - start
 
 
+def test_key(spec):
+    """The test metric that matches the sweep's choice: one-step RMSE when it chooses by it."""
+    one_step = spec.get("sweep", {}).get("metric") == "METRIC_ONE_STEP_RMSE"
+    return "test_one_step_rmse" if one_step else "test_rmse"
+
+
 def describe(name, spec, chosen):
     """(line, weight, test RMSE, kept-lags set or None) of a chosen trial."""
     weight = list(chosen.get("settings", {"none": float("nan")}).values())[-1]
     weight = weight[0] if isinstance(weight, list) else weight
-    test = chosen.get("test_rmse", float("nan"))
+    test = chosen.get(test_key(spec), float("nan"))
     line = "weight %-9.4g val %-9.4g test_rmse %-9.4g zeros %5.1f%%" % (
         weight, chosen.get("validation", float("nan")), test, chosen.get("sparsity_pct", 0))
     if "test_one_step_rmse" in chosen:
@@ -116,8 +122,8 @@ def run_examples(args, tmp):
             tests.append(test)
             weights.append(weight)
             seconds.append(secs)
-        print("   test_rmse mean %.4g median %.4g best %.4g worst %.4g; chosen weights %s; "
-              "%.1f s per path" % (statistics.mean(tests), statistics.median(tests), min(tests),
+        print("   %s mean %.4g median %.4g best %.4g worst %.4g; chosen weights %s; "
+              "%.1f s per path" % (test_key(spec), statistics.mean(tests), statistics.median(tests), min(tests),
                                    max(tests), sorted(set("%.4g" % w for w in weights)),
                                    statistics.mean(seconds)))
         if os.path.basename(name) in TRUE_LAGS:

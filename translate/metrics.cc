@@ -14,6 +14,7 @@ v1::Metrics ToProto(const core::Metrics& k) {
   pm.set_validation_accuracy(k.validation_accuracy);
   pm.set_test_accuracy(k.test_accuracy);
   pm.set_train_one_step_rmse(k.train_one_step_rmse);
+  pm.set_validation_one_step_rmse(k.validation_one_step_rmse);
   pm.set_test_one_step_rmse(k.test_one_step_rmse);
   pm.set_sparsity_pct(k.sparsity_pct);
   pm.set_remaining_pct(k.remaining_pct);

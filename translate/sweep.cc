@@ -193,6 +193,47 @@ bool HasValidation(const v1::JobSpec& spec) {
          spec.split().validation_fraction() > 0 || spec.has_validation_data();
 }
 
+bool IsClassifier(const v1::JobSpec& spec) {
+  const v1::LossKind loss = spec.loss().kind();
+  return loss == v1::LOSS_BINARY_CROSS_ENTROPY ||
+         loss == v1::LOSS_SOFTMAX_CROSS_ENTROPY ||
+         spec.loss().one_hot_targets();
+}
+
+// sweep.metric is one the trials will have: measured on a validation split,
+// and defined for the spec's model and loss.
+absl::Status CheckMetric(const v1::JobSpec& spec) {
+  const v1::Sweep::Metric metric = spec.sweep().metric();
+  if (metric == v1::Sweep::METRIC_UNSPECIFIED) return absl::OkStatus();
+  const std::string name = v1::Sweep::Metric_Name(metric);
+  if (!HasValidation(spec)) {
+    return SweepError("metric",
+                      absl::StrCat(name,
+                                   " is measured on validation data; set "
+                                   "split.validation (rows), "
+                                   "split.validation_fraction or "
+                                   "validation_data"));
+  }
+  const bool narx = spec.model().has_narx_mlp();
+  const bool sequence = narx || spec.model().has_state_space_rnn();
+  const bool classifier = IsClassifier(spec);
+  const char* needs = nullptr;
+  if (metric == v1::Sweep::METRIC_ONE_STEP_RMSE && !narx) {
+    needs = "a narx_mlp model (one step ahead from measured lags)";
+  } else if (metric == v1::Sweep::METRIC_BFR && (!sequence || classifier)) {
+    needs = "a narx_mlp or state_space_rnn model fitting a signal";
+  } else if (metric == v1::Sweep::METRIC_ACCURACY && !classifier) {
+    needs =
+        "a classifier (a cross-entropy loss, or LOSS_MSE with "
+        "one_hot_targets)";
+  }
+  if (needs == nullptr) return absl::OkStatus();
+  return SweepError("metric",
+                    absl::StrCat(name, " needs ", needs,
+                                 "; this spec's trials do not have it. Use "
+                                 "METRIC_RMSE, or leave metric unset"));
+}
+
 // The spec with each setting's field at values[choice[i]] and the seed set.
 absl::StatusOr<v1::JobSpec> TrialSpec(const Json& base,
                                       const std::vector<Setting>& settings,
@@ -243,6 +284,7 @@ absl::StatusOr<std::vector<Trial>> ExpandSweep(const v1::JobSpec& spec) {
     settings.push_back(std::move(s));
   }
   SPARROW_RETURN_IF_ERROR(CheckDistinct(settings));
+  SPARROW_RETURN_IF_ERROR(CheckMetric(spec));
   if (!settings.empty() && !HasValidation(spec)) {
     return SweepError(
         settings.front().where,
@@ -320,6 +362,36 @@ v1::SweepTrialOrigin TrialOrigin(const Trial& trial, int trials) {
     s->set_value(value);
   }
   return origin;
+}
+
+Selection SelectionOf(const v1::Sweep& sweep, const v1::Metrics& m) {
+  Selection s;
+  bool higher_is_better = false;
+  switch (sweep.metric()) {
+    case v1::Sweep::METRIC_ONE_STEP_RMSE:
+      s = {"validation_one_step_rmse", m.validation_one_step_rmse()};
+      break;
+    case v1::Sweep::METRIC_BFR:
+      s = {"validation_bfr", m.validation_bfr()};
+      higher_is_better = true;
+      break;
+    case v1::Sweep::METRIC_ACCURACY:
+      s = {"validation_accuracy", m.validation_accuracy()};
+      higher_is_better = true;
+      break;
+    case v1::Sweep::METRIC_RMSE:
+      s = {"validation_rmse", m.validation_rmse()};
+      break;
+    default:  // a classifier's accuracy, else the RMSE
+      if (std::isfinite(m.validation_accuracy())) {
+        s = {"validation_accuracy", m.validation_accuracy()};
+        higher_is_better = true;
+      } else {
+        s = {"validation_rmse", m.validation_rmse()};
+      }
+  }
+  s.error = higher_is_better ? 100.0 - s.value : s.value;
+  return s;
 }
 
 // a is sparser than b: a lower model order when both have one (states are

@@ -40,8 +40,10 @@ struct Trial {
 // INVALID_ARGUMENT names the sweep field and says what to change: an unknown
 // or unsweepable field (the data, split, seed, ...), a field set twice, a
 // value the field does not take, a change of model family or loss kind, a
-// path without points, more than kMaxSweepTrials trials, or a grid or path
-// without a validation split to choose on. The trials' specs are parsed, not
+// path without points, more than kMaxSweepTrials trials, a grid, path or
+// metric without a validation split to choose on, or a metric the model
+// does not have (one-step RMSE without narx_mlp, BFR without a sequence
+// model, accuracy without a classifier). The trials' specs are parsed, not
 // translated: the caller runs ToTrainConfig on each.
 absl::StatusOr<std::vector<Trial>> ExpandSweep(const v1::JobSpec& spec);
 
@@ -52,8 +54,20 @@ std::string TrialLabel(const Trial& trial);
 // index, label and settings, and the sweep's trial count.
 v1::SweepTrialOrigin TrialOrigin(const Trial& trial, int trials);
 
+// The validation figure sweep.metric chooses by, read from a trial's
+// metrics: its field name in v1::Metrics ("validation_rmse", ...), its value
+// and the error the choice compares (the value for RMSEs, 100 - the value
+// for BFR and accuracy); NaN when the trial has none. METRIC_UNSPECIFIED is
+// the accuracy where the trial has one, else the RMSE.
+struct Selection {
+  const char* name = "validation_rmse";
+  double value = std::numeric_limits<double>::quiet_NaN();
+  double error = std::numeric_limits<double>::quiet_NaN();
+};
+Selection SelectionOf(const v1::Sweep& sweep, const v1::Metrics& m);
+
 // What the choice reads of a trial's result. validation: its validation error
-// (RMSE, or 100 - accuracy), NaN without validation data; train_loss: the
+// (SelectionOf(...).error), NaN without validation data; train_loss: the
 // final training objective; sparsity_pct: the share of zero weights.
 struct TrialScore {
   bool ok = false;  // trained without error

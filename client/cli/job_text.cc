@@ -14,6 +14,7 @@
 #include "core/train/methods.h"
 #include "google/protobuf/util/time_util.h"
 #include "translate/config.h"
+#include "translate/sweep.h"
 
 namespace sparrow::cli {
 
@@ -117,19 +118,23 @@ std::string OrDash(bool has, double value) {
 }
 
 // A sweep's trials, one line each: index, settings, state, iterations,
-// validation error, zeros, model order and test metric; the chosen one
-// marked.
+// the validation figure the sweep chooses by, zeros, model order and test
+// metric; the chosen one marked.
 void PrintTrials(const v1::Job& job) {
-  std::cout << absl::StrFormat("  trials (%d):\n", job.trials_size());
+  const v1::Sweep& sweep = job.spec().sweep();
+  std::string name = "validation";
+  for (const v1::SweepTrial& t : job.trials()) {
+    if (t.has_metrics()) name = translate::SelectionOf(sweep, t.metrics()).name;
+  }
+  std::cout << absl::StrFormat("  trials (%d), by %s:\n", job.trials_size(),
+                               name);
   std::cout << absl::StrFormat("  %5s  %-28s %-10s %6s %11s %7s %6s  %s\n",
                                "trial", "settings", "state", "iters",
                                "validation", "zeros", "order", "test");
   for (const v1::SweepTrial& t : job.trials()) {
     const v1::Metrics& m = t.metrics();
     const bool ended = t.has_metrics();
-    const double validation = std::isfinite(m.validation_accuracy())
-                                  ? 100.0 - m.validation_accuracy()
-                                  : m.validation_rmse();
+    const double validation = translate::SelectionOf(sweep, m).value;
     v1::Job as_job;  // for TestMetric
     *as_job.mutable_metrics() = m;
     if (!ended) as_job.clear_metrics();

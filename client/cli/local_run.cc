@@ -29,6 +29,7 @@
 #include "translate/data.h"
 #include "translate/images.h"
 #include "translate/json.h"
+#include "translate/metrics.h"
 #include "translate/model.h"
 #include "translate/sweep.h"
 
@@ -352,6 +353,11 @@ absl::Status Reports(const LocalRun& run,
       continue;
     }
     RunReport r = MakeReport(run.trials[i].seed, *results[i]);
+    // The validation error the sweep chooses by (sweep.metric).
+    r.validation =
+        translate::SelectionOf(run.spec.sweep(),
+                               translate::ToProto(results[i]->metrics))
+            .error;
     r.trial = static_cast<int>(i);
     r.settings = run.trials[i].settings;
     reports->push_back(std::move(r));

@@ -156,6 +156,7 @@ RunReport MakeReport(uint64_t seed, const core::TrainResult& result) {
       {"validation_accuracy", m.validation_accuracy},
       {"test_accuracy", m.test_accuracy},
       {"train_one_step_rmse", m.train_one_step_rmse},
+      {"validation_one_step_rmse", m.validation_one_step_rmse},
       {"test_one_step_rmse", m.test_one_step_rmse},
       {"sparsity_pct", m.sparsity_pct},
       {"remaining_pct", m.remaining_pct},

@@ -83,7 +83,7 @@ absl::Status EvaluateSequences(const Model& model,
     }
     ys.push_back(tr.y.rightCols(p.y.cols()));
     sims.push_back(p.y);
-    if (narx && which != 1) {
+    if (narx) {
       SPARROW_ASSIGN_OR_RETURN(SequencePrediction one,
                                PredictOneStep(model, tr.u, tr.y));
       ones.push_back(one.y.rightCols(one.y.cols() - one.first));
@@ -97,10 +97,11 @@ absl::Status EvaluateSequences(const Model& model,
         Field(metrics, which, &Metrics::train_accuracy,
               &Metrics::validation_accuracy, &Metrics::test_accuracy));
   if (!ones.empty()) {
-    Score(ys, ones, model.loss,
-          which == 0 ? &metrics->train_one_step_rmse
-                     : &metrics->test_one_step_rmse,
-          nullptr, nullptr);
+    Score(
+        ys, ones, model.loss,
+        Field(metrics, which, &Metrics::train_one_step_rmse,
+              &Metrics::validation_one_step_rmse, &Metrics::test_one_step_rmse),
+        nullptr, nullptr);
   }
   return absl::OkStatus();
 }

@@ -18,6 +18,10 @@ namespace sparrow::core {
 // spec path "optimizer.<name>.".
 absl::Status OptionsStatus(const absl::Status& status, const char* name);
 
+// DATA_LOSS: a checkpoint's optimizer state of `values` numbers does not fit
+// optimizer.<name> on this model, so the run cannot continue it.
+absl::Status ResumeStateError(const char* name, Eigen::Index values);
+
 // Runs CheckMethod, RunMethod or ResumeMethod of the config's method.
 absl::Status CheckMethod(const TrainConfig& config);
 absl::StatusOr<MethodResult> RunMethod(const TrainConfig& config,

@@ -30,6 +30,14 @@ absl::Status OptionsStatus(const absl::Status& status, const char* name) {
                       absl::StrCat("optimizer.", name, ".", status.message()));
 }
 
+absl::Status ResumeStateError(const char* name, Eigen::Index values) {
+  return absl::DataLossError(absl::StrCat(
+      "the job's checkpoint holds an optimizer.", name, " state of ", values,
+      " values that does not fit this model and optimizer (a checkpoint of "
+      "another spec, or a damaged one); the run cannot continue it. Submit "
+      "the spec as a new job, or warm-start from the job's model instead"));
+}
+
 absl::Status CheckMethod(const TrainConfig& config) {
   return std::visit([&](const auto& o) { return CheckMethod(o, config); },
                     config.optimizer);

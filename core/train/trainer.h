@@ -114,7 +114,8 @@ struct Metrics {
   double train_bfr = kNone, validation_bfr = kNone, test_bfr = kNone;
   double train_accuracy = kNone, validation_accuracy = kNone,
          test_accuracy = kNone;
-  double train_one_step_rmse = kNone, test_one_step_rmse = kNone;
+  double train_one_step_rmse = kNone, validation_one_step_rmse = kNone,
+         test_one_step_rmse = kNone;
   double sparsity_pct = 0.0, remaining_pct = 100.0;
   // State-space RNN: states whose group (Bemporad §4.2) is not all zero.
   double model_order = kNone;

@@ -30,14 +30,12 @@ std::string TrialRequestId(const std::string& parent_id, int index) {
   return absl::StrCat("sweep:", parent_id, ":trial-", index);
 }
 
-// What ChooseTrial reads of an ended trial job.
-translate::TrialScore Score(const v1::Job& trial) {
+// What ChooseTrial reads of an ended trial job of `sweep`.
+translate::TrialScore Score(const v1::Sweep& sweep, const v1::Job& trial) {
   const v1::Metrics& m = trial.metrics();
   translate::TrialScore s;
   s.ok = trial.state() == v1::Job::SUCCEEDED;
-  s.validation = std::isfinite(m.validation_accuracy())
-                     ? 100.0 - m.validation_accuracy()
-                     : m.validation_rmse();
+  s.validation = translate::SelectionOf(sweep, m).error;
   s.train_loss = trial.loss();
   s.sparsity_pct = m.sparsity_pct();
   s.model_order = m.model_order();
@@ -54,13 +52,14 @@ int Parallel(const v1::Sweep& sweep, int workers, bool shared) {
                 : std::min(sweep.max_parallel(), workers);
 }
 
-std::string DescribeChoice(const translate::Trial& trial, const v1::Job& job) {
-  const translate::TrialScore s = Score(job);
+std::string DescribeChoice(const v1::Sweep& sweep,
+                           const translate::Trial& trial, const v1::Job& job) {
+  const translate::Selection s = translate::SelectionOf(sweep, job.metrics());
   return absl::StrFormat(
-      "chose trial %d (%s, job %s): validation error %.6g, %.1f%% zero "
+      "chose trial %d (%s, job %s): %s %.6g, %.1f%% zero "
       "weights",
-      trial.index, translate::TrialLabel(trial), job.id(), s.validation,
-      s.sparsity_pct);
+      trial.index, translate::TrialLabel(trial), job.id(), s.name, s.value,
+      job.metrics().sparsity_pct());
 }
 
 }  // namespace
@@ -225,7 +224,9 @@ absl::Status JobManager::AdvanceSweep(const std::string& id) {
   }
   if (ended < n) return StartTrials(tenant, parent, *trials, *jobs);
   std::vector<translate::TrialScore> scores;
-  for (const auto& job : *jobs) scores.push_back(Score(*job));
+  for (const auto& job : *jobs) {
+    scores.push_back(Score(parent.spec().sweep(), *job));
+  }
   const int chosen = translate::ChooseTrial(parent.spec().sweep(), scores);
   if (chosen < 0) {
     return fail(
@@ -236,7 +237,8 @@ absl::Status JobManager::AdvanceSweep(const std::string& id) {
   const v1::Job& best = *(*jobs)[chosen];
   SPARROW_ASSIGN_OR_RETURN(v1::TrainedModel model, store_->GetModel(best.id()));
   *model.mutable_sweep_trial() = translate::TrialOrigin((*trials)[chosen], n);
-  const std::string choice = DescribeChoice((*trials)[chosen], best);
+  const std::string choice =
+      DescribeChoice(parent.spec().sweep(), (*trials)[chosen], best);
   return end({v1::Job::SUCCEEDED,
               absl::StrCat(n, " trials ended; ", choice),
               choice,
@@ -506,7 +508,7 @@ absl::Status JobManager::DescribeSweep(const std::string& tenant,
       t->set_reason(trial->reason());
       t->set_iterations(trial->iterations());
       if (trial->has_metrics()) *t->mutable_metrics() = trial->metrics();
-      score = Score(*trial);
+      score = Score(job->spec().sweep(), *trial);
     }
     scores.push_back(score);
   }

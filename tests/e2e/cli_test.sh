@@ -371,6 +371,18 @@ assert json.loads(t["settings"][0]["value"]) == chosen["settings"]["optimizer.sb
 PY
 then ok; else bad "sweep: $out"; fi
 expect 0 "(chosen)" "$bin" run --local "$tmp/sweep.json"
+# sweep.metric: the choice reads the one-step validation RMSE of every trial.
+sed 's/"sweep": {/"sweep": {"metric": "METRIC_ONE_STEP_RMSE", /' "$tmp/sweep.json" > "$tmp/sweep_onestep.json"
+out=$("$bin" run --local "$tmp/sweep_onestep.json" --json 2>/dev/null)
+if python3 - "$out" <<'PY'
+import json, sys
+d = json.loads(sys.argv[1])
+assert all(r["validation"] == r["validation_one_step_rmse"] != r["validation_rmse"]
+           for r in d["runs"]), d["runs"]
+PY
+then ok; else bad "sweep by one-step RMSE: $out"; fi
+sed 's/"sweep": {/"sweep": {"metric": "METRIC_ACCURACY", /' "$tmp/sweep.json" > "$tmp/sweep_acc.json"
+expect 2 "METRIC_ACCURACY needs a classifier" "$bin" run --local "$tmp/sweep_acc.json"
 expect 0 "(6 trials on" "$bin" run --local "$tmp/sweep.json" --seeds 2  # 2 seeds x 3 points
 sed 's/"sweep": {/"sweep": {"seeds": 2, /' "$tmp/sweep.json" > "$tmp/sweep_seeds.json"
 expect 2 "keep one" "$bin" run --local "$tmp/sweep_seeds.json" --seeds 2

@@ -204,6 +204,57 @@ TEST(SweepTest, AGridOrPathNeedsValidationDataNeverTheTestSplit) {
               "set split.validation");
 }
 
+// sweep.metric must be one the trials have, on a validation split.
+TEST(SweepTest, AMetricNeedsValidationDataAndAModelThatHasIt) {
+  EXPECT_TRUE(
+      ExpandSweep(Spec(R"({"seeds": 2, "metric": "METRIC_BFR"})")).ok());
+  ExpectError(ExpandSweep(Spec(R"({"seeds": 2, "metric": "METRIC_BFR"})",
+                               /*validation=*/false))
+                  .status(),
+              "METRIC_BFR is measured on validation data");
+  ExpectError(
+      ExpandSweep(Spec(R"({"seeds": 2, "metric": "METRIC_ONE_STEP_RMSE"})"))
+          .status(),
+      "needs a narx_mlp model");
+  ExpectError(ExpandSweep(Spec(R"({"seeds": 2, "metric": "METRIC_ACCURACY"})"))
+                  .status(),
+              "needs a classifier");
+  std::string narx = Replace(
+      Replace(kRnnSpec, R"("train": [{"first": 1, "last": 150}])",
+              R"("train": [{"first": 1, "last": 120}],
+                 "validation": [{"first": 121, "last": 150}])"),
+      R"("state_space_rnn": {"nx": 2, "fx_hidden": [3], "fy_hidden": [3]})",
+      R"("narx_mlp": {"input_lags": 2, "output_lags": 2, "hidden": [3]})");
+  narx = Replace(narx, "\"seed\": 7",
+                 R"("seed": 7, "sweep": {"metric": "METRIC_ONE_STEP_RMSE"})");
+  auto spec = ParseJobSpecJson(narx);
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_TRUE(ExpandSweep(*spec).ok()) << ExpandSweep(*spec).status();
+}
+
+// SelectionOf reads the metric the sweep names; BFR and accuracy count as
+// 100 - the value, so that a lower error is better for every metric.
+TEST(SweepTest, SelectionReadsTheSweepsMetric) {
+  v1::Metrics m;
+  m.set_validation_rmse(0.5);
+  m.set_validation_one_step_rmse(0.1);
+  m.set_validation_bfr(80.0);
+  m.set_validation_accuracy(std::nan(""));
+  v1::Sweep sweep;
+  EXPECT_STREQ(SelectionOf(sweep, m).name, "validation_rmse");
+  EXPECT_EQ(SelectionOf(sweep, m).error, 0.5);
+  sweep.set_metric(v1::Sweep::METRIC_ONE_STEP_RMSE);
+  EXPECT_EQ(SelectionOf(sweep, m).error, 0.1);
+  sweep.set_metric(v1::Sweep::METRIC_BFR);
+  EXPECT_EQ(SelectionOf(sweep, m).value, 80.0);
+  EXPECT_EQ(SelectionOf(sweep, m).error, 20.0);
+  // Unset, a classifier's accuracy decides.
+  m.set_validation_accuracy(90.0);
+  sweep.clear_metric();
+  EXPECT_STREQ(SelectionOf(sweep, m).name, "validation_accuracy");
+  EXPECT_EQ(SelectionOf(sweep, m).error, 10.0);
+}
+
 TEST(SweepTest, ChoosesTheBestOrTheSparsestWithinAMargin) {
   v1::Sweep best;
   std::vector<TrialScore> scores = {{true, 1.00, 0.1, 0.0},

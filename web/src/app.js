@@ -827,10 +827,23 @@ async function renderJob(view, id) {
 
 const TRIALS_REFRESH_MS = 2000;
 
-function trialValidation(metrics) {
+// The validation error the sweep chooses by (spec.sweep.metric): an RMSE as it is, BFR and
+// accuracy as 100 - the value; unset, the accuracy of a classifier, else the RMSE.
+function trialValidation(metrics, sweep) {
   if (!metrics) return null;
-  if (Number.isFinite(metrics.validation_accuracy)) return 100 - metrics.validation_accuracy;
-  return Number.isFinite(metrics.validation_rmse) ? metrics.validation_rmse : null;
+  const byMetric = {
+    METRIC_RMSE: metrics.validation_rmse,
+    METRIC_ONE_STEP_RMSE: metrics.validation_one_step_rmse,
+    METRIC_BFR: 100 - metrics.validation_bfr,
+    METRIC_ACCURACY: 100 - metrics.validation_accuracy,
+  };
+  let error = byMetric[sweep?.metric];
+  if (error === undefined) {
+    error = Number.isFinite(metrics.validation_accuracy)
+      ? 100 - metrics.validation_accuracy
+      : metrics.validation_rmse;
+  }
+  return Number.isFinite(error) ? error : null;
 }
 
 // The path's value in a trial's label ("lambda=9.49 seed=1", or "lambda=[9.49]").
@@ -841,7 +854,7 @@ function pathValue(trial, field) {
   return Number.isFinite(value) ? value : null;
 }
 
-function trialRow(trial, chosen) {
+function trialRow(trial, chosen, sweep) {
   const m = trial.metrics || {};
   const ended = Boolean(trial.metrics);
   const isChosen = trial.index === chosen;
@@ -856,7 +869,7 @@ function trialRow(trial, chosen) {
     ),
     el('td', {}, el('span', { class: `state state-${trial.state}`, text: trial.state })),
     el('td', { text: String(trial.iterations ?? 0) }),
-    el('td', { text: fmtNumber(trialValidation(trial.metrics)) }),
+    el('td', { text: fmtNumber(trialValidation(trial.metrics, sweep)) }),
     el('td', { text: ended && Number.isFinite(m.sparsity_pct) ? m.sparsity_pct.toFixed(1) : '—' }),
     el('td', { text: ended && m.model_order ? String(m.model_order) : '—' }),
     el('td', { text: isChosen ? 'chosen' : '' }),
@@ -879,7 +892,7 @@ function pathCharts(container, job) {
   const grid = el('div', { class: 'chart-grid' });
   container.append(grid);
   return [
-    ['validation', 'Validation error along the path', (t) => trialValidation(t.metrics)],
+    ['validation', 'Validation error along the path', (t) => trialValidation(t.metrics, job.spec.sweep)],
     ['zeros', 'Zero weights % along the path', (t) => (t.metrics ? t.metrics.sparsity_pct ?? null : null)],
   ].map(([id, title, value]) => {
     const panel = chartPanel(`chart-path-${id}`, title);
@@ -927,7 +940,7 @@ function renderTrials(container, job) {
         el(
           'tbody',
           {},
-          job.trials.map((t) => trialRow(t, chosen)),
+          job.trials.map((t) => trialRow(t, chosen, job.spec.sweep)),
         ),
       ),
     ),

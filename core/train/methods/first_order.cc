@@ -8,8 +8,18 @@ namespace {
 
 absl::StatusOr<MethodResult> Run(FirstOrderOptions o, const TrainConfig& config,
                                  TrainSetup* setup, Eigen::VectorXd* w,
-                                 IterationCallback* callback) {
+                                 IterationCallback* callback,
+                                 const char* name) {
   o.seed = config.seed;
+  if (o.initial_state.size() > 0) {
+    // MinimizeFirstOrder would start from fresh moments on a state that does
+    // not fit (its UnpackState leaves them): refuse instead, before the run.
+    FirstOrderOptimizer probe(o);
+    probe.Initialize(setup->objective->num_params());
+    if (!probe.UnpackState(o.initial_state)) {
+      return ResumeStateError(name, o.initial_state.size());
+    }
+  }
   MethodResult result;
   result.summary = MinimizeFirstOrder(o, *setup->objective, w, callback);
   return result;
@@ -28,13 +38,13 @@ absl::StatusOr<MethodResult> RunMethod(const SgdOptions& options,
                                        const TrainConfig& config,
                                        TrainSetup* setup, Eigen::VectorXd* w,
                                        IterationCallback* callback, Model*) {
-  return Run(options, config, setup, w, callback);
+  return Run(options, config, setup, w, callback, "sgd");
 }
 absl::StatusOr<MethodResult> RunMethod(const AdamOptions& options,
                                        const TrainConfig& config,
                                        TrainSetup* setup, Eigen::VectorXd* w,
                                        IterationCallback* callback, Model*) {
-  return Run(options, config, setup, w, callback);
+  return Run(options, config, setup, w, callback, "adam");
 }
 
 // The moments and step count continue where the checkpoint left them.

@@ -278,6 +278,34 @@ TEST(ResumeTest, TheBestIterateBeforeTheCheckpointStaysTheModel) {
 }
 
 // A checkpoint that no run can have written is refused with DATA_LOSS.
+TEST(ResumeTest, RlsReproduces) {
+  TrainConfig c = MlpConfig(RlsOptions());
+  c.batch_size = 32;
+  ExpectResumeReproduces("rls, all layers", c, TableData(), 5);
+}
+
+// A checkpoint whose optimizer state does not fit the optimizer (here one
+// value short) is refused, not continued from fresh moments or P matrices.
+TEST(ResumeTest, RefusesAnOptimizerStateThatDoesNotFit) {
+  TrainConfig adam = MlpConfig(AdamOptions());
+  adam.batch_size = 32;
+  TrainConfig rls = MlpConfig(RlsOptions());
+  rls.batch_size = 32;
+  for (const TrainConfig& c : {adam, rls}) {
+    Checkpointer first(4);
+    ASSERT_TRUE(Train(c, TableData(), &first).ok());
+    ASSERT_GT(first.point.state.size(), 1);
+    ResumePoint p = first.point;
+    p.state.conservativeResize(p.state.size() - 1);
+    TrainConfig resumed = c;
+    ASSERT_TRUE(Resume(p, &resumed).ok());
+    auto r = Train(resumed, TableData(), nullptr);
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kDataLoss) << r.status();
+    EXPECT_NE(r.status().message().find("does not fit"), std::string::npos)
+        << r.status();
+  }
+}
+
 TEST(ResumeTest, RefusesImpossibleCheckpoints) {
   TrainConfig c = RnnConfig(NailmOptions());
   ResumePoint p;

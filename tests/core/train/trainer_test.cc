@@ -150,6 +150,8 @@ TEST(TrainerTest, NarxOnCascadedTanksReportsOneStepAndSimulation) {
     p->output_names = {"y"};
     p->traces.push_back({g.u, g.y});
   }
+  // The same record as validation data: its metrics must equal the test's.
+  data.validation_seq = data.test_seq;
   TrainConfig c;
   c.model.kind = NarxMlpKind{.lags = {2, 2, true}};
   c.model.hidden = {10};
@@ -162,6 +164,8 @@ TEST(TrainerTest, NarxOnCascadedTanksReportsOneStepAndSimulation) {
   EXPECT_LT(r->metrics.test_one_step_rmse, 0.15);
   EXPECT_LT(r->metrics.test_one_step_rmse, r->metrics.test_rmse);
   EXPECT_GT(r->metrics.test_bfr, 70.0);
+  EXPECT_EQ(r->metrics.validation_one_step_rmse, r->metrics.test_one_step_rmse);
+  EXPECT_EQ(r->metrics.validation_rmse, r->metrics.test_rmse);
 }
 
 TEST(TrainerTest, MlpRegressionAndClassification) {
