@@ -561,7 +561,7 @@ absl::StatusOr<ServiceRun> RunService(Client* client, pid_t server,
     if (e.kind() == v1::ProgressEvent::ITERATION) {
       r.optimizer = e.elapsed_seconds();
       r.iterations = e.iteration();
-    } else if (v1::IsFinal(e.state())) {
+    } else if (v1::IsFinalEvent(e)) {
       r.wall = Seconds(Clock::now() - t0);
       received = UnixNow();
       final_state = e.state();

@@ -369,7 +369,11 @@ Selection SelectionOf(const v1::Sweep& sweep, const v1::Metrics& m) {
   bool higher_is_better = false;
   switch (sweep.metric()) {
     case v1::Sweep::METRIC_ONE_STEP_RMSE:
-      s = {"validation_one_step_rmse", m.validation_one_step_rmse()};
+      // Absent (not 0) in the metrics of a sparrowd that predates it.
+      s = {"validation_one_step_rmse",
+           m.has_validation_one_step_rmse()
+               ? m.validation_one_step_rmse()
+               : std::numeric_limits<double>::quiet_NaN()};
       break;
     case v1::Sweep::METRIC_BFR:
       s = {"validation_bfr", m.validation_bfr()};

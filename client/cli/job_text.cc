@@ -49,6 +49,18 @@ std::string EventLine(const v1::ProgressEvent& e, int budget) {
     return absl::StrCat("[", e.seq(), "] ", StateName(e.state()),
                         e.reason().empty() ? "" : ": ", e.reason());
   }
+  if (e.kind() == v1::ProgressEvent::TRIAL_END) {
+    std::string line = absl::StrFormat("[%d] trial %d ended %s", e.seq(),
+                                       e.trial(), StateName(e.state()));
+    if (e.has_validation_metric()) {
+      absl::StrAppendFormat(&line, "  val %.5g", e.validation_metric());
+    }
+    if (e.has_sparsity_pct()) {
+      absl::StrAppendFormat(&line, "  zeros %.1f%%", e.sparsity_pct());
+    }
+    if (!e.reason().empty()) absl::StrAppend(&line, ": ", e.reason());
+    return line;
+  }
   // A sweep job's copy of a trial's event says whose it is.
   std::string line =
       e.has_trial() ? absl::StrFormat("trial %d  ", e.trial()) : "";

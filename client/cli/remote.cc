@@ -332,13 +332,15 @@ int RemoteCommands::Watch(const std::string& job_id, int64_t after,
       std::cout << ToJsonObject(e).dump() << "\n" << std::flush;
       return true;
     }
-    if (e.kind() == v1::ProgressEvent::STATE) {
+    // State changes and a sweep's trial ends get a line of their own.
+    if (e.kind() == v1::ProgressEvent::STATE ||
+        e.kind() == v1::ProgressEvent::TRIAL_END) {
       if (line_open) std::cout << "\n";
       line_open = false;
-      if (have_unprinted && v1::IsFinal(e.state())) {
+      if (have_unprinted && v1::IsFinalEvent(e)) {
         std::cout << EventLine(unprinted, budget) << "\n";
       }
-      have_unprinted = false;
+      if (e.kind() == v1::ProgressEvent::STATE) have_unprinted = false;
       std::cout << EventLine(e, budget) << "\n" << std::flush;
       return true;
     }

@@ -13,8 +13,23 @@ namespace {
 
 using google::protobuf::util::TimeUtil;
 
+// The SSE event name: "iteration", "state" or "trial_end".
 const char* KindName(const v1::ProgressEvent& e) {
-  return e.kind() == v1::ProgressEvent::STATE ? "state" : "iteration";
+  switch (e.kind()) {
+    case v1::ProgressEvent::STATE:
+      return "state";
+    case v1::ProgressEvent::TRIAL_END:
+      return "trial_end";
+    default:
+      return "iteration";
+  }
+}
+
+// The JSON and CSV kind: "ITERATION", "STATE" or "TRIAL_END".
+const char* KindText(const v1::ProgressEvent& e) {
+  return e.kind() == v1::ProgressEvent::STATE       ? "STATE"
+         : e.kind() == v1::ProgressEvent::TRIAL_END ? "TRIAL_END"
+                                                    : "ITERATION";
 }
 
 void AppendCsvNumber(double v, std::string* out) {
@@ -79,14 +94,23 @@ std::string FormatTime(int64_t unix_nanos) {
 
 std::string EventJson(const v1::ProgressEvent& e) {
   std::string out = absl::StrCat(
-      "{\"seq\":", e.seq(), ",\"kind\":\"",
-      e.kind() == v1::ProgressEvent::STATE ? "STATE" : "ITERATION",
-      "\",\"time\":\"", FormatTime(TimeUtil::TimestampToNanoseconds(e.time())),
-      "\"");
+      "{\"seq\":", e.seq(), ",\"kind\":\"", KindText(e), "\",\"time\":\"",
+      FormatTime(TimeUtil::TimestampToNanoseconds(e.time())), "\"");
   if (e.kind() == v1::ProgressEvent::STATE) {
     absl::StrAppend(&out, ",\"state\":\"", v1::Job::State_Name(e.state()),
                     "\",\"reason\":");
     AppendJsonString(e.reason(), &out);
+  } else if (e.kind() == v1::ProgressEvent::TRIAL_END) {
+    absl::StrAppend(&out, ",\"trial\":", e.trial(), ",\"state\":\"",
+                    v1::Job::State_Name(e.state()), "\",\"reason\":");
+    AppendJsonString(e.reason(), &out);
+    absl::StrAppend(&out, ",\"iteration\":", e.iteration(),
+                    ",\"validation_metric\":");
+    const double nan = std::nan("");
+    AppendJsonNumber(e.has_validation_metric() ? e.validation_metric() : nan,
+                     &out);
+    out.append(",\"sparsity_pct\":");
+    AppendJsonNumber(e.has_sparsity_pct() ? e.sparsity_pct() : nan, &out);
   } else {
     absl::StrAppend(&out, ",\"iteration\":", e.iteration(),
                     ",\"elapsed_seconds\":");
@@ -113,10 +137,21 @@ void AppendSseFrame(const v1::ProgressEvent& e, std::string* out) {
 }
 
 void AppendCsvRow(const v1::ProgressEvent& e, std::string* out) {
-  const bool state = e.kind() == v1::ProgressEvent::STATE;
-  absl::StrAppend(out, e.seq(), ",", state ? "STATE" : "ITERATION", ",",
+  absl::StrAppend(out, e.seq(), ",", KindText(e), ",",
                   FormatTime(TimeUtil::TimestampToNanoseconds(e.time())), ",");
-  if (!state) {
+  if (e.kind() == v1::ProgressEvent::TRIAL_END) {
+    // The trial's iterations, validation figure and zeros in their columns;
+    // the reason names the trial.
+    absl::StrAppend(out, e.iteration(), ",,,");
+    if (e.has_validation_metric()) AppendCsvNumber(e.validation_metric(), out);
+    out->push_back(',');
+    if (e.has_sparsity_pct()) AppendCsvNumber(e.sparsity_pct(), out);
+    absl::StrAppend(out, ",,", v1::Job::State_Name(e.state()), ",");
+    AppendCsvText(absl::StrCat("trial ", e.trial(), ": ", e.reason()), out);
+    out->push_back('\n');
+    return;
+  }
+  if (e.kind() != v1::ProgressEvent::STATE) {
     absl::StrAppend(out, e.iteration(), ",");
     AppendCsvNumber(e.elapsed_seconds(), out);
     out->push_back(',');

@@ -414,7 +414,9 @@ void HttpServer::ServeEventsCsv(const httplib::Request& req,
         if (!events.ok()) return false;
         for (const v1::ProgressEvent& e : *events) {
           // A sweep's copies of its trials' events: each trial has its own.
-          if (!e.has_trial()) AppendCsvRow(e, &text);
+          if (!e.has_trial() || e.kind() == v1::ProgressEvent::TRIAL_END) {
+            AppendCsvRow(e, &text);
+          }
         }
         if (!events->empty()) *last = events->back().seq();
         if (!text.empty() && !sink.write(text.data(), text.size()))

@@ -298,6 +298,10 @@ class JobManager {
   // trials and ends it.
   absl::StatusOr<v1::Job> CancelSweep(const std::string& tenant,
                                       const v1::Job& job);
+  // Appends a TRIAL_END event to the sweep's log for each ended trial that
+  // has none yet (parent.trial_ends), in trial order.
+  absl::Status AnnounceTrialEnds(
+      const v1::Job& parent, const std::vector<std::optional<v1::Job>>& jobs);
   // Copies a trial's stored iteration events into its sweep job's log,
   // tagged with the trial (ProgressEvent.trial).
   void MirrorEvents(const v1::Job& trial,

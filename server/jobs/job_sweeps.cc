@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/algorithm/container.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -207,6 +208,7 @@ absl::Status JobManager::AdvanceSweep(const std::string& id) {
     return fail(jobs.status().message());
   }
   SPARROW_RETURN_IF_ERROR(jobs.status());
+  SPARROW_RETURN_IF_ERROR(AnnounceTrialEnds(parent, *jobs));
   int created = 0, ended = 0;
   for (const auto& job : *jobs) {
     created += job.has_value();
@@ -516,6 +518,37 @@ absl::Status JobManager::DescribeSweep(const std::string& tenant,
     const int chosen = translate::ChooseTrial(job->spec().sweep(), scores);
     if (chosen >= 0) job->set_chosen_trial(chosen);
   }
+  return absl::OkStatus();
+}
+
+absl::Status JobManager::AnnounceTrialEnds(
+    const v1::Job& parent, const std::vector<std::optional<v1::Job>>& jobs) {
+  const auto& announced = parent.trial_ends();
+  std::vector<v1::ProgressEvent> events;
+  for (const auto& job : jobs) {
+    if (!job.has_value() || !v1::IsFinal(job->state()) ||
+        absl::c_linear_search(announced, job->trial_index())) {
+      continue;
+    }
+    v1::ProgressEvent& e = events.emplace_back();
+    e.set_kind(v1::ProgressEvent::TRIAL_END);
+    e.set_trial(job->trial_index());
+    e.set_state(job->state());
+    e.set_reason(job->reason());
+    e.set_iteration(job->iterations());
+    if (job->has_metrics()) {
+      const double v =
+          translate::SelectionOf(parent.spec().sweep(), job->metrics()).value;
+      if (std::isfinite(v)) e.set_validation_metric(v);
+      e.set_sparsity_pct(job->metrics().sparsity_pct());
+    }
+  }
+  if (events.empty()) return absl::OkStatus();
+  SPARROW_ASSIGN_OR_RETURN(
+      std::vector<v1::ProgressEvent> stored,
+      store_->AppendEvents(parent.id(), std::move(events), kNoFence));
+  // Empty: another replica (or a retried commit) announced them already.
+  if (!stored.empty()) hub_->Publish(parent.id(), stored.back().seq());
   return absl::OkStatus();
 }
 

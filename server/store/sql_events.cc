@@ -5,14 +5,47 @@
 #include <utility>
 #include <vector>
 
+#include "absl/algorithm/container.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "core/util/status_macros.h"
 #include "server/store/internal/sql_store.h"
+#include "sparrow/v1/job_state.h"
 
 namespace sparrow::server::sql {
 
 // ---- progress events ----
+
+namespace {
+
+// The events of `events` to store on `job` (its stored record, locked): a
+// TRIAL_END of a trial the job has announced, or on a job that has ended, is
+// left out (a second replica's, or a retry's after a commit that went
+// through), so that each trial's end is in the log once and before the
+// job's final state. TRIAL_END belongs to sweep jobs only.
+absl::StatusOr<std::vector<v1::ProgressEvent>> ToStore(
+    const v1::Job& job, const std::vector<v1::ProgressEvent>& events) {
+  std::vector<v1::ProgressEvent> out;
+  out.reserve(events.size());
+  for (const v1::ProgressEvent& e : events) {
+    if (e.kind() != v1::ProgressEvent::TRIAL_END) {
+      out.push_back(e);
+      continue;
+    }
+    if (!job.spec().has_sweep()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "job ", job.id(), ": TRIAL_END events belong to sweep jobs"));
+    }
+    if (v1::IsFinal(job.state()) ||
+        absl::c_linear_search(job.trial_ends(), e.trial())) {
+      continue;
+    }
+    out.push_back(e);
+  }
+  return out;
+}
+
+}  // namespace
 
 absl::StatusOr<std::vector<v1::ProgressEvent>> SqlStore::AppendEvents(
     const std::string& job_id, std::vector<v1::ProgressEvent> events,
@@ -23,16 +56,32 @@ absl::StatusOr<std::vector<v1::ProgressEvent>> SqlStore::AppendEvents(
           "job ", job_id,
           ": STATE events are appended by TransitionJob, not AppendEvents"));
     }
+    if (event.kind() == v1::ProgressEvent::TRIAL_END && !event.has_trial()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "job ", job_id, ": a TRIAL_END event must name its trial"));
+    }
   }
+  const bool trial_ends = absl::c_any_of(events, [](const auto& e) {
+    return e.kind() == v1::ProgressEvent::TRIAL_END;
+  });
   return Retrying([&]() -> absl::StatusOr<std::vector<v1::ProgressEvent>> {
     Session session(&pool_);
     Transaction txn(&conn());
     SPARROW_RETURN_IF_ERROR(txn.Begin(Transaction::kWrite));
     SPARROW_ASSIGN_OR_RETURN(JobRecord record, LoadFenced(job_id, fence));
-    if (events.empty()) return events;
-    SPARROW_RETURN_IF_ERROR(StoreEvents(&record.job, absl::MakeSpan(events)));
+    // Iteration events, the frequent case, are stored as they are; only a
+    // batch with a TRIAL_END is filtered (into a copy: a retry starts again
+    // from `events`).
+    std::vector<v1::ProgressEvent> filtered;
+    std::vector<v1::ProgressEvent>* batch = &events;
+    if (trial_ends) {
+      SPARROW_ASSIGN_OR_RETURN(filtered, ToStore(record.job, events));
+      batch = &filtered;
+    }
+    if (batch->empty()) return std::vector<v1::ProgressEvent>();
+    SPARROW_RETURN_IF_ERROR(StoreEvents(&record.job, absl::MakeSpan(*batch)));
     SPARROW_RETURN_IF_ERROR(txn.Commit());
-    return std::move(events);  // stored: no retry follows
+    return std::move(*batch);  // stored: no retry follows
   });
 }
 
@@ -45,7 +94,11 @@ absl::Status SqlStore::StoreEvents(v1::Job* stored,
   for (v1::ProgressEvent& event : events) {
     event.set_job_id(job_id);
     event.set_seq(job.last_seq() + 1);
-    event.set_kind(v1::ProgressEvent::ITERATION);
+    if (event.kind() != v1::ProgressEvent::TRIAL_END) {
+      event.set_kind(v1::ProgressEvent::ITERATION);
+    } else {
+      job.add_trial_ends(event.trial());
+    }
     if (!event.has_time()) *event.mutable_time() = now;
     SPARROW_RETURN_IF_ERROR(InsertEvent(insert, event));
     job.set_last_seq(event.seq());

@@ -145,7 +145,10 @@ class Store {
   // + 1, ...; updates the job's last_seq, iterations and loss from the last
   // event, and folds the events into the job's series blocks of every level
   // (series_blocks.h). Returns the events with seq, job_id and time set.
-  // `fence` as in JobTransition.
+  // `fence` as in JobTransition. A sweep job's copies of its trials' events
+  // (`trial` set) leave its iterations, loss and series alone; a TRIAL_END
+  // event (which must have `trial`) keeps its kind and adds its trial to the
+  // job's trial_ends in the same transaction.
   virtual absl::StatusOr<std::vector<v1::ProgressEvent>> AppendEvents(
       const std::string& job_id, std::vector<v1::ProgressEvent> events,
       int32_t fence) = 0;

@@ -631,6 +631,8 @@ check "sweep: the watch exits 0 when the sweep succeeds ($exit_status: $(cat "$t
 check "sweep: the watch saw every seq once, trial events tagged" \
   [ -n "$(check_events "$tmp/sweep_watch.json" 1 SUCCEEDED)" -a \
     "$("$py" -c 'import json,sys; e=[json.loads(l) for l in open(sys.argv[1])]; it=[x for x in e if x["kind"]=="ITERATION"]; print(bool(it) and all(x.get("trial") in (0,1,2,3) for x in it))' "$tmp/sweep_watch.json")" == True ]
+check "sweep: one TRIAL_END per trial across the SIGKILL" \
+  [ "$("$py" -c 'import json,sys; e=[json.loads(l) for l in open(sys.argv[1])]; print(sorted(x.get("trial", 0) for x in e if x["kind"]=="TRIAL_END"))' "$tmp/sweep_watch.json")" == "[0, 1, 2, 3]" ]
 expect_json 0 state trials chosen_trial -- sp status "$sweep" --json
 cp "$tmp/out" "$tmp/sweep_status.json"
 for t in 0 1 2 3; do

@@ -89,8 +89,7 @@ absl::StatusOr<core::TrainResult> Resume(int spec_index,
 
 // An Adam checkpoint whose update count does not fit a long long (UBSan:
 // float-cast-overflow in FirstOrderOptimizer::UnpackState). The state is
-// refused, and the job fails saying so, rather than continue from fresh
-// moments as if it had resumed.
+// refused: the job fails saying so (DATA_LOSS).
 TEST(FuzzRegressionTest, AdamCheckpointWithHugeUpdateCountIsRefused) {
   auto reference = Resume(0, v1::JobCheckpoint());
   ASSERT_TRUE(reference.ok()) << reference.status();

@@ -303,7 +303,7 @@ class Watcher {
         events_.push_back(e);
         if (e.kind() == v1::ProgressEvent::ITERATION) {
           max_iteration_ = std::max(max_iteration_, e.iteration());
-        } else if (v1::IsFinal(e.state())) {
+        } else if (v1::IsFinalEvent(e)) {
           final_seen_ = true;
         }
         cv_.notify_all();

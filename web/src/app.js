@@ -733,6 +733,11 @@ async function renderJob(view, id) {
     scheduleRedraw();
   }
 
+  // A sweep's trial has ended: its row in the trials' table changes.
+  function onTrialEnd(message) {
+    if (isNew(JSON.parse(message.data))) refreshTrials();
+  }
+
   function onState(message) {
     const change = JSON.parse(message.data);
     if (!isNew(change)) return;
@@ -765,6 +770,7 @@ async function renderJob(view, id) {
     source = new EventSource(`${base}/events?after_seq=${lastSeq}`);
     source.addEventListener('iteration', onIteration);
     source.addEventListener('state', onState);
+    source.addEventListener('trial_end', onTrialEnd);
     source.addEventListener('error', onStreamError);
   }
 

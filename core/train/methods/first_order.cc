@@ -12,8 +12,9 @@ absl::StatusOr<MethodResult> Run(FirstOrderOptions o, const TrainConfig& config,
                                  const char* name) {
   o.seed = config.seed;
   if (o.initial_state.size() > 0) {
-    // MinimizeFirstOrder would start from fresh moments on a state that does
-    // not fit (its UnpackState leaves them): refuse instead, before the run.
+    // UnpackState keeps the fresh moments when the state does not fit; a
+    // run from them would not continue the checkpoint, so a misfit is an
+    // error.
     FirstOrderOptimizer probe(o);
     probe.Initialize(setup->objective->num_params());
     if (!probe.UnpackState(o.initial_state)) {

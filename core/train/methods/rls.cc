@@ -51,8 +51,8 @@ absl::StatusOr<MethodResult> RunMethod(const RlsOptions& options,
   SPARROW_RETURN_IF_ERROR(
       OptionsStatus(CheckRlsBlocks(objective->matrix_blocks(), o), "rls"));
   if (o.initial_state.size() > 0) {
-    // MinimizeRls would start from fresh P matrices on a state that does
-    // not fit (its UnpackState leaves them): refuse instead, before the run.
+    // UnpackState keeps fresh P matrices when the state does not fit; a run
+    // from them would not continue the checkpoint, so a misfit is an error.
     RlsOptimizer probe(o, objective->matrix_blocks(), objective->num_params());
     if (!probe.UnpackState(o.initial_state)) {
       return ResumeStateError("rls", o.initial_state.size());

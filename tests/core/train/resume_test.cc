@@ -277,7 +277,6 @@ TEST(ResumeTest, TheBestIterateBeforeTheCheckpointStaysTheModel) {
   EXPECT_FALSE(Train(c, data, nullptr).ok());
 }
 
-// A checkpoint that no run can have written is refused with DATA_LOSS.
 TEST(ResumeTest, RlsReproduces) {
   TrainConfig c = MlpConfig(RlsOptions());
   c.batch_size = 32;
@@ -289,9 +288,13 @@ TEST(ResumeTest, RlsReproduces) {
 TEST(ResumeTest, RefusesAnOptimizerStateThatDoesNotFit) {
   TrainConfig adam = MlpConfig(AdamOptions());
   adam.batch_size = 32;
+  SgdOptions momentum;
+  momentum.momentum = 0.9;
+  TrainConfig sgd = MlpConfig(momentum);
+  sgd.batch_size = 32;
   TrainConfig rls = MlpConfig(RlsOptions());
   rls.batch_size = 32;
-  for (const TrainConfig& c : {adam, rls}) {
+  for (const TrainConfig& c : {adam, sgd, rls}) {
     Checkpointer first(4);
     ASSERT_TRUE(Train(c, TableData(), &first).ok());
     ASSERT_GT(first.point.state.size(), 1);
@@ -306,6 +309,7 @@ TEST(ResumeTest, RefusesAnOptimizerStateThatDoesNotFit) {
   }
 }
 
+// A checkpoint that no run can have written is refused with DATA_LOSS.
 TEST(ResumeTest, RefusesImpossibleCheckpoints) {
   TrainConfig c = RnnConfig(NailmOptions());
   ResumePoint p;

@@ -80,6 +80,35 @@ TEST(EventTextTest, AStateEventsReasonStaysOnOneLine) {
             "\"line 1\nline 2, \"\"quoted\"\"\"\n");
 }
 
+TEST(EventTextTest, ATrialEndSaysWhichTrialEndedHowAndItsFigures) {
+  v1::ProgressEvent e;
+  e.set_seq(9);
+  e.set_kind(v1::ProgressEvent::TRIAL_END);
+  e.set_trial(2);
+  e.set_state(v1::Job::SUCCEEDED);
+  e.set_reason("converged");
+  e.set_iteration(40);
+  e.set_validation_metric(3.5);
+  std::string frame;
+  AppendSseFrame(e, &frame);
+  ASSERT_EQ(frame.rfind("id: 9\nevent: trial_end\ndata: {", 0), 0u) << frame;
+  const std::string data = frame.substr(frame.find("data: ") + 6);
+  nlohmann::json j = nlohmann::json::parse(data);
+  EXPECT_EQ(j["kind"], "TRIAL_END");
+  EXPECT_EQ(j["trial"], 2);
+  EXPECT_EQ(j["state"], "SUCCEEDED");
+  EXPECT_EQ(j["reason"], "converged");
+  EXPECT_EQ(j["iteration"], 40);
+  EXPECT_EQ(j["validation_metric"], 3.5);
+  EXPECT_TRUE(j["sparsity_pct"].is_null());
+
+  std::string row;
+  AppendCsvRow(e, &row);
+  EXPECT_EQ(row,
+            "9,TRIAL_END,1970-01-01T00:00:00.000Z,40,,,3.5,,,SUCCEEDED,"
+            "trial 2: converged\n");
+}
+
 TEST(EventTextTest, CsvRowsHaveTheHeadersColumns) {
   std::string row;
   AppendCsvRow(Iteration(), &row);

@@ -205,6 +205,17 @@ TEST_F(JobManagerReplicasTest, ASweepRunsOnBothReplicasAndOutlivesItsReplica) {
     }
   }
   EXPECT_EQ(ran_on.size(), 2u) << "the trials ran on one replica only";
+  // Each trial's end is in the sweep's log once, before the sweep's end,
+  // whichever replica saw it.
+  auto events = survivor.store->ListEvents(id, 0, 100000);
+  ASSERT_TRUE(events.ok()) << events.status();
+  std::multiset<int> ended;
+  for (const v1::ProgressEvent& e : *events) {
+    if (e.kind() == v1::ProgressEvent::TRIAL_END) ended.insert(e.trial());
+  }
+  EXPECT_EQ(ended, (std::multiset<int>{0, 1, 2, 3}));
+  ASSERT_FALSE(events->empty());
+  EXPECT_TRUE(v1::IsFinalEvent(events->back()));
 }
 
 }  // namespace

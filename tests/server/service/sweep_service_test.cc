@@ -51,6 +51,15 @@ std::map<int, int> MirroredIterations(
   return n;
 }
 
+// The sweep's TRIAL_END events: trial index -> count.
+std::map<int, int> TrialEnds(const std::vector<v1::ProgressEvent>& events) {
+  std::map<int, int> n;
+  for (const auto& e : events) {
+    if (e.kind() == v1::ProgressEvent::TRIAL_END) ++n[e.trial()];
+  }
+  return n;
+}
+
 class SweepServiceTest : public ServiceFixture {
  protected:
   void Configure(ServerOptions* options) override {
@@ -137,6 +146,42 @@ TEST_F(SweepServiceTest, SeedsRunAsTrialJobsAndTheBestOnValidationIsChosen) {
         << "no events of trial " << trial.trial_index();
     EXPECT_EQ(copies->second, CountIterations(own));
   }
+  // One TRIAL_END per trial, with its state and validation error, all
+  // before the sweep's own final state.
+  EXPECT_EQ(TrialEnds(events), (std::map<int, int>{{0, 1}, {1, 1}, {2, 1}}));
+  ASSERT_TRUE(v1::IsFinalEvent(events.back()));
+  for (const v1::ProgressEvent& e : events) {
+    if (e.kind() != v1::ProgressEvent::TRIAL_END) continue;
+    const v1::Job& trial = trials[e.trial()];
+    EXPECT_EQ(e.state(), v1::Job::SUCCEEDED);
+    EXPECT_EQ(e.reason(), trial.reason());
+    EXPECT_EQ(e.validation_metric(), trial.metrics().validation_rmse());
+  }
+  EXPECT_EQ(GetJob(sweep.id()).trial_ends_size(), 3);
+}
+
+// sweep.metric on sparrowd: the choice reads the named figure of each trial.
+TEST_F(SweepServiceTest, TheSweepsMetricDecidesTheChoice) {
+  v1::JobSpec spec = SweepSpec(dataset_, 30);
+  spec.mutable_sweep()->set_seeds(3);
+  spec.mutable_sweep()->set_metric(v1::Sweep::METRIC_ONE_STEP_RMSE);
+  const v1::Job sweep = Finished(SubmitOrDie(spec).id());
+  ASSERT_EQ(sweep.state(), v1::Job::SUCCEEDED) << sweep.reason();
+  int best = -1;
+  double best_rmse = std::numeric_limits<double>::infinity();
+  for (const v1::SweepTrial& t : sweep.trials()) {
+    const double rmse = t.metrics().validation_one_step_rmse();
+    ASSERT_TRUE(std::isfinite(rmse)) << t.index();
+    EXPECT_NE(rmse, t.metrics().validation_rmse());
+    if (rmse < best_rmse) {
+      best_rmse = rmse;
+      best = t.index();
+    }
+  }
+  ASSERT_TRUE(sweep.has_chosen_trial());
+  EXPECT_EQ(sweep.chosen_trial(), best);
+  EXPECT_NE(sweep.reason().find("validation_one_step_rmse"), std::string::npos)
+      << sweep.reason();
 }
 
 TEST_F(SweepServiceTest, WarmPathPointsStartFromThePointBefore) {
@@ -264,6 +309,10 @@ TEST_F(SweepCancelTest, ARestartMidSweepResumesItsTrialsEachEndingOnce) {
   for (const v1::SweepTrial& t : sweep.trials()) {
     EXPECT_EQ(FinalTransitions(GetJob(t.job_id())), 1);
   }
+  // Each trial's end is announced once in the sweep's log, restart or not.
+  std::vector<v1::ProgressEvent> events;
+  ASSERT_TRUE(Watch(sweep.id(), 0, &events).ok());
+  EXPECT_EQ(TrialEnds(events), (std::map<int, int>{{0, 1}, {1, 1}}));
   // The sweep and its two trials, no more.
   EXPECT_EQ(AllJobIds(v1::Job::STATE_UNSPECIFIED).size(), 3u);
 }

@@ -547,6 +547,55 @@ TEST_P(StoreTest, EventErrors) {
   EXPECT_THAT(Seqs("job-1"), ElementsAre(1));
 }
 
+// A sweep job's TRIAL_END events keep their kind and are stored once per
+// trial, never after the job's final state; other jobs cannot have them.
+TEST_P(StoreTest, TrialEndsAreStoredOncePerTrialAndBeforeTheEnd) {
+  v1::Job sweep;
+  sweep.set_id("job-s");
+  sweep.mutable_spec()->mutable_data()->set_dataset_id("ds");
+  sweep.mutable_spec()->mutable_sweep()->set_seeds(2);
+  bool existed = true;
+  ASSERT_TRUE(store_->CreateJob("acme", sweep, &existed).ok());
+  CreateJob("acme", "job-1");
+  auto end = [](int trial) {
+    v1::ProgressEvent e;
+    e.set_kind(v1::ProgressEvent::TRIAL_END);
+    e.set_trial(trial);
+    e.set_state(v1::Job::SUCCEEDED);
+    return e;
+  };
+  auto first = store_->AppendEvents("job-s", {end(0)}, kNoFence);
+  ASSERT_TRUE(first.ok()) << first.status();
+  ASSERT_EQ(first->size(), 1u);
+  // A second copy of trial 0's end (another replica's) is left out.
+  auto again = store_->AppendEvents("job-s", {end(0), end(1)}, kNoFence);
+  ASSERT_TRUE(again.ok()) << again.status();
+  ASSERT_EQ(again->size(), 1u);
+  EXPECT_EQ((*again)[0].trial(), 1);
+  auto events = store_->ListEvents("job-s", 0, 10);
+  ASSERT_TRUE(events.ok()) << events.status();
+  ASSERT_EQ(events->size(), 3u);  // QUEUED, then the two ends
+  EXPECT_EQ((*events)[1].kind(), v1::ProgressEvent::TRIAL_END);
+  EXPECT_EQ((*events)[2].trial(), 1);
+  auto stored = store_->GetJob("job-s");
+  ASSERT_TRUE(stored.ok()) << stored.status();
+  EXPECT_THAT(stored->job.trial_ends(), ElementsAre(0, 1));
+  // After the job's end, none.
+  Transition("job-s", v1::Job::RUNNING);
+  Transition("job-s", v1::Job::SUCCEEDED);
+  auto late = store_->AppendEvents("job-s", {end(2)}, kNoFence);
+  ASSERT_TRUE(late.ok()) << late.status();
+  EXPECT_THAT(*late, IsEmpty());
+  EXPECT_EQ(Seqs("job-s").size(), 5u);
+  // Without a trial, or on a job that is no sweep: refused.
+  v1::ProgressEvent unnamed = end(0);
+  unnamed.clear_trial();
+  EXPECT_EQ(store_->AppendEvents("job-s", {unnamed}, kNoFence).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(store_->AppendEvents("job-1", {end(0)}, kNoFence).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
 // ---- checkpoints
 // ----------------------------------------------------------------
 
