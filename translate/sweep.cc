@@ -9,9 +9,11 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "core/train/setup.h"
 #include "core/util/status_macros.h"
 #include "google/protobuf/util/json_util.h"
 #include "nlohmann/json.hpp"
+#include "translate/config.h"
 #include "translate/json.h"
 
 namespace sparrow::translate {
@@ -193,11 +195,10 @@ bool HasValidation(const v1::JobSpec& spec) {
          spec.split().validation_fraction() > 0 || spec.has_validation_data();
 }
 
+// An invalid loss is refused with the trials' own checks.
 bool IsClassifier(const v1::JobSpec& spec) {
-  const v1::LossKind loss = spec.loss().kind();
-  return loss == v1::LOSS_BINARY_CROSS_ENTROPY ||
-         loss == v1::LOSS_SOFTMAX_CROSS_ENTROPY ||
-         spec.loss().one_hot_targets();
+  const absl::StatusOr<core::Loss> loss = ToLoss(spec.loss());
+  return loss.ok() && core::IsClassification(*loss);
 }
 
 // sweep.metric is one the trials will have: measured on a validation split,

@@ -352,12 +352,7 @@ absl::Status Reports(const LocalRun& run,
                        ") failed: ", results[i].status().message()));
       continue;
     }
-    RunReport r = MakeReport(run.trials[i].seed, *results[i]);
-    // The validation error the sweep chooses by (sweep.metric).
-    r.validation =
-        translate::SelectionOf(run.spec.sweep(),
-                               translate::ToProto(results[i]->metrics))
-            .error;
+    RunReport r = MakeReport(run.trials[i].seed, *results[i], run.spec.sweep());
     r.trial = static_cast<int>(i);
     r.settings = run.trials[i].settings;
     reports->push_back(std::move(r));

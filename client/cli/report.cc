@@ -8,6 +8,8 @@
 
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "translate/metrics.h"
+#include "translate/sweep.h"
 
 namespace sparrow::cli {
 namespace {
@@ -141,7 +143,8 @@ std::vector<std::pair<std::string, std::vector<double>>> Columns(
 
 }  // namespace
 
-RunReport MakeReport(uint64_t seed, const core::TrainResult& result) {
+RunReport MakeReport(uint64_t seed, const core::TrainResult& result,
+                     const v1::Sweep& sweep) {
   RunReport r;
   r.seed = seed;
   const core::Metrics& m = result.metrics;
@@ -184,11 +187,9 @@ RunReport MakeReport(uint64_t seed, const core::TrainResult& result) {
   }
   r.per_epoch = PerEpoch(result.summary.history);
   r.loss_history = LossHistory(result.summary.history);
-  // The returned model's own validation error, as the trainer measures it
-  // (a staged run's earlier stages may have reported lower ones).
-  r.validation = std::isfinite(m.validation_accuracy)
-                     ? 100.0 - m.validation_accuracy
-                     : m.validation_rmse;
+  // The returned model's own validation error (a staged run's earlier
+  // stages may have reported lower ones).
+  r.validation = translate::SelectionOf(sweep, translate::ToProto(m)).error;
   return r;
 }
 

@@ -11,6 +11,7 @@
 
 #include "core/train/trainer.h"
 #include "nlohmann/json.hpp"
+#include "sparrow/v1/spec.pb.h"
 
 namespace sparrow::cli {
 
@@ -27,8 +28,8 @@ struct RunReport {
   double seconds = 0.0;
   double ms_per_epoch = 0.0;
   double final_loss = 0.0;
-  // The model's validation error (RMSE, or 100 - accuracy), NaN without a
-  // validation split.
+  // The model's validation error as the sweep chooses by it
+  // (translate::SelectionOf), NaN without a validation split.
   double validation = 0.0;
   std::string termination;
   std::string message;
@@ -56,7 +57,9 @@ struct RunReport {
 // otherwise print 600,000 numbers).
 constexpr size_t kMaxHistory = 1000;
 
-RunReport MakeReport(uint64_t seed, const core::TrainResult& result);
+// `sweep`: the spec's (empty for none), whose metric `validation` reads.
+RunReport MakeReport(uint64_t seed, const core::TrainResult& result,
+                     const v1::Sweep& sweep);
 // A single run's object, or {runs, summary, best_seed, chosen} for several
 // (`best` is the chosen run; a sweep's runs carry their settings, and the
 // summary over them is left out when they differ in more than the seed).
