@@ -3,6 +3,7 @@
 #include <cmath>
 #include <limits>
 
+#include "core/optim/admm/state.h"
 #include "core/optim/internal/run_monitor.h"
 #include "core/util/option_error.h"
 
@@ -54,13 +55,16 @@ class AdmmState {
   bool Unpack(const Eigen::VectorXd& state, Eigen::VectorXd* theta_s,
               Eigen::VectorXd* u, GaussNewton* solver, Eigen::VectorXd* best,
               double* best_loss) const {
-    if (state.size() != packed_.size() || !(state(2 * s_) > 0)) return false;
+    if (!Fits(state)) return false;
     *theta_s = state.head(s_);
     *u = state.segment(s_, s_);
     solver->set_lambda(state(2 * s_));
     *best_loss = state(2 * s_ + 1);
     if (n_ > 0) *best = state.tail(n_);
     return true;
+  }
+  bool Fits(const Eigen::VectorXd& state) const {
+    return state.size() == packed_.size() && state(2 * s_) > 0;
   }
   const Eigen::VectorXd& Pack(const Eigen::VectorXd& theta_s,
                               const Eigen::VectorXd& u, double lambda,
@@ -160,6 +164,11 @@ Summary MinimizeAdmm(const AdmmOptions& options,
   }
   monitor.Finish(termination);
   return summary;
+}
+
+bool AdmmStateFits(const AdmmOptions& options, int split_size, int num_params) {
+  return options.initial_state.size() == 0 ||
+         AdmmState(options, split_size, num_params).Fits(options.initial_state);
 }
 
 }  // namespace sparrow::core

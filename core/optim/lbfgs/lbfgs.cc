@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "core/optim/internal/run_monitor.h"
+#include "core/optim/lbfgs/state.h"
 
 namespace sparrow::core {
 namespace {
@@ -285,6 +286,11 @@ absl::Status LbfgsOptions::Validate() const {
 Summary MinimizeLbfgs(const LbfgsOptions& options, Objective& objective,
                       Eigen::VectorXd* w, IterationCallback* callback) {
   return LbfgsRun(options, objective, callback).Run(w);
+}
+
+bool LbfgsStateFits(const Eigen::VectorXd& state, Eigen::Index num_params,
+                    int memory) {
+  return state.size() == 0 || PairCount(state, num_params, memory) > 0;
 }
 
 }  // namespace sparrow::core

@@ -11,6 +11,7 @@
 #include "absl/strings/str_format.h"
 #include "core/optim/first_order/first_order.h"
 #include "core/optim/internal/run_monitor.h"
+#include "core/optim/sbdl/state.h"
 #include "core/util/option_error.h"
 
 namespace sparrow::core {
@@ -302,6 +303,9 @@ class SbdlRun {
 
   // Leaves the kept iterate in *w and its hyperparameters in *result.
   Summary Run(SbdlResult* result);
+  // False when options.resume held a state that does not fit this run (which
+  // then starts afresh).
+  bool resume_fits() const { return resume_fits_; }
 
  private:
   double Lambda(int layer) const {
@@ -351,6 +355,7 @@ class SbdlRun {
   bool have_best_metric_ = false;
   int stalled_ = 0;  // outer iterations without a change of support or metric
   int before_ = 0;   // outer iterations of the run this one resumes
+  bool resume_fits_ = true;
   Eigen::VectorXd packed_;  // the reported state (Pack)
 };
 
@@ -386,7 +391,7 @@ SbdlRun::SbdlRun(const SbdlOptions& options,
   adam_.set_proximal(&penalty_);
   best_ = state_;
   monitor_.set_state(&packed_);
-  if (options.resume.state.size() > 0) Restore(options.resume);
+  if (options.resume.state.size() > 0) resume_fits_ = Restore(options.resume);
 }
 
 Summary SbdlRun::Run(SbdlResult* result) {
@@ -661,6 +666,16 @@ Summary MinimizeSbdl(const SbdlOptions& options,
                      SbdlResult* result, IterationCallback* callback,
                      const DenseBlock* linear) {
   return SbdlRun(options, layers, linear, objective, w, callback).Run(result);
+}
+
+bool SbdlStateFits(const SbdlOptions& options,
+                   const std::vector<DenseBlock>& layers,
+                   SbdlObjective& objective, const Eigen::VectorXd& w,
+                   const DenseBlock* linear) {
+  if (options.resume.state.size() == 0) return true;
+  Eigen::VectorXd probe = w;
+  return SbdlRun(options, layers, linear, objective, &probe, nullptr)
+      .resume_fits();
 }
 
 }  // namespace sparrow::core

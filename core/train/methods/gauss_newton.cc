@@ -4,9 +4,11 @@
 
 #include <cmath>
 #include <memory>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "core/optim/admm/admm.h"
+#include "core/optim/admm/state.h"
 #include "core/optim/gauss_newton/least_squares.h"
 #include "core/train/methods.h"
 #include "core/train/state_groups.h"
@@ -93,8 +95,15 @@ absl::StatusOr<Summary> RunAdmm(const GaussNewtonOptions& o,
   a.initial_state = resume_state;
   a.rho =
       AdmmRho(a, penalty.kind == PenaltyKind::kGroupLasso ? penalty.tau : 0.0);
-  Summary summary = MinimizeAdmm(a, o, problem, *g,
-                                 PenaltySplit(penalty, setup.rnn), w, callback);
+  const std::vector<int> split = PenaltySplit(penalty, setup.rnn);
+  // MinimizeAdmm starts afresh from a state that does not fit; that run would
+  // not continue the checkpoint's.
+  if (!AdmmStateFits(a, static_cast<int>(split.size()),
+                     static_cast<int>(w->size()))) {
+    return ResumeStateError(OptimizerName(config.optimizer),
+                            resume_state.size());
+  }
+  Summary summary = MinimizeAdmm(a, o, problem, *g, split, w, callback);
   if (setup.rnn.spec().initial_state == InitialState::kFree) {
     RefitInitialStates(config, setup, w);
   }

@@ -3,6 +3,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/models/layers/dense.h"
+#include "core/optim/sbdl/state.h"
 #include "core/train/methods.h"
 
 namespace sparrow::core {
@@ -31,11 +32,16 @@ absl::StatusOr<MethodResult> RunMethod(const SbdlOptions& options,
   const std::vector<DenseBlock> layers = DenseBlocks(setup->mlp.network());
   SbdlOptions o = options;
   o.seed = config.seed;
+  auto& objective = static_cast<SbdlObjective&>(*setup->objective);
+  // MinimizeSbdl starts afresh from a state that does not fit; that run would
+  // not continue the checkpoint's.
+  if (!SbdlStateFits(o, layers, objective, *w, setup->mlp.linear())) {
+    return ResumeStateError("sbdl", o.resume.state.size());
+  }
   SbdlResult r;
   MethodResult result;
   result.summary =
-      MinimizeSbdl(o, layers, static_cast<SbdlObjective&>(*setup->objective), w,
-                   &r, callback, setup->mlp.linear());
+      MinimizeSbdl(o, layers, objective, w, &r, callback, setup->mlp.linear());
   // SBDL returns its best outer iterate itself, with the matching mask.
   result.returns_best = true;
   model->mask = r.mask;

@@ -294,7 +294,14 @@ TEST(ResumeTest, RefusesAnOptimizerStateThatDoesNotFit) {
   sgd.batch_size = 32;
   TrainConfig rls = MlpConfig(RlsOptions());
   rls.batch_size = 32;
-  for (const TrainConfig& c : {adam, sgd, rls}) {
+  SbdlOptions sbdl_options;
+  sbdl_options.inner_epochs = 5;
+  sbdl_options.stall_iterations = 0;
+  TrainConfig sbdl = MlpConfig(sbdl_options);
+  sbdl.batch_size = 64;
+  TrainConfig lbfgs = MlpConfig(LbfgsOptions());
+  for (const TrainConfig& c : {adam, sgd, rls, sbdl, lbfgs}) {
+    SCOPED_TRACE(OptimizerName(c.optimizer));
     Checkpointer first(4);
     ASSERT_TRUE(Train(c, TableData(), &first).ok());
     ASSERT_GT(first.point.state.size(), 1);
@@ -307,6 +314,28 @@ TEST(ResumeTest, RefusesAnOptimizerStateThatDoesNotFit) {
     EXPECT_NE(r.status().message().find("does not fit"), std::string::npos)
         << r.status();
   }
+}
+
+// The same for ADMM's state (NAILM under group Lasso), which holds the split
+// parameters, the dual, the damping and the best loss.
+TEST(ResumeTest, RefusesAnAdmmStateThatDoesNotFit) {
+  TrainConfig c = RnnConfig(NailmOptions());
+  c.penalty.kind = TrainConfig::Penalty::Kind::kGroupLasso;
+  c.penalty.tau = 0.02;
+  c.admm.stop.max_iterations = 8;
+  Checkpointer first(3);
+  ASSERT_TRUE(Train(c, SequenceData(), &first).ok());
+  ASSERT_GT(first.point.state.size(), 1);
+  ResumePoint p = first.point;
+  p.state.conservativeResize(p.state.size() + 1);
+  p.state(p.state.size() - 1) = 0.0;
+  TrainConfig resumed = c;
+  ASSERT_TRUE(Resume(p, &resumed).ok());
+  auto r = Train(resumed, SequenceData(), nullptr);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kDataLoss) << r.status();
+  EXPECT_NE(r.status().message().find("optimizer.nailm state"),
+            std::string::npos)
+      << r.status();
 }
 
 // A checkpoint that no run can have written is refused with DATA_LOSS.
