@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """RLS against Adam on Fashion-MNIST: learning curves of examples/fmnist_<model>_<variant>.json.
 
-For each model, variant and seed, one after the other in this invocation:
+For each model, seed and variant (seed by seed), one after the other in this invocation:
   build/bin/sparrow run --local SPEC --threads 1 --json
 where SPEC is a temporary copy of examples/fmnist_<model>_<variant>.json with absolute data paths,
 stopping.max_epochs = --epochs and seed = the seed. Variants: adam, rls, rls_m, rls_mr, hrls (the
@@ -17,22 +17,27 @@ N epochs, each cell "mean (min-max)" over the seeds, then one JSON line with eve
 --validation trains on training images 1-50000 and reports the accuracy on 50001-60000 instead of
 the test images (what k and eta may be chosen on). --sweep k=0.01,0.1,1,10 or eta=... runs the
 --sweep-variant (default rls) once per value (the paper's sensitivity study is on the FNN).
---train N keeps the first N training images (a smoke run). --from-json FILE reprints the tables (and --plot) of an earlier run's output. --torch hrls,... also runs
+--train N keeps the first N training images (a smoke run). --from-json FILE reprints the tables
+(and --plot) of an earlier run's output; --from-logs DIR,... those of the finished runs kept by
+--keep DIR, also of an interrupted invocation or of several (e.g. --first-seed 3 --seeds 3 for
+seeds 3-5 in a second one). --torch hrls,... also runs
 bench/rls_torch.py (the same RLS step written in PyTorch) for those variants, same seeds and
 epochs, in this invocation: rows "torch <variant>" (--torch-dtype, default float32). --plot DIR writes one PNG per model
 (train loss and test accuracy against epochs and against seconds) when matplotlib is installed
 (Debian: python3-matplotlib).
 
 Usage: /usr/bin/python3 bench/rls_curves.py [--models fnn] [--variants adam,rls,rls_m,rls_mr,hrls]
-         [--epochs 5] [--seeds 5] [--validation] [--sweep k=0.01,0.1,1,10] [--sweep-variant rls]
+         [--epochs 5] [--seeds 5] [--first-seed 1] [--validation] [--sweep k=0.01,0.1,1,10] [--sweep-variant rls]
          [--train N] [--torch hrls] [--torch-dtype float32] [--plot DIR] [--build-dir build]
-         [--data DIR] [--keep DIR]
+         [--data DIR] [--keep DIR] [--from-json FILE] [--from-logs DIR,...]
 Exit status 0, or 1 when a run failed; "skipped" and 0 when the data are absent.
 """
 import argparse
 import datetime
+import itertools
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -75,7 +80,12 @@ def run(sparrow, spec, log):
         f.write(f"exit {p.returncode}\n--- stdout\n{p.stdout}\n--- stderr\n{p.stderr}")
     if p.returncode != 0:
         return None, (p.stderr.strip().splitlines() or ["(no stderr)"])[-1]
-    r = json.loads(p.stdout)
+    return parse_run(p.stdout)
+
+
+def parse_run(stdout):
+    """One curve from `sparrow run --json`'s output."""
+    r = json.loads(stdout)
     r = r["runs"][0] if "runs" in r else r
     e = r.get("per_epoch", {})
     if "loss" not in e:
@@ -163,12 +173,38 @@ def plot(model, rows, directory):
     fig.savefig(os.path.join(directory, f"rls_curves_{model}.png"), dpi=100)
 
 
+def from_logs(args):
+    """The tables of kept sparrow logs <model>_<variant>_s<seed>.log that finished."""
+    found = {}
+    for d in args.from_logs.split(","):
+        for name in sorted(os.listdir(d)):
+            m = re.fullmatch(r"([a-z]+)_(.+)_s(\d+)\.log", name)
+            if not m or m.group(2).startswith("torch"):
+                continue
+            text = open(os.path.join(d, name)).read()
+            if not text.startswith("exit 0\n"):
+                continue
+            stdout = text.split("--- stdout\n", 1)[1].rsplit("\n--- stderr\n", 1)[0]
+            r, err = parse_run(stdout)
+            if err is None:
+                found.setdefault(m.group(1), {}).setdefault(m.group(2), {})[int(m.group(3))] = r
+    for model, by_label in found.items():
+        rows = {label: [runs[s] for s in sorted(runs)] for label, runs in by_label.items()}
+        for label, runs in by_label.items():
+            print(f"{model} {label}: seeds {sorted(runs)}", file=sys.stderr)
+        print(table(model, rows, args.epochs, args.validation))
+        if args.plot:
+            plot(model, rows, args.plot)
+    return 0
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--models", default="fnn")
     ap.add_argument("--variants", default=",".join(VARIANTS))
     ap.add_argument("--epochs", type=int, default=5)
     ap.add_argument("--seeds", type=int, default=5)
+    ap.add_argument("--first-seed", type=int, default=1, help="seeds first..first+seeds-1")
     ap.add_argument("--validation", action="store_true")
     ap.add_argument("--sweep", default="", help="k=v1,v2,... or eta=v1,v2,...")
     ap.add_argument("--sweep-variant", default="rls")
@@ -181,7 +217,12 @@ def main():
     ap.add_argument("--keep", default="")
     ap.add_argument("--from-json", default="",
                     help="print the tables (and --plot) of an earlier run's JSON line; run nothing")
+    ap.add_argument("--from-logs", default="",
+                    help="print the tables (and --plot) of the sparrow runs kept in these "
+                         "comma-separated --keep directories, finished or not; run nothing")
     args = ap.parse_args()
+    if args.from_logs:
+        return from_logs(args)
     if args.from_json:
         with open(args.from_json) as f:
             done = [json.loads(line) for line in f if line.startswith('{"bench": "rls_curves"')][-1]
@@ -211,21 +252,22 @@ def main():
     everything, failed = {}, False
     for model in args.models.split(","):
         rows = {}
-        for variant, sweep in runs:
+        seeds = range(args.first_seed, args.first_seed + args.seeds)
+        # Seed by seed, so that an interrupted invocation leaves whole seeds (--from-logs).
+        for seed, (variant, sweep) in itertools.product(seeds, runs):
             label = variant if sweep is None else f"{variant} {sweep[0]}={sweep[1]:g}"
-            for seed in range(1, args.seeds + 1):
-                tag = f"{model}_{label.replace(' ', '_')}_s{seed}"
-                spec = os.path.join(tmp, f"{tag}.json")
-                spec_for(model, variant, args, seed, sweep, spec)
-                print(f"rls_curves: {tag} ...", file=sys.stderr, flush=True)
-                r, err = run(sparrow, spec, os.path.join(tmp, f"{tag}.log"))
-                if err:
-                    print(f"rls_curves: {tag}: {err}", file=sys.stderr)
-                    failed = True
-                    continue
-                rows.setdefault(label, []).append(r)
+            tag = f"{model}_{label.replace(' ', '_')}_s{seed}"
+            spec = os.path.join(tmp, f"{tag}.json")
+            spec_for(model, variant, args, seed, sweep, spec)
+            print(f"rls_curves: {tag} ...", file=sys.stderr, flush=True)
+            r, err = run(sparrow, spec, os.path.join(tmp, f"{tag}.log"))
+            if err:
+                print(f"rls_curves: {tag}: {err}", file=sys.stderr)
+                failed = True
+                continue
+            rows.setdefault(label, []).append(r)
         for variant in [v for v in args.torch.split(",") if v and not args.validation]:
-            for seed in range(1, args.seeds + 1):
+            for seed in seeds:
                 tag = f"{model}_torch_{variant}_s{seed}"
                 print(f"rls_curves: {tag} ...", file=sys.stderr, flush=True)
                 r, err = run_torch(model, variant, args, seed, os.path.join(tmp, f"{tag}.log"))
