@@ -9,6 +9,7 @@
 #include "absl/strings/str_format.h"
 #include "core/optim/internal/epoch_loop.h"
 #include "core/optim/internal/epoch_seed.h"
+#include "core/optim/rls/state.h"
 #include "core/util/option_error.h"
 
 namespace sparrow::core {
@@ -23,6 +24,53 @@ bool IsAdamBlock(const RlsOptions& o,
 }
 
 int64_t Cols(const MatrixBlock& b) { return b.inputs + (b.bias ? 1 : 0); }
+
+// The parameter ranges [begin, end) outside the preconditioned blocks: what
+// Adam trains.
+std::vector<std::pair<int, int>> AdamRanges(
+    const RlsOptions& options, const std::vector<NetworkMatrixBlock>& blocks,
+    int num_params) {
+  std::vector<std::pair<int, int>> covered, rest;
+  for (size_t i = 0; i < blocks.size(); ++i) {
+    if (IsAdamBlock(options, blocks, i)) continue;
+    const MatrixBlock& b = blocks[i].block;
+    covered.emplace_back(b.offset,
+                         b.offset + b.rows * static_cast<int>(Cols(b)));
+  }
+  std::sort(covered.begin(), covered.end());
+  int next = 0;
+  for (const auto& [begin, end] : covered) {
+    if (begin > next) rest.emplace_back(next, begin);
+    next = std::max(next, end);
+  }
+  if (next < num_params) rest.emplace_back(next, num_params);
+  return rest;
+}
+
+// The size of RlsOptimizer::PackState's vector, computed without building P:
+// [t, Adam m, Adam v] and per preconditioned block RlsBlock::state_size()
+// (P's lower triangle, the momentum Omega, the reset count).
+int64_t PackedStateSize(const RlsOptions& options,
+                        const std::vector<NetworkMatrixBlock>& blocks,
+                        int num_params) {
+  int64_t size = 1;
+  for (const auto& [begin, end] : AdamRanges(options, blocks, num_params)) {
+    size += 2 * int64_t{end - begin};
+  }
+  for (size_t i = 0; i < blocks.size(); ++i) {
+    if (IsAdamBlock(options, blocks, i)) continue;
+    const int64_t c = Cols(blocks[i].block);
+    size += c * (c + 1) / 2 + blocks[i].block.rows * c + 1;
+  }
+  return size;
+}
+
+// What UnpackState accepts: the packed size, finite values, and an update
+// count a double holds exactly (up to 2^53).
+bool StateFits(const Eigen::VectorXd& state, int64_t size) {
+  return state.size() == size && state.allFinite() && state(0) >= 0 &&
+         state(0) <= 9007199254740992.0;
+}
 
 // Which of its layer's blocks block i is: "" for a layer's only block, "W"
 // or "V" for a recurrent layer's input and recurrent blocks.
@@ -130,7 +178,6 @@ RlsOptimizer::RlsOptimizer(const RlsOptions& options,
       grad_(num_params),
       means_(blocks.size()),
       pool_(std::make_unique<ThreadPool>(options.threads)) {
-  std::vector<std::pair<int, int>> covered;
   for (size_t i = 0; i < blocks.size(); ++i) {
     const MatrixBlock& b = blocks[i].block;
     if (IsAdamBlock(options, blocks, i)) continue;
@@ -142,16 +189,9 @@ RlsOptimizer::RlsOptimizer(const RlsOptions& options,
     blocks_.push_back({static_cast<int>(i), b.offset, options.ratio * b.steps,
                        RlsBlock(b.rows, b.inputs, o, b.bias)});
     names_.push_back(ExtraKey(blocks, i));
-    covered.emplace_back(b.offset,
-                         b.offset + b.rows * static_cast<int>(Cols(b)));
   }
-  std::sort(covered.begin(), covered.end());
-  int next = 0, rest = 0;
-  for (const auto& [begin, end] : covered) {
-    if (begin > next) rest_.emplace_back(next, begin);
-    next = std::max(next, end);
-  }
-  if (next < num_params) rest_.emplace_back(next, num_params);
+  rest_ = AdamRanges(options, blocks, num_params);
+  int rest = 0;
   for (const auto& [begin, end] : rest_) rest += end - begin;
   m_.setZero(rest);
   v_.setZero(rest);
@@ -241,11 +281,7 @@ void RlsOptimizer::PackState(Eigen::VectorXd* out) const {
 bool RlsOptimizer::UnpackState(const Eigen::VectorXd& in) {
   int64_t size = 1 + m_.size() + v_.size();
   for (const Preconditioned& p : blocks_) size += p.block.state_size();
-  // 2^53: the largest update count a double holds exactly.
-  if (in.size() != size || !in.allFinite() || !(in(0) >= 0) ||
-      in(0) > 9007199254740992.0) {
-    return false;
-  }
+  if (!StateFits(in, size)) return false;
   t_ = static_cast<int64_t>(in(0));
   m_ = in.segment(1, m_.size());
   v_ = in.segment(1 + m_.size(), v_.size());
@@ -294,6 +330,14 @@ Summary MinimizeRls(const RlsOptions& options, BlockObjective& objective,
         "raise optimizer.rls.forgetting_factor towards 1");
   }
   return summary;
+}
+
+bool RlsStateFits(const RlsOptions& options,
+                  const std::vector<NetworkMatrixBlock>& blocks,
+                  int num_params) {
+  return options.initial_state.size() == 0 ||
+         StateFits(options.initial_state,
+                   PackedStateSize(options, blocks, num_params));
 }
 
 }  // namespace sparrow::core

@@ -6,6 +6,7 @@
 #include "core/optim/rls/rls.h"
 
 #include "absl/strings/str_cat.h"
+#include "core/optim/rls/state.h"
 #include "core/train/methods.h"
 #include "core/util/status_macros.h"
 
@@ -50,13 +51,10 @@ absl::StatusOr<MethodResult> RunMethod(const RlsOptions& options,
   }
   SPARROW_RETURN_IF_ERROR(
       OptionsStatus(CheckRlsBlocks(objective->matrix_blocks(), o), "rls"));
-  if (o.initial_state.size() > 0) {
-    // UnpackState keeps fresh P matrices when the state does not fit; a run
-    // from them would not continue the checkpoint, so a misfit is an error.
-    RlsOptimizer probe(o, objective->matrix_blocks(), objective->num_params());
-    if (!probe.UnpackState(o.initial_state)) {
-      return ResumeStateError("rls", o.initial_state.size());
-    }
+  // MinimizeRls keeps fresh P matrices when the state does not fit; a run
+  // from them would not continue the checkpoint, so a misfit is an error.
+  if (!RlsStateFits(o, objective->matrix_blocks(), objective->num_params())) {
+    return ResumeStateError("rls", o.initial_state.size());
   }
   MethodResult result;
   result.summary = MinimizeRls(o, *objective, w, callback);

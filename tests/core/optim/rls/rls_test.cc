@@ -8,7 +8,10 @@
 #include <vector>
 
 #include "Eigen/Dense"
+#include "core/models/layers/conv2d.h"
 #include "core/models/layers/dense.h"
+#include "core/models/layers/lstm.h"
+#include "core/optim/rls/state.h"
 #include "core/train/network_objective.h"
 #include "gtest/gtest.h"
 #include "tests/testing/finite_difference.h"
@@ -285,6 +288,53 @@ TEST(RlsTest, BlocksOverTheMemoryLimitOrAMiscountedEtaAreRefused) {
   o.adam_output_layer = true;
   o.eta = {1.0};
   EXPECT_TRUE(CheckRlsBlocks(net.matrix_blocks(), o).ok());
+}
+
+// RlsStateFits (which builds no P) accepts exactly the states an optimizer
+// of the same network packs, for dense, convolutional and LSTM layers (two
+// blocks each), all-RLS and hybrid; one value more or less, a non-finite one
+// or a negative update count is refused, as UnpackState refuses them.
+TEST(RlsTest, StateFitsAcceptsWhatTheOptimizerPacks) {
+  ConvGeometry g;
+  g.in = Shape{1, 6, 6};
+  g.filters = 2;
+  const Network conv(
+      {std::make_shared<Conv2dLayer>(g, Activation::kRelu, InitLaw::kHe),
+       std::make_shared<DenseLayer>(g.out().size(), 3, Activation::kLinear,
+                                    true)});
+  const Network lstm(
+      {std::make_shared<LstmLayer>(4, 3, 5, false, InitLaw::kGlorot),
+       std::make_shared<DenseLayer>(5, 2, Activation::kLinear, true)});
+  const Network dense(
+      {std::make_shared<DenseLayer>(7, 4, Activation::kTanh, true),
+       std::make_shared<DenseLayer>(4, 2, Activation::kLinear, false)});
+  for (const Network* net : {&conv, &lstm, &dense}) {
+    for (bool hybrid : {false, true}) {
+      SCOPED_TRACE(::testing::Message() << net->num_params() << " params, "
+                                        << (hybrid ? "hybrid" : "all-RLS"));
+      RlsOptions o;
+      o.adam_output_layer = hybrid;
+      o.momentum = 0.5;
+      ASSERT_TRUE(CheckRlsBlocks(net->matrix_blocks(), o).ok());
+      RlsOptimizer optimizer(o, net->matrix_blocks(), net->num_params());
+      optimizer.PackState(&o.initial_state);
+      EXPECT_TRUE(RlsStateFits(o, net->matrix_blocks(), net->num_params()));
+      const VectorXd packed = o.initial_state;
+      for (Eigen::Index size : {packed.size() - 1, packed.size() + 1}) {
+        o.initial_state = VectorXd::Zero(size);
+        EXPECT_FALSE(RlsStateFits(o, net->matrix_blocks(), net->num_params()));
+        EXPECT_FALSE(optimizer.UnpackState(o.initial_state));
+      }
+      o.initial_state = packed;
+      o.initial_state(0) = -1.0;
+      EXPECT_FALSE(RlsStateFits(o, net->matrix_blocks(), net->num_params()));
+      o.initial_state(0) = 0.0;
+      o.initial_state(packed.size() - 1) = std::nan("");
+      EXPECT_FALSE(RlsStateFits(o, net->matrix_blocks(), net->num_params()));
+      o.initial_state.resize(0);
+      EXPECT_TRUE(RlsStateFits(o, net->matrix_blocks(), net->num_params()));
+    }
+  }
 }
 
 }  // namespace
