@@ -1,10 +1,12 @@
 #include "translate/config.h"
 
 #include <cmath>
+#include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
+#include "core/train/setup.h"
 #include "core/train/stages.h"
 #include "core/util/option_error.h"
 #include "core/util/status_macros.h"
@@ -367,6 +369,22 @@ absl::StatusOr<core::TrainStage> ToStage(const v1::JobSpec& spec, int k,
   return stage;
 }
 
+core::TrainConfig::ValidationMetric ToValidationMetric(v1::Sweep::Metric m) {
+  using Metric = core::TrainConfig::ValidationMetric;
+  switch (m) {
+    case v1::Sweep::METRIC_RMSE:
+      return Metric::kRmse;
+    case v1::Sweep::METRIC_ONE_STEP_RMSE:
+      return Metric::kOneStepRmse;
+    case v1::Sweep::METRIC_BFR:
+      return Metric::kBfr;
+    case v1::Sweep::METRIC_ACCURACY:
+      return Metric::kAccuracy;
+    default:
+      return Metric::kDefault;
+  }
+}
+
 // JobSpec.stages: every stage's own fields, the first one's in the config.
 absl::Status ToStages(const v1::JobSpec& spec, core::TrainConfig* c) {
   if (spec.optimizer().method_case() != v1::OptimizerSpec::METHOD_NOT_SET) {
@@ -380,6 +398,13 @@ absl::Status ToStages(const v1::JobSpec& spec, core::TrainConfig* c) {
                      core::kMaxStages, " are allowed"));
   }
   for (int k = 0; k < spec.stages_size(); ++k) {
+    if (spec.stages(k).stopping().validation_metric() !=
+        v1::Sweep::METRIC_UNSPECIFIED) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "stages[", k,
+          "].stopping.validation_metric: the stages of a job share one; set "
+          "it in the job's stopping"));
+    }
     SPARROW_ASSIGN_OR_RETURN(core::TrainStage stage, ToStage(spec, k, *c));
     c->stages.push_back(std::move(stage));
   }
@@ -388,6 +413,44 @@ absl::Status ToStages(const v1::JobSpec& spec, core::TrainConfig* c) {
 }
 
 }  // namespace
+
+bool HasValidation(const v1::JobSpec& spec) {
+  return spec.split().validation_size() > 0 ||
+         spec.split().validation_fraction() > 0 || spec.has_validation_data();
+}
+
+absl::Status CheckValidationMetric(const v1::JobSpec& spec,
+                                   v1::Sweep::Metric metric,
+                                   absl::string_view field) {
+  if (metric == v1::Sweep::METRIC_UNSPECIFIED) return absl::OkStatus();
+  const std::string name = v1::Sweep::Metric_Name(metric);
+  if (!HasValidation(spec)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        field, ": ", name,
+        " is measured on validation data; set split.validation (rows), "
+        "split.validation_fraction or validation_data"));
+  }
+  const bool narx = spec.model().has_narx_mlp();
+  const bool sequence = narx || spec.model().has_state_space_rnn();
+  const absl::StatusOr<core::Loss> loss = ToLoss(spec.loss());
+  // An invalid loss is refused by the loss's own checks.
+  const bool classifier = loss.ok() && core::IsClassification(*loss);
+  const char* needs = nullptr;
+  if (metric == v1::Sweep::METRIC_ONE_STEP_RMSE && !narx) {
+    needs = "a narx_mlp model (one step ahead from measured lags)";
+  } else if (metric == v1::Sweep::METRIC_BFR && (!sequence || classifier)) {
+    needs = "a narx_mlp or state_space_rnn model fitting a signal";
+  } else if (metric == v1::Sweep::METRIC_ACCURACY && !classifier) {
+    needs =
+        "a classifier (a cross-entropy loss, or LOSS_MSE with "
+        "one_hot_targets)";
+  }
+  if (needs == nullptr) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrCat(field, ": ", name, " needs ", needs,
+                   "; this spec's model does not have it. Use METRIC_RMSE, "
+                   "or leave it unset"));
+}
 
 absl::StatusOr<core::TrainConfig> ToTrainConfig(const v1::JobSpec& spec) {
   core::TrainConfig c;
@@ -405,6 +468,9 @@ absl::StatusOr<core::TrainConfig> ToTrainConfig(const v1::JobSpec& spec) {
   } else {
     SPARROW_RETURN_IF_ERROR(ToStages(spec, &c));
   }
+  SPARROW_RETURN_IF_ERROR(CheckValidationMetric(
+      spec, spec.stopping().validation_metric(), "stopping.validation_metric"));
+  c.validation_metric = ToValidationMetric(spec.stopping().validation_metric());
   SPARROW_ASSIGN_OR_RETURN(c.scaling, ToScaling(spec.normalization()));
   c.seed = spec.seed();
   SPARROW_RETURN_IF_ERROR(c.Validate());

@@ -30,6 +30,17 @@ absl::StatusOr<core::Activation> ToActivation(v1::Activation a,
 absl::StatusOr<core::ModelConfig> ToModelConfig(const v1::ModelSpec& m,
                                                 const core::Loss& loss);
 
+// Whether the spec has validation data: split.validation rows,
+// split.validation_fraction or validation_data.
+bool HasValidation(const v1::JobSpec& spec);
+
+// OK when `metric` (stopping.validation_metric or sweep.metric, named by
+// `field` in the error) is one the spec's runs measure: on a validation split,
+// and defined for its model and loss. METRIC_UNSPECIFIED is always OK.
+absl::Status CheckValidationMetric(const v1::JobSpec& spec,
+                                   v1::Sweep::Metric metric,
+                                   absl::string_view field);
+
 }  // namespace sparrow::translate
 
 #endif  // SPARROW_TRANSLATE_CONFIG_H_

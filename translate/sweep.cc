@@ -190,49 +190,22 @@ absl::Status SameFamily(const v1::JobSpec& base, const v1::JobSpec& trial,
                     "separate jobs instead");
 }
 
-bool HasValidation(const v1::JobSpec& spec) {
-  return spec.split().validation_size() > 0 ||
-         spec.split().validation_fraction() > 0 || spec.has_validation_data();
-}
-
-// An invalid loss is refused with the trials' own checks.
-bool IsClassifier(const v1::JobSpec& spec) {
-  const absl::StatusOr<core::Loss> loss = ToLoss(spec.loss());
-  return loss.ok() && core::IsClassification(*loss);
-}
-
-// sweep.metric is one the trials will have: measured on a validation split,
-// and defined for the spec's model and loss.
+// sweep.metric is one the trials will have (CheckValidationMetric), and the
+// trials track the metric the sweep chooses by: the spec's own
+// stopping.validation_metric, if set, must be the same.
 absl::Status CheckMetric(const v1::JobSpec& spec) {
   const v1::Sweep::Metric metric = spec.sweep().metric();
-  if (metric == v1::Sweep::METRIC_UNSPECIFIED) return absl::OkStatus();
-  const std::string name = v1::Sweep::Metric_Name(metric);
-  if (!HasValidation(spec)) {
-    return SweepError("metric",
-                      absl::StrCat(name,
-                                   " is measured on validation data; set "
-                                   "split.validation (rows), "
-                                   "split.validation_fraction or "
-                                   "validation_data"));
+  const v1::Sweep::Metric tracked = spec.stopping().validation_metric();
+  if (tracked != v1::Sweep::METRIC_UNSPECIFIED && tracked != metric) {
+    return SweepError(
+        "metric",
+        absl::StrCat("the trials would track stopping.validation_metric ",
+                     v1::Sweep::Metric_Name(tracked),
+                     " but the sweep chooses by ",
+                     v1::Sweep::Metric_Name(metric),
+                     "; set sweep.metric only (its trials track it)"));
   }
-  const bool narx = spec.model().has_narx_mlp();
-  const bool sequence = narx || spec.model().has_state_space_rnn();
-  const bool classifier = IsClassifier(spec);
-  const char* needs = nullptr;
-  if (metric == v1::Sweep::METRIC_ONE_STEP_RMSE && !narx) {
-    needs = "a narx_mlp model (one step ahead from measured lags)";
-  } else if (metric == v1::Sweep::METRIC_BFR && (!sequence || classifier)) {
-    needs = "a narx_mlp or state_space_rnn model fitting a signal";
-  } else if (metric == v1::Sweep::METRIC_ACCURACY && !classifier) {
-    needs =
-        "a classifier (a cross-entropy loss, or LOSS_MSE with "
-        "one_hot_targets)";
-  }
-  if (needs == nullptr) return absl::OkStatus();
-  return SweepError("metric",
-                    absl::StrCat(name, " needs ", needs,
-                                 "; this spec's trials do not have it. Use "
-                                 "METRIC_RMSE, or leave metric unset"));
+  return CheckValidationMetric(spec, metric, "sweep.metric");
 }
 
 // The spec with each setting's field at values[choice[i]] and the seed set.
@@ -304,6 +277,8 @@ absl::StatusOr<std::vector<Trial>> ExpandSweep(const v1::JobSpec& spec) {
   }
   v1::JobSpec base_spec = spec;
   base_spec.clear_sweep();
+  // Each trial keeps the best iterate by the metric the sweep chooses by.
+  base_spec.mutable_stopping()->set_validation_metric(sweep.metric());
   const Json base = Json::parse(ToJson(base_spec));
   const int grid_axes = static_cast<int>(settings.size()) - (path ? 1 : 0);
   const int path_points = path ? sweep.path().points() : 1;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <memory>
 #include <variant>
 
@@ -110,9 +111,7 @@ class ValidationMonitor : public IterationCallback {
     Metrics m;
     error_ = Evaluate(*model_, data_, 1, &m, pool_);
     if (!error_.ok()) return false;
-    r->validation_metric = IsClassification(config_.loss)
-                               ? 100.0 - m.validation_accuracy
-                               : m.validation_rmse;
+    r->validation_metric = ValidationError(config_, m);
     if (std::isfinite(r->validation_metric) && r->validation_metric < best_) {
       best_ = r->validation_metric;
       best_params_ = *r->params;
@@ -281,9 +280,10 @@ absl::Status ApplyInitialParams(const TrainConfig& config, Model* model) {
 }
 
 // The fit on every split of the model as initialized, when that is a fitted
-// linear model (ModelFamily::StartsAtLinearModel).
-absl::Status EvaluateLinearStart(const Model& model, const TrainData& data,
-                                 ThreadPool* pool, Metrics* m) {
+// linear model (ModelFamily::StartsAtLinearModel), and its ValidationError.
+absl::Status EvaluateLinearStart(const TrainConfig& config, const Model& model,
+                                 const TrainData& data, ThreadPool* pool,
+                                 Metrics* m, double* validation_error) {
   if (!FamilyOf(model.config.kind).StartsAtLinearModel(model.config)) {
     return absl::OkStatus();
   }
@@ -291,6 +291,7 @@ absl::Status EvaluateLinearStart(const Model& model, const TrainData& data,
   for (int which = 0; which < 3; ++which) {
     SPARROW_RETURN_IF_ERROR(Evaluate(model, data, which, &start, pool));
   }
+  *validation_error = ValidationError(config, start);
   m->linear_train_rmse = start.train_rmse;
   m->linear_validation_rmse = start.validation_rmse;
   m->linear_test_rmse = start.test_rmse;
@@ -331,7 +332,46 @@ int RunThreads(const TrainConfig& config) {
   return std::max(threads, 1);
 }
 
+double ValidationError(const TrainConfig& config, const Metrics& m) {
+  using Metric = TrainConfig::ValidationMetric;
+  switch (config.validation_metric) {
+    case Metric::kRmse:
+      return m.validation_rmse;
+    case Metric::kOneStepRmse:
+      return m.validation_one_step_rmse;
+    case Metric::kBfr:
+      return 100.0 - m.validation_bfr;
+    case Metric::kAccuracy:
+      return 100.0 - m.validation_accuracy;
+    case Metric::kDefault:
+      break;
+  }
+  return IsClassification(config.loss) ? 100.0 - m.validation_accuracy
+                                       : m.validation_rmse;
+}
+
+// A validation metric the model measures (translate names the spec's field
+// and the fix; this is the library's own guard).
+absl::Status CheckValidationMetric(const TrainConfig& c) {
+  using Metric = TrainConfig::ValidationMetric;
+  const bool classifier = IsClassification(c.loss);
+  const char* needs = nullptr;
+  if (c.validation_metric == Metric::kOneStepRmse &&
+      !c.model.is<NarxMlpKind>()) {
+    needs = "a narx_mlp model";
+  } else if (c.validation_metric == Metric::kBfr &&
+             (classifier || !FamilyOf(c.model.kind).sequence())) {
+    needs = "a sequence model fitting a signal";
+  } else if (c.validation_metric == Metric::kAccuracy && !classifier) {
+    needs = "a classifier";
+  }
+  if (needs == nullptr) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrCat("validation_metric needs ", needs));
+}
+
 absl::Status TrainConfig::Validate() const {
+  SPARROW_RETURN_IF_ERROR(CheckValidationMetric(*this));
   if (IsStaged(*this)) {
     if (stages.size() > kMaxStages) {
       return absl::InvalidArgumentError(
@@ -375,9 +415,10 @@ absl::StatusOr<TrainResult> Train(const TrainConfig& config,
   if (RunThreads(config) > 1 && FamilyOf(model.config.kind).sequence()) {
     pool = std::make_unique<ThreadPool>(RunThreads(config));
   }
+  double start_error = std::numeric_limits<double>::quiet_NaN();
   if (config.warm_start == nullptr) {
-    SPARROW_RETURN_IF_ERROR(
-        EvaluateLinearStart(model, data, pool.get(), &result.metrics));
+    SPARROW_RETURN_IF_ERROR(EvaluateLinearStart(config, model, data, pool.get(),
+                                                &result.metrics, &start_error));
   }
   SPARROW_RETURN_IF_ERROR(ApplyWarmStart(config, &model));
   SPARROW_RETURN_IF_ERROR(ApplyInitialParams(config, &model));
@@ -390,7 +431,7 @@ absl::StatusOr<TrainResult> Train(const TrainConfig& config,
   // sweep path's point starts at the point before, trained with another
   // weight.
   if (config.initial_params.size() == 0) {
-    monitor.SeedWithStart(model.params, result.metrics.linear_validation_rmse);
+    monitor.SeedWithStart(model.params, start_error);
   }
   Eigen::VectorXd w = model.params;
   SPARROW_ASSIGN_OR_RETURN(MethodResult run,

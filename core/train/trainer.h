@@ -69,6 +69,18 @@ struct TrainConfig {
   // Validation reports without improvement before stopping; 0 = off. The
   // trainer's own rule, on top of the method's stop rules.
   int patience = 0;
+  // What patience, the best iterate on validation data and the progress
+  // records' validation_metric read (ValidationError below). kDefault: 100 -
+  // accuracy for a classifier, else the RMSE (of the simulation for sequence
+  // and NARX models).
+  enum class ValidationMetric {
+    kDefault,
+    kRmse,
+    kOneStepRmse,
+    kBfr,
+    kAccuracy
+  };
+  ValidationMetric validation_metric = ValidationMetric::kDefault;
   // Per-channel scaling of inputs and (regression) outputs, fitted on the
   // training split and stored with the model.
   enum class Scaling { kZScore, kMinMax, kNone };
@@ -130,6 +142,10 @@ struct Metrics {
   std::vector<LayerSparsity> layers;
   std::vector<std::string> removed;
 };
+
+// The validation figure config.validation_metric names, as an error (lower
+// is better: BFR and accuracy as 100 - the value); NaN when m has none.
+double ValidationError(const TrainConfig& config, const Metrics& m);
 
 struct TrainResult {
   Model model;

@@ -239,6 +239,38 @@ std::string Staged(const std::string& stages) {
                  "\"seed\": 7", "\"seed\": 7, \"stages\": " + stages);
 }
 
+// stopping.validation_metric reaches the config; one the model does not
+// measure, one without validation data, and one in a stage are refused.
+TEST(ConfigTest, TheValidationMetricIsCheckedAndTranslated) {
+  using Metric = core::TrainConfig::ValidationMetric;
+  auto spec = ParseJobSpecJson(
+      Replace(kRnnSpec, R"("train": [{"first": 1, "last": 150}])",
+              R"("train": [{"first": 1, "last": 120}],
+         "validation": [{"first": 121, "last": 150}])"));
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(ToTrainConfig(*spec)->validation_metric, Metric::kDefault);
+  spec->mutable_stopping()->set_validation_metric(v1::Sweep::METRIC_BFR);
+  auto config = ToTrainConfig(*spec);
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->validation_metric, Metric::kBfr);
+  spec->mutable_stopping()->set_validation_metric(
+      v1::Sweep::METRIC_ONE_STEP_RMSE);
+  ExpectError(ToTrainConfig(*spec).status(),
+              "stopping.validation_metric: METRIC_ONE_STEP_RMSE needs a "
+              "narx_mlp model");
+  spec->mutable_stopping()->set_validation_metric(v1::Sweep::METRIC_RMSE);
+  spec->mutable_split()->clear_validation();
+  ExpectError(ToTrainConfig(*spec).status(),
+              "stopping.validation_metric: METRIC_RMSE is measured on "
+              "validation data");
+  auto staged = ParseJobSpecJson(Staged(R"([{"optimizer": {"adam": {}},
+      "stopping": {"validation_metric": "METRIC_RMSE"}}])"));
+  ASSERT_TRUE(staged.ok()) << staged.status();
+  ExpectError(ToTrainConfig(*staged).status(),
+              "stages[0].stopping.validation_metric: the stages of a job "
+              "share one");
+}
+
 TEST(ConfigTest, StagesHaveTheirOwnOptimizerAndStopping) {
   auto spec = ParseJobSpecJson(Staged(R"([
     {"name": "warm-up", "optimizer": {"adam": {"learning_rate": 0.01,

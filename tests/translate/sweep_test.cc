@@ -232,6 +232,25 @@ TEST(SweepTest, AMetricNeedsValidationDataAndAModelThatHasIt) {
   EXPECT_TRUE(ExpandSweep(*spec).ok()) << ExpandSweep(*spec).status();
 }
 
+// The trials track what the sweep chooses by: sweep.metric becomes their
+// stopping.validation_metric; a spec that tracks another one is refused.
+TEST(SweepTest, TrialsTrackTheSweepsMetric) {
+  auto trials = ExpandSweep(Spec(R"({"seeds": 2, "metric": "METRIC_BFR"})"));
+  ASSERT_TRUE(trials.ok()) << trials.status();
+  for (const Trial& t : *trials) {
+    EXPECT_EQ(t.spec.stopping().validation_metric(), v1::Sweep::METRIC_BFR);
+    EXPECT_FALSE(t.spec.has_sweep());
+  }
+  v1::JobSpec both = Spec(R"({"seeds": 2, "metric": "METRIC_BFR"})");
+  both.mutable_stopping()->set_validation_metric(v1::Sweep::METRIC_RMSE);
+  ExpectError(ExpandSweep(both).status(),
+              "sweep.metric: the trials would track "
+              "stopping.validation_metric METRIC_RMSE but the sweep chooses "
+              "by METRIC_BFR");
+  both.mutable_stopping()->set_validation_metric(v1::Sweep::METRIC_BFR);
+  EXPECT_TRUE(ExpandSweep(both).ok());
+}
+
 // SelectionOf reads the metric the sweep names; BFR and accuracy count as
 // 100 - the value, so that a lower error is better for every metric.
 TEST(SweepTest, SelectionReadsTheSweepsMetric) {

@@ -168,6 +168,75 @@ TEST(TrainerTest, NarxOnCascadedTanksReportsOneStepAndSimulation) {
   EXPECT_EQ(r->metrics.validation_rmse, r->metrics.test_rmse);
 }
 
+// config.validation_metric decides which iterate is kept: the model returned
+// has the lowest validation figure of that metric among the reports, and the
+// reports carry that figure (one-step RMSE, 100 - BFR, simulation RMSE).
+TEST(TrainerTest, TheValidationMetricChoosesTheBestIterate) {
+  auto tanks = [](uint64_t seed, data::SequenceData* d) {
+    data::CascadedTanksOptions o;
+    o.samples = 400;
+    o.noise_std = 0.05;
+    o.seed = seed;
+    auto g = data::GenerateCascadedTanks(o);
+    ASSERT_TRUE(g.ok()) << g.status();
+    d->n_u = 1;
+    d->n_y = 1;
+    d->input_names = {"u"};
+    d->output_names = {"y"};
+    d->traces.push_back({g->u, g->y});
+  };
+  TrainData data;
+  tanks(1, &data.train_seq);
+  tanks(2, &data.validation_seq);
+  using Metric = TrainConfig::ValidationMetric;
+  for (Metric metric : {Metric::kOneStepRmse, Metric::kBfr, Metric::kRmse}) {
+    SCOPED_TRACE(static_cast<int>(metric));
+    TrainConfig c;
+    c.model.kind = NarxMlpKind{.lags = {2, 2, true}};
+    c.model.hidden = {12};
+    AdamOptions adam;
+    adam.learning_rate = 0.05;
+    adam.stop.max_iterations = 60;
+    c.optimizer = adam;
+    c.seed = 3;
+    c.validation_metric = metric;
+    auto r = Train(c, data, nullptr);
+    ASSERT_TRUE(r.ok()) << r.status();
+    double best = std::numeric_limits<double>::infinity();
+    int reports = 0;
+    for (const auto& rec : r->summary.history) {
+      if (!std::isfinite(rec.validation_metric)) continue;
+      best = std::min(best, rec.validation_metric);
+      ++reports;
+    }
+    ASSERT_GT(reports, 10);
+    const Metrics& m = r->metrics;
+    const double returned = metric == Metric::kOneStepRmse
+                                ? m.validation_one_step_rmse
+                            : metric == Metric::kBfr ? 100.0 - m.validation_bfr
+                                                     : m.validation_rmse;
+    EXPECT_NEAR(returned, best, 1e-9 * (1 + best));
+    EXPECT_EQ(ValidationError(c, m), returned);
+  }
+}
+
+TEST(TrainerTest, AValidationMetricTheModelLacksIsRefused) {
+  TrainData data;
+  data.train_seq = TeacherData(100, 1);
+  data.validation_seq = TeacherData(50, 2);
+  TrainConfig c = RnnConfig();
+  c.optimizer = AdamOptions();
+  c.validation_metric = TrainConfig::ValidationMetric::kOneStepRmse;
+  EXPECT_EQ(Train(c, data, nullptr).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  c.validation_metric = TrainConfig::ValidationMetric::kAccuracy;
+  EXPECT_EQ(Train(c, data, nullptr).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  c.validation_metric = TrainConfig::ValidationMetric::kBfr;
+  Stop(c.optimizer).max_iterations = 2;
+  EXPECT_TRUE(Train(c, data, nullptr).ok());
+}
+
 TEST(TrainerTest, MlpRegressionAndClassification) {
   Rng rng(1);
   auto make = [&](int n, data::TableData* reg, data::TableData* cls) {
