@@ -18,9 +18,10 @@ N epochs, each cell "mean (min-max)" over the seeds, then one JSON line with eve
 the test images (what k and eta may be chosen on). --sweep k=0.01,0.1,1,10 or eta=... runs the
 --sweep-variant (default rls) once per value (the paper's sensitivity study is on the FNN).
 --train N keeps the first N training images (a smoke run). --from-json FILE reprints the tables
-(and --plot) of an earlier run's output; --from-logs DIR,... those of the finished runs kept by
+(and --plot) of an earlier run's output; --from-logs DIR,... those of every finished run kept by
 --keep DIR, also of an interrupted invocation or of several (e.g. --first-seed 3 --seeds 3 for
-seeds 3-5 in a second one). --torch hrls,... also runs
+seeds 3-5 in a second one); give it the runs' --epochs (and --validation), it reads no other
+options. --torch hrls,... also runs
 bench/rls_torch.py (the same RLS step written in PyTorch) for those variants, same seeds and
 epochs, in this invocation: rows "torch <variant>" (--torch-dtype, default float32). --plot DIR writes one PNG per model
 (train loss and test accuracy against epochs and against seconds) when matplotlib is installed

@@ -369,9 +369,12 @@ absl::StatusOr<core::TrainStage> ToStage(const v1::JobSpec& spec, int k,
   return stage;
 }
 
-core::TrainConfig::ValidationMetric ToValidationMetric(v1::Sweep::Metric m) {
+absl::StatusOr<core::TrainConfig::ValidationMetric> ToValidationMetric(
+    v1::Sweep::Metric m, absl::string_view field) {
   using Metric = core::TrainConfig::ValidationMetric;
   switch (m) {
+    case v1::Sweep::METRIC_UNSPECIFIED:
+      return Metric::kDefault;
     case v1::Sweep::METRIC_RMSE:
       return Metric::kRmse;
     case v1::Sweep::METRIC_ONE_STEP_RMSE:
@@ -381,7 +384,10 @@ core::TrainConfig::ValidationMetric ToValidationMetric(v1::Sweep::Metric m) {
     case v1::Sweep::METRIC_ACCURACY:
       return Metric::kAccuracy;
     default:
-      return Metric::kDefault;
+      return absl::InvalidArgumentError(
+          absl::StrCat(field, " is ", static_cast<int>(m),
+                       "; use METRIC_RMSE, METRIC_ONE_STEP_RMSE, METRIC_BFR or "
+                       "METRIC_ACCURACY"));
   }
 }
 
@@ -423,6 +429,9 @@ absl::Status CheckValidationMetric(const v1::JobSpec& spec,
                                    v1::Sweep::Metric metric,
                                    absl::string_view field) {
   if (metric == v1::Sweep::METRIC_UNSPECIFIED) return absl::OkStatus();
+  core::TrainConfig c;
+  SPARROW_ASSIGN_OR_RETURN(c.validation_metric,
+                           ToValidationMetric(metric, field));
   const std::string name = v1::Sweep::Metric_Name(metric);
   if (!HasValidation(spec)) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -430,21 +439,15 @@ absl::Status CheckValidationMetric(const v1::JobSpec& spec,
         " is measured on validation data; set split.validation (rows), "
         "split.validation_fraction or validation_data"));
   }
-  const bool narx = spec.model().has_narx_mlp();
-  const bool sequence = narx || spec.model().has_state_space_rnn();
+  // The model's own rule; a loss or model that does not translate is
+  // refused by its own checks.
   const absl::StatusOr<core::Loss> loss = ToLoss(spec.loss());
-  // An invalid loss is refused by the loss's own checks.
-  const bool classifier = loss.ok() && core::IsClassification(*loss);
-  const char* needs = nullptr;
-  if (metric == v1::Sweep::METRIC_ONE_STEP_RMSE && !narx) {
-    needs = "a narx_mlp model (one step ahead from measured lags)";
-  } else if (metric == v1::Sweep::METRIC_BFR && (!sequence || classifier)) {
-    needs = "a narx_mlp or state_space_rnn model fitting a signal";
-  } else if (metric == v1::Sweep::METRIC_ACCURACY && !classifier) {
-    needs =
-        "a classifier (a cross-entropy loss, or LOSS_MSE with "
-        "one_hot_targets)";
-  }
+  if (!loss.ok()) return absl::OkStatus();
+  c.loss = *loss;
+  absl::StatusOr<core::ModelConfig> model = ToModelConfig(spec.model(), c.loss);
+  if (!model.ok()) return absl::OkStatus();
+  c.model = *std::move(model);
+  const char* needs = core::ValidationMetricNeeds(c);
   if (needs == nullptr) return absl::OkStatus();
   return absl::InvalidArgumentError(
       absl::StrCat(field, ": ", name, " needs ", needs,
@@ -470,7 +473,10 @@ absl::StatusOr<core::TrainConfig> ToTrainConfig(const v1::JobSpec& spec) {
   }
   SPARROW_RETURN_IF_ERROR(CheckValidationMetric(
       spec, spec.stopping().validation_metric(), "stopping.validation_metric"));
-  c.validation_metric = ToValidationMetric(spec.stopping().validation_metric());
+  SPARROW_ASSIGN_OR_RETURN(
+      c.validation_metric,
+      ToValidationMetric(spec.stopping().validation_metric(),
+                         "stopping.validation_metric"));
   SPARROW_ASSIGN_OR_RETURN(c.scaling, ToScaling(spec.normalization()));
   c.seed = spec.seed();
   SPARROW_RETURN_IF_ERROR(c.Validate());

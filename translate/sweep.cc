@@ -80,6 +80,12 @@ absl::StatusOr<FieldPath> ResolveField(absl::string_view where,
                        "sweep.seeds for seeds). Run separate jobs instead"));
     }
   }
+  if (names == std::vector<std::string>{"stopping", "validation_metric"}) {
+    return SweepError(where,
+                      absl::StrCat("'", field,
+                                   "': the trials track the metric the sweep "
+                                   "chooses by; set sweep.metric instead"));
+  }
   return path;
 }
 
@@ -197,13 +203,19 @@ absl::Status CheckMetric(const v1::JobSpec& spec) {
   const v1::Sweep::Metric metric = spec.sweep().metric();
   const v1::Sweep::Metric tracked = spec.stopping().validation_metric();
   if (tracked != v1::Sweep::METRIC_UNSPECIFIED && tracked != metric) {
+    const std::string name = v1::Sweep::Metric_Name(tracked);
     return SweepError(
         "metric",
-        absl::StrCat("the trials would track stopping.validation_metric ",
-                     v1::Sweep::Metric_Name(tracked),
-                     " but the sweep chooses by ",
-                     v1::Sweep::Metric_Name(metric),
-                     "; set sweep.metric only (its trials track it)"));
+        metric == v1::Sweep::METRIC_UNSPECIFIED
+            ? absl::StrCat("unset, while stopping.validation_metric is ", name,
+                           "; set \"metric\": \"", name,
+                           "\" in the sweep too (it chooses by it, and its "
+                           "trials track it)")
+            : absl::StrCat("the trials would track "
+                           "stopping.validation_metric ",
+                           name, " but the sweep chooses by ",
+                           v1::Sweep::Metric_Name(metric),
+                           "; set sweep.metric only (its trials track it)"));
   }
   return CheckValidationMetric(spec, metric, "sweep.metric");
 }
@@ -258,7 +270,7 @@ absl::StatusOr<std::vector<Trial>> ExpandSweep(const v1::JobSpec& spec) {
     settings.push_back(std::move(s));
   }
   SPARROW_RETURN_IF_ERROR(CheckDistinct(settings));
-  SPARROW_RETURN_IF_ERROR(CheckMetric(spec));
+  if (spec.has_sweep()) SPARROW_RETURN_IF_ERROR(CheckMetric(spec));
   if (!settings.empty() && !HasValidation(spec)) {
     return SweepError(
         settings.front().where,
@@ -278,7 +290,9 @@ absl::StatusOr<std::vector<Trial>> ExpandSweep(const v1::JobSpec& spec) {
   v1::JobSpec base_spec = spec;
   base_spec.clear_sweep();
   // Each trial keeps the best iterate by the metric the sweep chooses by.
-  base_spec.mutable_stopping()->set_validation_metric(sweep.metric());
+  if (spec.has_sweep()) {
+    base_spec.mutable_stopping()->set_validation_metric(sweep.metric());
+  }
   const Json base = Json::parse(ToJson(base_spec));
   const int grid_axes = static_cast<int>(settings.size()) - (path ? 1 : 0);
   const int path_points = path ? sweep.path().points() : 1;

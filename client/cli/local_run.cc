@@ -199,7 +199,14 @@ absl::StatusOr<LocalRun> LoadLocalRun(const RunFlags& f) {
     return absl::InvalidArgumentError(
         "--seeds and the spec's sweep.seeds both set the seeds; keep one");
   }
-  if (f.seeds > 1) run.spec.mutable_sweep()->set_seeds(f.seeds);
+  if (f.seeds > 1) {
+    // A sweep of seeds, chosen by the metric the runs track.
+    v1::Sweep* sweep = run.spec.mutable_sweep();
+    sweep->set_seeds(f.seeds);
+    if (sweep->metric() == v1::Sweep::METRIC_UNSPECIFIED) {
+      sweep->set_metric(run.spec.stopping().validation_metric());
+    }
+  }
   SPARROW_ASSIGN_OR_RETURN(run.trials, translate::ExpandSweep(run.spec));
   SPARROW_RETURN_IF_ERROR(CheckTrials(run.trials));
   SPARROW_ASSIGN_OR_RETURN(run.config, translate::ToTrainConfig(run.spec));

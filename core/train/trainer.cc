@@ -350,28 +350,36 @@ double ValidationError(const TrainConfig& config, const Metrics& m) {
                                        : m.validation_rmse;
 }
 
-// A validation metric the model measures (translate names the spec's field
-// and the fix; this is the library's own guard).
-absl::Status CheckValidationMetric(const TrainConfig& c) {
+const char* ValidationMetricNeeds(const TrainConfig& c) {
   using Metric = TrainConfig::ValidationMetric;
   const bool classifier = IsClassification(c.loss);
-  const char* needs = nullptr;
-  if (c.validation_metric == Metric::kOneStepRmse &&
-      !c.model.is<NarxMlpKind>()) {
-    needs = "a narx_mlp model";
-  } else if (c.validation_metric == Metric::kBfr &&
-             (classifier || !FamilyOf(c.model.kind).sequence())) {
-    needs = "a sequence model fitting a signal";
-  } else if (c.validation_metric == Metric::kAccuracy && !classifier) {
-    needs = "a classifier";
+  const bool signal =
+      (c.model.is<NarxMlpKind>() || c.model.is<StateSpaceRnnKind>()) &&
+      !classifier;
+  switch (c.validation_metric) {
+    case Metric::kOneStepRmse:
+      return c.model.is<NarxMlpKind>()
+                 ? nullptr
+                 : "a narx_mlp model (one step ahead from measured lags)";
+    case Metric::kBfr:
+      return signal ? nullptr
+                    : "a narx_mlp or state_space_rnn model fitting a signal";
+    case Metric::kAccuracy:
+      return classifier ? nullptr
+                        : "a classifier (a cross-entropy loss, or LOSS_MSE "
+                          "with one_hot_targets)";
+    case Metric::kDefault:
+    case Metric::kRmse:
+      break;
   }
-  if (needs == nullptr) return absl::OkStatus();
-  return absl::InvalidArgumentError(
-      absl::StrCat("validation_metric needs ", needs));
+  return nullptr;
 }
 
 absl::Status TrainConfig::Validate() const {
-  SPARROW_RETURN_IF_ERROR(CheckValidationMetric(*this));
+  if (const char* needs = ValidationMetricNeeds(*this)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "validation_metric needs ", needs, "; use the RMSE or the default"));
+  }
   if (IsStaged(*this)) {
     if (stages.size() > kMaxStages) {
       return absl::InvalidArgumentError(

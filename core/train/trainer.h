@@ -147,6 +147,10 @@ struct Metrics {
 // is better: BFR and accuracy as 100 - the value); NaN when m has none.
 double ValidationError(const TrainConfig& config, const Metrics& m);
 
+// What config.validation_metric needs that config.model or config.loss lacks
+// ("a narx_mlp model (...)"), or nullptr when the model measures it.
+const char* ValidationMetricNeeds(const TrainConfig& config);
+
 struct TrainResult {
   Model model;
   Metrics metrics;

@@ -388,6 +388,23 @@ sed 's/"sweep": {/"sweep": {"seeds": 2, /' "$tmp/sweep.json" > "$tmp/sweep_seeds
 expect 2 "keep one" "$bin" run --local "$tmp/sweep_seeds.json" --seeds 2
 sed 's/"validation": \[[^]]*\], //' "$tmp/sweep.json" > "$tmp/sweep_noval.json"
 expect 2 "never on the test split" "$bin" run --local "$tmp/sweep_noval.json"
+# stopping.validation_metric without a sweep: one run tracks it, and --seeds chooses by it.
+python3 - "$tmp" <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1] + "/sweep.json"))
+del s["sweep"]
+s.setdefault("stopping", {})["validation_metric"] = "METRIC_ONE_STEP_RMSE"
+json.dump(s, open(sys.argv[1] + "/tracked.json", "w"))
+PY
+out=$("$bin" run --local "$tmp/tracked.json" --seeds 2 --json 2>/dev/null)
+if python3 - "$out" <<'PY'
+import json, sys
+d = json.loads(sys.argv[1])
+assert len(d["runs"]) == 2 and all(r["validation"] == r["validation_one_step_rmse"]
+                                   for r in d["runs"]), d["runs"]
+PY
+then ok; else bad "stopping.validation_metric with --seeds: $out"; fi
+expect 0 "seed" "$bin" run --local "$tmp/tracked.json"
 
 echo "cli: $passed passed, $failed failed"
 [[ $failed -eq 0 ]]

@@ -249,6 +249,26 @@ TEST(SweepTest, TrialsTrackTheSweepsMetric) {
               "by METRIC_BFR");
   both.mutable_stopping()->set_validation_metric(v1::Sweep::METRIC_BFR);
   EXPECT_TRUE(ExpandSweep(both).ok());
+  // Tracked but not chosen by: the sweep must name it.
+  v1::JobSpec unnamed = Spec(R"({"seeds": 2})");
+  unnamed.mutable_stopping()->set_validation_metric(v1::Sweep::METRIC_BFR);
+  ExpectError(ExpandSweep(unnamed).status(),
+              "sweep.metric: unset, while stopping.validation_metric is "
+              "METRIC_BFR; set \"metric\": \"METRIC_BFR\" in the sweep too");
+  // A grid cannot vary it either.
+  ExpectError(ExpandSweep(Spec(R"({"grid": [{"field":
+      "stopping.validation_metric", "values": ["METRIC_RMSE", "METRIC_BFR"]}]})"))
+                  .status(),
+              "the trials track the metric the sweep chooses by");
+  // Without a sweep the spec is its own single trial, metric and all.
+  v1::JobSpec single = Spec(R"({"seeds": 2})");
+  single.clear_sweep();
+  single.mutable_stopping()->set_validation_metric(v1::Sweep::METRIC_BFR);
+  auto one = ExpandSweep(single);
+  ASSERT_TRUE(one.ok()) << one.status();
+  ASSERT_EQ(one->size(), 1u);
+  EXPECT_EQ((*one)[0].spec.stopping().validation_metric(),
+            v1::Sweep::METRIC_BFR);
 }
 
 // SelectionOf reads the metric the sweep names; BFR and accuracy count as

@@ -292,6 +292,25 @@ StopRules OuterStopRules(const SbdlOptions& options) {
   return rules;
 }
 
+// The size of Pack()'s vector before Adam's state, for n parameters in g
+// groups.
+Eigen::Index FixedStateSize(Eigen::Index n, Eigen::Index g) {
+  return 9 + 2 * g + 9 * n;
+}
+
+// Whether a Pack()ed state fits a run of n parameters in g groups up to
+// Adam's tail (Adam checks that): finite values, a positive Newton mu and
+// counts in range.
+bool StateHeadFits(const Eigen::VectorXd& p, Eigen::Index n, Eigen::Index g) {
+  if (p.size() <= FixedStateSize(n, g) || !p.allFinite() || !(p(4) > 0)) {
+    return false;
+  }
+  for (int i : {0, 2, 3, 5, 7, 8}) {  // counts
+    if (!(p(i) >= 0 && p(i) <= 1e9)) return false;
+  }
+  return true;
+}
+
 // One MinimizeSbdl call: the state its outer iterations share, and a method
 // per stage of an outer iteration (inner solve, hyperparameter update and
 // pruning, recording). Run once.
@@ -303,9 +322,6 @@ class SbdlRun {
 
   // Leaves the kept iterate in *w and its hyperparameters in *result.
   Summary Run(SbdlResult* result);
-  // False when options.resume held a state that does not fit this run (which
-  // then starts afresh).
-  bool resume_fits() const { return resume_fits_; }
 
  private:
   double Lambda(int layer) const {
@@ -355,7 +371,6 @@ class SbdlRun {
   bool have_best_metric_ = false;
   int stalled_ = 0;  // outer iterations without a change of support or metric
   int before_ = 0;   // outer iterations of the run this one resumes
-  bool resume_fits_ = true;
   Eigen::VectorXd packed_;  // the reported state (Pack)
 };
 
@@ -391,7 +406,7 @@ SbdlRun::SbdlRun(const SbdlOptions& options,
   adam_.set_proximal(&penalty_);
   best_ = state_;
   monitor_.set_state(&packed_);
-  if (options.resume.state.size() > 0) resume_fits_ = Restore(options.resume);
+  if (options.resume.state.size() > 0) Restore(options.resume);
 }
 
 Summary SbdlRun::Run(SbdlResult* result) {
@@ -606,12 +621,10 @@ void SbdlRun::Pack(int outer, int newly_pruned) {
 bool SbdlRun::Restore(const SbdlOptions::Resume& resume) {
   const Eigen::VectorXd& p = resume.state;
   const Eigen::Index n = n_, g = static_cast<Eigen::Index>(num_groups_);
-  const Eigen::Index fixed = 9 + 2 * g + 9 * n;
-  if (p.size() <= fixed || !p.allFinite() || !(p(4) > 0)) return false;
-  for (int i : {0, 2, 3, 5, 7, 8}) {  // counts
-    if (!(p(i) >= 0 && p(i) <= 1e9)) return false;
+  if (!StateHeadFits(p, n, g) ||
+      !adam_.UnpackState(p.tail(p.size() - FixedStateSize(n, g)))) {
+    return false;
   }
-  if (!adam_.UnpackState(p.tail(p.size() - fixed))) return false;
   before_ = static_cast<int>(p(0));
   state_.noise_variance = p(1);
   stalled_ = static_cast<int>(p(2));
@@ -669,13 +682,16 @@ Summary MinimizeSbdl(const SbdlOptions& options,
 }
 
 bool SbdlStateFits(const SbdlOptions& options,
-                   const std::vector<DenseBlock>& layers,
-                   SbdlObjective& objective, const Eigen::VectorXd& w,
+                   const std::vector<DenseBlock>& layers, int num_params,
                    const DenseBlock* linear) {
-  if (options.resume.state.size() == 0) return true;
-  Eigen::VectorXd probe = w;
-  return SbdlRun(options, layers, linear, objective, &probe, nullptr)
-      .resume_fits();
+  const Eigen::VectorXd& p = options.resume.state;
+  if (p.size() == 0) return true;
+  const Eigen::Index g = static_cast<Eigen::Index>(
+      MakeSbdlGroups(options, layers, linear).groups.size());
+  if (!StateHeadFits(p, num_params, g)) return false;
+  FirstOrderOptimizer adam(SbdlAdamOptions(options));
+  adam.Initialize(num_params);
+  return adam.UnpackState(p.tail(p.size() - FixedStateSize(num_params, g)));
 }
 
 }  // namespace sparrow::core

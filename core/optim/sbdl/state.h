@@ -11,11 +11,10 @@
 namespace sparrow::core {
 
 // True when options.resume.state is empty or restores into the run that
-// MinimizeSbdl(options, layers, objective, w, ..., linear) would make. Costs
-// one evaluation of the mean squared residual at w.
+// MinimizeSbdl(options, layers, objective, ..., linear) makes for an
+// objective of `num_params` parameters. Builds no run.
 bool SbdlStateFits(const SbdlOptions& options,
-                   const std::vector<DenseBlock>& layers,
-                   SbdlObjective& objective, const Eigen::VectorXd& w,
+                   const std::vector<DenseBlock>& layers, int num_params,
                    const DenseBlock* linear = nullptr);
 
 }  // namespace sparrow::core

@@ -35,7 +35,7 @@ absl::StatusOr<MethodResult> RunMethod(const SbdlOptions& options,
   auto& objective = static_cast<SbdlObjective&>(*setup->objective);
   // MinimizeSbdl starts afresh from a state that does not fit; that run would
   // not continue the checkpoint's.
-  if (!SbdlStateFits(o, layers, objective, *w, setup->mlp.linear())) {
+  if (!SbdlStateFits(o, layers, objective.num_params(), setup->mlp.linear())) {
     return ResumeStateError("sbdl", o.resume.state.size());
   }
   SbdlResult r;

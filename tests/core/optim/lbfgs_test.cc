@@ -1,7 +1,9 @@
 #include "core/optim/lbfgs/lbfgs.h"
 
 #include <limits>
+#include <vector>
 
+#include "core/optim/lbfgs/state.h"
 #include "gtest/gtest.h"
 #include "tests/core/optim/test_problems.h"
 
@@ -101,6 +103,35 @@ TEST(LbfgsTest, AZeroGradientAtTheStartIsAStall) {
   EXPECT_NE(s.message.find("gradient is ~0 at the starting point"),
             std::string::npos)
       << s.message;
+}
+
+// LbfgsStateFits accepts the states a run reports (no pairs yet, then 1 to
+// `memory` pairs) and refuses a state of another size or pair count.
+TEST(LbfgsTest, StateFitsWhatARunReports) {
+  class Keep : public IterationCallback {
+   public:
+    CallbackResult OnIteration(IterationRecord* r) override {
+      if (r->optimizer_state != nullptr) states.push_back(*r->optimizer_state);
+      return CallbackResult::kContinue;
+    }
+    std::vector<Eigen::VectorXd> states;
+  } keep;
+  testing::Rosenbrock problem(6);
+  Eigen::VectorXd w = Eigen::VectorXd::Constant(6, -1.0);
+  LbfgsOptions options;
+  options.memory = 3;
+  options.stop.max_iterations = 8;
+  MinimizeLbfgs(options, problem, &w, &keep);
+  ASSERT_GE(keep.states.size(), 5u);
+  for (const Eigen::VectorXd& state : keep.states) {
+    EXPECT_TRUE(LbfgsStateFits(state, 6, 3)) << state.size();
+  }
+  Eigen::VectorXd last = keep.states.back();
+  ASSERT_EQ(last(0), 3);                     // a full ring
+  EXPECT_FALSE(LbfgsStateFits(last, 7, 3));  // another problem size
+  EXPECT_FALSE(LbfgsStateFits(last, 6, 2));  // more pairs than the memory
+  last(0) = 2;
+  EXPECT_FALSE(LbfgsStateFits(last, 6, 3));  // count and size disagree
 }
 
 TEST(LbfgsTest, DefaultOptionsValidate) {
