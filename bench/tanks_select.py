@@ -33,9 +33,10 @@ DATA = os.path.join(ROOT, "..", "shared", "data", "cascaded_tanks", "dataBenchma
 BASE = os.path.join(ROOT, "examples", "tanks_sbdl_sim_wide.json")
 
 
-def variant(name, hidden=(40, 40), inner=200, outer=30, lam=10.0, lr=0.003):
+def variant(name, hidden=(40, 40), inner=200, outer=30, lam=10.0, lr=0.003,
+            activation="ACTIVATION_TANH", lags=(19, 19), groups="element"):
     return name, {"hidden": list(hidden), "inner": inner, "outer": outer, "lambda": lam,
-                  "lr": lr}
+                  "lr": lr, "activation": activation, "lags": list(lags), "groups": groups}
 
 
 VARIANTS = dict([
@@ -49,6 +50,12 @@ VARIANTS = dict([
     variant("h3x40", hidden=(40, 40, 40), inner=200),
     variant("lr002", lr=0.002),
     variant("lr005", lr=0.005),
+    variant("leaky", activation="ACTIVATION_LEAKY_RELU"),
+    variant("sigmoid", activation="ACTIVATION_SIGMOID"),
+    variant("lags25", lags=(25, 25)),
+    variant("lags30", lags=(30, 30)),
+    variant("ulags25", lags=(25, 19)),
+    variant("rows", groups="row"),
 ])
 
 
@@ -59,12 +66,16 @@ def spec_for(settings, tmp, name, seed, held_out="validation"):
                   held_out: [{"first": 821, "last": 1024}]}
     for key in ("test_inputs", "test_outputs"):
         s["data"].pop(key, None)
-    s["model"]["narx_mlp"]["hidden"] = settings["hidden"]
+    narx = s["model"]["narx_mlp"]
+    narx["hidden"] = settings["hidden"]
+    narx["activation"] = settings["activation"]
+    narx["input_lags"], narx["output_lags"] = settings["lags"]
     sb = s["optimizer"]["sbdl"]
     sb["inner_epochs"] = settings["inner"]
     sb["outer_iterations"] = settings["outer"]
     sb["lambda"] = [settings["lambda"]]
     sb["learning_rate"] = settings["lr"]
+    sb["groups"] = settings["groups"]
     s["seed"] = seed
     path = os.path.join(tmp, "%s_%d.json" % (name, seed))
     json.dump(s, open(path, "w"))
