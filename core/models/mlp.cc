@@ -74,6 +74,37 @@ Map<const MatrixXd> Weights(const double* theta, const Mlp::Layer& l) {
   return Map<const MatrixXd>(theta + l.weight_offset, l.out, l.in);
 }
 
+// out[k] = sum_q w(q, k) in[q] (plus out[k] when accumulating), times
+// scale[k] when scale is given, for a column-major rows x cols matrix w.
+// Plain loops for the reason ForwardColumn has them: at a few units Eigen's
+// matrix-vector dispatch costs more than the arithmetic. Column k is
+// contiguous, so each output is one dot product summed in a register (over q
+// in order, as the scalar loop would) and stored once; four outputs at a time
+// keep four independent sums in flight for the wider layers.
+template <bool kAccumulate>
+void TransposeTimes(const double* w, int rows, int cols, const double* in,
+                    const double* scale, double* out) {
+  auto finish = [&](int k, double acc) {
+    out[k] = scale != nullptr ? acc * scale[k] : acc;
+  };
+  int k = 0;
+  for (; k + 4 <= cols; k += 4) {
+    const double* wk = w + static_cast<Eigen::Index>(k) * rows;
+    double acc[4];
+    for (int j = 0; j < 4; ++j) acc[j] = kAccumulate ? out[k + j] : 0.0;
+    for (int q = 0; q < rows; ++q) {
+      for (int j = 0; j < 4; ++j) acc[j] += wk[j * rows + q] * in[q];
+    }
+    for (int j = 0; j < 4; ++j) finish(k + j, acc[j]);
+  }
+  for (; k < cols; ++k) {
+    const double* wk = w + static_cast<Eigen::Index>(k) * rows;
+    double acc = kAccumulate ? out[k] : 0.0;
+    for (int q = 0; q < rows; ++q) acc += wk[q] * in[q];
+    finish(k, acc);
+  }
+}
+
 }  // namespace
 
 absl::Status ValidateMlpSpec(const MlpSpec& spec, absl::string_view name,
@@ -264,21 +295,22 @@ void Mlp::BackwardColumn(const double* theta, int col, const double* d_out,
     auto deriv = Deriv(c, i).col(col);
     ActivationDerivative(l.activation, V(c, i).col(col), Z(c, i).col(col),
                          deriv);
-    auto delta = Delta(c, i).col(col);
+    const double* slope = deriv.data();
+    double* delta = Delta(c, i).col(col).data();
     if (i == n) {
-      delta = Map<const VectorXd>(d_out, l.out).cwiseProduct(deriv);
+      for (int r = 0; r < l.out; ++r) delta[r] = d_out[r] * slope[r];
     } else {
-      delta.noalias() =
-          Weights(theta, layers_[i]).transpose() * Delta(c, i + 1).col(col);
-      delta.array() *= deriv.array();
+      const Layer& next = layers_[i];
+      TransposeTimes<false>(theta + next.weight_offset, next.out, l.out,
+                            Delta(c, i + 1).col(col).data(), slope, delta);
     }
   }
-  Map<VectorXd>(d_in, inputs()).noalias() =
-      Weights(theta, layers_[0]).transpose() * Delta(c, 1).col(col);
+  const Layer& first = layers_[0];
+  TransposeTimes<false>(theta + first.weight_offset, first.out, first.in,
+                        Delta(c, 1).col(col).data(), nullptr, d_in);
   if (spec_.linear) {
-    Map<VectorXd>(d_in, inputs()).noalias() +=
-        Weights(theta, linear_).transpose() *
-        Map<const VectorXd>(d_out, outputs());
+    TransposeTimes<true>(theta + linear_.weight_offset, linear_.out, linear_.in,
+                         d_out, nullptr, d_in);
   }
 }
 
