@@ -74,8 +74,9 @@ Map<const MatrixXd> Weights(const double* theta, const Mlp::Layer& l) {
   return Map<const MatrixXd>(theta + l.weight_offset, l.out, l.in);
 }
 
-// out[k] = sum_q w(q, k) in[q] (plus out[k] when accumulating), times
-// scale[k] when scale is given, for a column-major rows x cols matrix w.
+// out[k] = sum_q w(q, k) in[q] for a column-major rows x cols matrix w, times
+// scale[k] when scale is given; kAccumulate (only used without a scale) adds
+// the sum to out[k] instead.
 // Plain loops for the reason ForwardColumn has them: at a few units Eigen's
 // matrix-vector dispatch costs more than the arithmetic. Column k is
 // contiguous, so each output is one dot product summed in a register (over q
