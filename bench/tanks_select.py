@@ -53,8 +53,6 @@ VARIANTS = dict([
     variant("leaky", activation="ACTIVATION_LEAKY_RELU"),
     variant("sigmoid", activation="ACTIVATION_SIGMOID"),
     variant("lags25", lags=(25, 25)),
-    variant("lags30", lags=(30, 30)),
-    variant("ulags25", lags=(25, 19)),
     variant("rows", groups="row"),
 ])
 
