@@ -37,6 +37,7 @@
 #include "core/data/synthetic.h"
 #include "core/train/methods.h"
 #include "core/train/trainer.h"
+#include "core/util/eigen_blocking.h"
 #include "core/util/status_macros.h"
 #include "nlohmann/json.hpp"
 #include "translate/config.h"
@@ -424,6 +425,8 @@ int Main(int argc, char** argv) {
 }  // namespace sparrow::cli
 
 int main(int argc, char** argv) {
-  sparrow::translate::UseOneMallocArena();  // before any thread starts
+  // Both before any thread starts.
+  sparrow::translate::UseOneMallocArena();
+  sparrow::core::PinEigenBlocking();  // results independent of the CPU's caches
   return sparrow::cli::Main(argc, argv);
 }

@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "CLI/CLI.hpp"
+#include "core/util/eigen_blocking.h"
 #include "server/server.h"
 #include "server/worker/worker.h"
 #include "spdlog/spdlog.h"
@@ -203,7 +204,9 @@ int Serve(const sparrow::server::ServerOptions& o) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  sparrow::translate::UseOneMallocArena();  // before any thread starts
+  // Both before any thread starts.
+  sparrow::translate::UseOneMallocArena();
+  sparrow::core::PinEigenBlocking();  // results independent of the CPU's caches
   // A job's worker process (server/worker/worker.h), started by sparrowd.
   if (argc == 3 && std::string(argv[1]) == sparrow::server::kWorkerFlag) {
     return sparrow::server::RunWorker(0, 1, std::atoi(argv[2]));
