@@ -4,6 +4,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
 #include "core/util/status_macros.h"
 #include "google/protobuf/descriptor.h"
 #include "google/protobuf/unknown_field_set.h"
@@ -13,6 +14,9 @@
 namespace sparrow::translate {
 
 absl::StatusOr<v1::JobSpec> ParseJobSpecJson(absl::string_view json) {
+  // Editors on Windows write a byte-order mark; RFC 8259 lets a parser skip
+  // it, and CSV files are read past one too.
+  absl::ConsumePrefix(&json, "\xEF\xBB\xBF");
   SPARROW_RETURN_IF_ERROR(
       CheckJsonShape(json, *v1::JobSpec::descriptor(), "the job spec"));
   v1::JobSpec spec;

@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
+#include "core/train/optimizer.h"
 #include "core/util/option_error.h"
 #include "core/util/status_macros.h"
 
@@ -87,10 +88,12 @@ absl::StatusOr<core::RlsOptions> ToRls(const v1::RlsOptions& o,
         absl::StrCat("optimizer.rls.output_layer is \"", o.output_layer(),
                      "\"; use \"adam\" (hybrid mode) or \"rls\""));
   }
-  if (o.max_p_megabytes() < 0 || !std::isfinite(o.max_p_megabytes()) ||
-      o.max_p_megabytes() > 1e9) {
-    return core::OptionError("optimizer.rls.max_p_megabytes",
-                             o.max_p_megabytes(), "in [0, 1e9] (0 = 1024)");
+  // From 1 kB: a smaller limit would be a typo for one in megabytes (and
+  // would turn into 0 bytes below 1 / 2^20).
+  const double mb = o.max_p_megabytes();
+  if (!(mb == 0 || (mb >= 0.001 && mb <= 1e9))) {
+    return core::OptionError("optimizer.rls.max_p_megabytes", mb,
+                             "in [0.001, 1e9], or 0 (= 1024)");
   }
   if (o.max_p_megabytes() != 0) {
     f.max_p_bytes = static_cast<int64_t>(o.max_p_megabytes() * (1 << 20));
@@ -345,17 +348,19 @@ absl::StatusOr<core::OptimizerOptions> ToOptimizer(const v1::OptimizerSpec& opt,
                                                    core::TrainConfig* c) {
   absl::StatusOr<core::OptimizerOptions> options = ToMethod(opt, stop, c);
   if (!options.ok()) return options;
+  const std::string batch =
+      absl::StrCat("optimizer.", core::OptimizerName(*options), ".batch.");
   if (c->batch_size < 0) {
-    return core::OptionError("optimizer.*.batch.batch_size", c->batch_size,
+    return core::OptionError(absl::StrCat(batch, "batch_size"), c->batch_size,
                              ">= 0");
   }
   if (c->threads < 1 || c->threads > kMaxBatchThreads) {
     return core::OptionError(
-        "optimizer.*.batch.threads", c->threads,
+        absl::StrCat(batch, "threads"), c->threads,
         absl::StrCat("in [1, ", kMaxBatchThreads, "] (0 means 1)"));
   }
   if (c->bptt_window < 0) {
-    return core::OptionError("optimizer.*.batch.bptt_window", c->bptt_window,
+    return core::OptionError(absl::StrCat(batch, "bptt_window"), c->bptt_window,
                              ">= 0");
   }
   return options;

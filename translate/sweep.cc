@@ -15,6 +15,7 @@
 #include "nlohmann/json.hpp"
 #include "translate/config.h"
 #include "translate/json.h"
+#include "translate/suggest.h"
 
 namespace sparrow::translate {
 namespace {
@@ -58,9 +59,14 @@ absl::StatusOr<FieldPath> ResolveField(absl::string_view where,
       std::vector<std::string> known;
       for (int i = 0; i < type->field_count(); ++i)
         known.push_back(type->field(i)->name());
-      return SweepError(where, absl::StrCat("'", field, "': no field '", part,
-                                            "' in ", type->name(), " (it has ",
-                                            absl::StrJoin(known, ", "), ")"));
+      const std::string closest = ClosestName(part, known);
+      return SweepError(
+          where,
+          absl::StrCat(
+              "'", field, "': no field '", part, "' in ", type->name(),
+              closest.empty()
+                  ? absl::StrCat(" (it has ", absl::StrJoin(known, ", "), ")")
+                  : absl::StrCat("; did you mean '", closest, "'?")));
     }
     names.push_back(f->name());
     path.last = f;
@@ -146,13 +152,15 @@ absl::StatusOr<Setting> PathSetting(const v1::Sweep::Path& path) {
         s.where, absl::StrFormat("points is %d; use 2 to %d", path.points(),
                                  kMaxSweepPathPoints));
   }
-  const double ratio = path.to() / path.from();
+  // In logarithms: to / from itself can overflow (1e-300 to 1e300).
+  const double log_from = std::log(path.from());
+  const double log_step =
+      (std::log(path.to()) - log_from) / (path.points() - 1);
   for (int k = 0; k < path.points(); ++k) {
-    const double v =
-        k == path.points() - 1
-            ? path.to()
-            : path.from() *
-                  std::pow(ratio, static_cast<double>(k) / (path.points() - 1));
+    const double v = k == 0 ? path.from()
+                     : k == path.points() - 1
+                         ? path.to()
+                         : std::exp(log_from + k * log_step);
     // Six significant digits: the value a trial's spec holds is the one its
     // row shows. A repeated field (optimizer.sbdl.lambda) takes the value for
     // every entry: a list of one.
@@ -233,7 +241,13 @@ absl::StatusOr<v1::JobSpec> TrialSpec(const Json& base,
       if (!node->is_object()) *node = Json::object();
       node = &(*node)[name];
     }
-    *node = Json::parse(s.values[choice[i]]);
+    *node =
+        Json::parse(s.values[choice[i]], nullptr, /*allow_exceptions=*/false);
+    if (node->is_discarded()) {
+      return SweepError(
+          s.where, absl::StrCat("'", s.field, "' value ", s.values[choice[i]],
+                                " is not a JSON value"));
+    }
   }
   spec["seed"] = std::to_string(seed);
   absl::StatusOr<v1::JobSpec> parsed = ParseJobSpecJson(spec.dump());
@@ -249,16 +263,32 @@ absl::StatusOr<v1::JobSpec> TrialSpec(const Json& base,
                    " is not a valid spec: ", parsed.status().message()));
 }
 
+// The sweep's own numbers: seeds, max_parallel, within_pct.
+absl::Status CheckSweepNumbers(const v1::Sweep& sweep) {
+  if (sweep.seeds() < 0) {
+    return SweepError("seeds", absl::StrCat("is ", sweep.seeds(),
+                                            "; it must be >= 0 (0 means 1)"));
+  }
+  if (sweep.max_parallel() < 0) {
+    return SweepError(
+        "max_parallel",
+        absl::StrCat(
+            "is ", sweep.max_parallel(),
+            "; it must be >= 0 (0 = as many as the workers or cores allow)"));
+  }
+  if (!(sweep.within_pct() >= 0) || !std::isfinite(sweep.within_pct())) {
+    return SweepError("within_pct",
+                      absl::StrCat("is ", sweep.within_pct(),
+                                   "; it must be >= 0 and finite"));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<std::vector<Trial>> ExpandSweep(const v1::JobSpec& spec) {
   const v1::Sweep& sweep = spec.sweep();
-  if (sweep.seeds() < 0 || sweep.max_parallel() < 0 ||
-      !(sweep.within_pct() >= 0) || !std::isfinite(sweep.within_pct())) {
-    return SweepError("seeds",
-                      "seeds, max_parallel and within_pct must be >= 0 (and "
-                      "within_pct finite)");
-  }
+  SPARROW_RETURN_IF_ERROR(CheckSweepNumbers(sweep));
   std::vector<Setting> settings;
   for (int i = 0; i < sweep.grid_size(); ++i) {
     SPARROW_ASSIGN_OR_RETURN(Setting s, GridSetting(sweep.grid(i), i));
@@ -281,10 +311,14 @@ absl::StatusOr<std::vector<Trial>> ExpandSweep(const v1::JobSpec& spec) {
   const int64_t seeds = std::max(1, sweep.seeds());
   double total = static_cast<double>(seeds);  // a double cannot overflow
   for (const Setting& s : settings) total *= s.values.size();
+  // Named after what makes the count: the seeds alone, else the first axis.
+  const std::string count_field =
+      settings.empty() || seeds > 1 ? "seeds" : settings.front().where;
   if (total > kMaxSweepTrials) {
-    return SweepError("seeds",
-                      absl::StrFormat("the sweep has %.0f trials; at most %d "
-                                      "(kMaxSweepTrials). Use fewer values",
+    return SweepError(count_field,
+                      absl::StrFormat("the sweep has %.0f trials (seeds x grid "
+                                      "values x path points); at most %d. Use "
+                                      "fewer seeds or values",
                                       total, kMaxSweepTrials));
   }
   v1::JobSpec base_spec = spec;
@@ -293,7 +327,20 @@ absl::StatusOr<std::vector<Trial>> ExpandSweep(const v1::JobSpec& spec) {
   if (spec.has_sweep()) {
     base_spec.mutable_stopping()->set_validation_metric(sweep.metric());
   }
-  const Json base = Json::parse(ToJson(base_spec));
+  const std::string base_json = ToJson(base_spec);
+  // Every trial holds its own copy of the spec, on the server several times
+  // over (the jobs, their records, each status reply's description).
+  if (total * base_json.size() > kMaxSweepSpecBytes) {
+    return SweepError(
+        count_field,
+        absl::StrFormat("its %.0f trials would hold %.0f MiB of specs (%d "
+                        "bytes each); at most %d MiB. Shorten the spec (its "
+                        "name, description or inline values) or use fewer "
+                        "trials",
+                        total, total * base_json.size() / (1 << 20),
+                        base_json.size(), kMaxSweepSpecBytes >> 20));
+  }
+  const Json base = Json::parse(base_json);
   const int grid_axes = static_cast<int>(settings.size()) - (path ? 1 : 0);
   const int path_points = path ? sweep.path().points() : 1;
   std::vector<Trial> trials;

@@ -21,6 +21,8 @@ namespace sparrow::translate {
 // metrics until the choice).
 inline constexpr int kMaxSweepTrials = 1000;
 inline constexpr int kMaxSweepPathPoints = 100;
+// The trials' specs together (trials x the spec's JSON size) at most.
+inline constexpr int kMaxSweepSpecBytes = 16 << 20;
 
 struct Trial {
   int index = 0;
@@ -40,7 +42,8 @@ struct Trial {
 // INVALID_ARGUMENT names the sweep field and says what to change: an unknown
 // or unsweepable field (the data, split, seed, ...), a field set twice, a
 // value the field does not take, a change of model family or loss kind, a
-// path without points, more than kMaxSweepTrials trials, a grid, path or
+// path without points, more than kMaxSweepTrials trials or kMaxSweepSpecBytes
+// of their specs, a grid, path or
 // metric without a validation split to choose on, or a metric the model
 // does not have (one-step RMSE without narx_mlp, BFR without a sequence
 // model, accuracy without a classifier). The trials' specs are parsed, not

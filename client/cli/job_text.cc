@@ -36,6 +36,18 @@ int IterationBudget(const v1::JobSpec& spec) {
   return core::IterationBudget(*config);
 }
 
+std::vector<int> TrialBudgets(const v1::JobSpec& spec) {
+  std::vector<int> budgets;
+  if (!spec.has_sweep()) return budgets;
+  absl::StatusOr<std::vector<translate::Trial>> trials =
+      translate::ExpandSweep(spec);
+  if (!trials.ok()) return budgets;
+  for (const translate::Trial& t : *trials) {
+    budgets.push_back(IterationBudget(t.spec));
+  }
+  return budgets;
+}
+
 std::string FormatSeconds(double s) {
   if (!std::isfinite(s) || s < 0) return "-";
   if (s < 60) return absl::StrFormat("%.1fs", s);

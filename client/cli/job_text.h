@@ -4,6 +4,7 @@
 #define SPARROW_CLIENT_CLI_JOB_TEXT_H_
 
 #include <string>
+#include <vector>
 
 #include "sparrow/v1/jobs.pb.h"
 #include "sparrow/v1/model.pb.h"
@@ -18,6 +19,9 @@ int ExitForState(v1::Job::State s);
 // Iterations the job will run at most (epochs, or SBDL outer iterations), for
 // the ETA; 0 when unknown.
 int IterationBudget(const v1::JobSpec& spec);
+// The same for each trial of the spec's sweep, by trial index (a grid over
+// stopping.max_epochs or stages gives each its own); empty without a sweep.
+std::vector<int> TrialBudgets(const v1::JobSpec& spec);
 // "12.3s", "4m05s", "2h10m"; "-" when not finite.
 std::string FormatSeconds(double s);
 // One human-readable line of an event.

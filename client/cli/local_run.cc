@@ -1,5 +1,7 @@
 #include "client/cli/local_run.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
 #include <cmath>
@@ -8,6 +10,7 @@
 #include <iostream>
 #include <memory>
 #include <mutex>
+#include <new>
 #include <string>
 #include <thread>
 #include <utility>
@@ -19,9 +22,11 @@
 #include "client/cli/common.h"
 #include "client/cli/data_files.h"
 #include "client/cli/images.h"
+#include "client/cli/local_memory.h"
 #include "client/cli/model_file.h"
 #include "client/cli/report.h"
 #include "core/train/methods.h"
+#include "core/train/models/layered.h"
 #include "core/train/trainer.h"
 #include "core/util/status_macros.h"
 #include "nlohmann/json.hpp"
@@ -44,6 +49,13 @@ std::atomic<int> g_stop_signal{0};
 void OnSignal(int signal) {
   g_stop_signal = signal;
   std::signal(signal, SIG_DFL);
+  // At once, since one iteration can take minutes; write(2) is
+  // async-signal-safe, streams are not.
+  static constexpr char kMessage[] =
+      "sparrow: stopping at the end of the current iteration; send the "
+      "signal again to stop at once, without results\n";
+  [[maybe_unused]] const ssize_t n =
+      write(STDERR_FILENO, kMessage, sizeof(kMessage) - 1);
 }
 
 // Seconds between progress lines of a local run.
@@ -168,6 +180,8 @@ struct LocalRun {
   core::TrainConfig config;
   core::TrainData data;
   translate::DataSummary data_summary;
+  LocalDataSize size;                       // for the memory estimate
+  int channels = 0, height = 0, width = 0;  // image data's shape
 };
 
 // Refuses a sweep any of whose trials would be refused, before any trains.
@@ -183,6 +197,11 @@ absl::Status CheckTrials(const std::vector<translate::Trial>& trials) {
     }
   }
   return absl::OkStatus();
+}
+
+LocalDataSize DataSize(const translate::DataSummary& d, int64_t rows,
+                       int64_t bytes) {
+  return {d.inputs, d.outputs, rows, bytes};
 }
 
 // Checks the flags, then reads the spec and the CSV or IDX files it names.
@@ -218,13 +237,44 @@ absl::StatusOr<LocalRun> LoadLocalRun(const RunFlags& f) {
     SPARROW_ASSIGN_OR_RETURN(
         run.data, translate::LoadImageTrainData(run.spec, run.config, images,
                                                 &run.data_summary));
+    run.channels = images.channels;
+    run.height = images.height;
+    run.width = images.width;
+    run.size = DataSize(run.data_summary, images.size(),
+                        images.pixels.size() + images.labels.size());
     return run;
   }
   SPARROW_ASSIGN_OR_RETURN(const LocalFiles files, ReadLocalFiles(run.spec));
   SPARROW_ASSIGN_OR_RETURN(
       run.data, translate::LoadTrainData(run.spec, run.config, files.View(),
                                          &run.data_summary));
+  run.size =
+      DataSize(run.data_summary,
+               run.data_summary.file_rows + run.data_summary.validation_rows +
+                   run.data_summary.test_rows,
+               files.data.size() + files.validation.size() + files.test.size());
   return run;
+}
+
+// The trials' memory estimates (local_memory.h), `threads` trials at a time,
+// with an image model's input shape filled in as training fills it.
+absl::Status CheckMemory(const LocalRun& run, int threads, double max_gib) {
+  std::vector<core::TrainConfig> configs;
+  std::vector<std::string> labels;
+  for (const translate::Trial& t : run.trials) {
+    SPARROW_ASSIGN_OR_RETURN(core::TrainConfig c,
+                             translate::ToTrainConfig(t.spec));
+    if (run.channels > 0) {
+      core::ResolveImageShape(run.channels, run.height, run.width, &c.model);
+    }
+    configs.push_back(std::move(c));
+    labels.push_back(run.trials.size() == 1
+                         ? ""
+                         : absl::StrCat("sweep trial ", t.index, " (",
+                                        translate::TrialLabel(t), "): "));
+  }
+  return CheckLocalMemory(configs, labels, threads, run.size,
+                          LocalMemoryLimit(max_gib));
 }
 
 using TrainOutcome = absl::StatusOr<core::TrainResult>;
@@ -262,7 +312,15 @@ TrainOutcome TrainTrial(const LocalRun& run, const translate::Trial& trial,
   }
   ProgressPrinter progress(show_progress, core::IterationBudget(c),
                            StepNames(trial.spec));
-  return core::Train(c, run.data, &progress);
+  try {
+    return core::Train(c, run.data, &progress);
+  } catch (const std::bad_alloc&) {
+    // The estimate checked before training is not a bound (local_memory.h).
+    return absl::ResourceExhaustedError(
+        "ran out of memory while training (an allocation failed); use a "
+        "smaller model or less data, or train fewer trials at once "
+        "(--threads)");
+  }
 }
 
 // Multi-start and sweeps (jax-sysid's parallel_fit, a regularization path):
@@ -403,11 +461,14 @@ int RunLocal(const RunFlags& f) {
   const v1::JobSpec& spec = run->spec;
   const size_t trials = run->trials.size();
 
-  std::signal(SIGINT, OnSignal);
-  std::signal(SIGTERM, OnSignal);
   const int threads = std::max(
       1,
       std::min(Threads(f, spec), static_cast<int>(Chains(run->trials).size())));
+  if (absl::Status s = CheckMemory(*run, threads, f.max_memory_gib); !s.ok()) {
+    return Fail(s);
+  }
+  std::signal(SIGINT, OnSignal);
+  std::signal(SIGTERM, OnSignal);
   if (!f.json) {
     std::cerr << absl::StrFormat(
         "sparrow: training %s (%d %s on %d thread%s)\n",
@@ -435,6 +496,12 @@ int RunLocal(const RunFlags& f) {
   }
   for (const std::string& f : failed) std::cerr << "sparrow: " << f << "\n";
   if (reports.empty()) {
+    if (f.json) {  // still one JSON object on stdout
+      std::cout << nlohmann::json{{"runs", nlohmann::json::array()},
+                                  {"failed", failed}}
+                       .dump(2)
+                << "\n";
+    }
     std::cerr
         << (failed.empty()
                 ? "sparrow: stopped by a signal before any trial started\n"
@@ -460,7 +527,7 @@ int RunLocal(const RunFlags& f) {
       return Fail(s);
   }
   if (f.json) {
-    nlohmann::json report = ReportJson(reports, best);
+    nlohmann::json report = ReportJson(reports, best, trials > 1);
     report["data"] = DataJson(run->data_summary);
     if (!failed.empty()) report["failed"] = failed;
     std::cout << report.dump(2) << "\n";

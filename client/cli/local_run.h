@@ -15,6 +15,9 @@ struct RunFlags {
   int threads = 0;
   bool json = false;
   std::string model_out;
+  // > 0: the memory (GiB) the run may need by its estimate; 0: what this
+  // process may use (local_memory.h).
+  double max_memory_gib = 0;
 };
 
 // The process exit code (common.h).

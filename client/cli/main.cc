@@ -280,6 +280,12 @@ CLI::App* AddRunCommand(CLI::App* app, RunFlags* flags) {
   run_cmd->add_option("-o,--output", run.model_out,
                       "Write the trained model (the chosen seed or sweep "
                       "trial) here: .json for JSON, else protobuf");
+  run_cmd
+      ->add_option("--max-memory", run.max_memory_gib,
+                   "Refuse a run whose memory estimate passes this many GiB "
+                   "(0 = the machine's memory, ulimit -v or the container's "
+                   "limit, whichever is least)")
+      ->check(CLI::NonNegativeNumber);
   return run_cmd;
 }
 

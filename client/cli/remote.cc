@@ -30,6 +30,7 @@
 #include "translate/images.h"
 #include "translate/json.h"
 #include "translate/model.h"
+#include "translate/suggest.h"
 
 namespace sparrow::cli {
 namespace {
@@ -45,10 +46,13 @@ absl::StatusOr<v1::Job::State> ParseState(const std::string& name) {
   v1::Job::State state;
   if (!v1::Job::State_Parse(absl::AsciiStrToUpper(name), &state) ||
       state == v1::Job::STATE_UNSPECIFIED) {
+    const std::string closest =
+        translate::ClosestName(name, {"queued", "running", "cancelling",
+                                      "succeeded", "failed", "cancelled"});
     return absl::InvalidArgumentError(absl::StrCat(
-        "--state '", name,
-        "' is not a job state; use queued, running, cancelling, succeeded, "
-        "failed or cancelled"));
+        "--state '", name, "' is not a job state",
+        closest.empty() ? "" : absl::StrCat("; did you mean '", closest, "'?"),
+        " Use queued, running, cancelling, succeeded, failed or cancelled"));
   }
   return state;
 }
@@ -173,7 +177,9 @@ void RemoteCommands::AddJobCommands(CLI::App* app) {
 
 void RemoteCommands::AddModelCommands(CLI::App* app) {
   model_ = app->add_subcommand(
-      "model", "Trained models of ended jobs: download or export them");
+      "model",
+      "Trained models of ended jobs: download or export them.\n"
+      "Example: sparrow model get job-1a2b3c4d5e6f7a8b -o model.json");
   model_->require_subcommand(1);
   model_get_ = model_->add_subcommand(
       "get",
@@ -321,7 +327,14 @@ int RemoteCommands::Watch(const std::string& job_id, int64_t after,
   }
   auto job = client->GetJob(job_id);
   if (!job.ok()) return Fail(job.status());
-  const int budget = IterationBudget(job->spec());
+  const int job_budget = IterationBudget(job->spec());
+  const std::vector<int> trial_budgets = TrialBudgets(job->spec());
+  // A sweep's copy of a trial's event counts against that trial's budget.
+  auto line_of = [&](const v1::ProgressEvent& e) {
+    const bool trial = e.has_trial() && e.trial() >= 0 &&
+                       e.trial() < static_cast<int>(trial_budgets.size());
+    return EventLine(e, trial ? trial_budgets[e.trial()] : job_budget);
+  };
   const bool tty = !as_json && isatty(STDOUT_FILENO);
   absl::Time last_print = absl::InfinitePast();
   bool line_open = false;       // a \r progress line is on screen
@@ -338,21 +351,21 @@ int RemoteCommands::Watch(const std::string& job_id, int64_t after,
       if (line_open) std::cout << "\n";
       line_open = false;
       if (have_unprinted && v1::IsFinalEvent(e)) {
-        std::cout << EventLine(unprinted, budget) << "\n";
+        std::cout << line_of(unprinted) << "\n";
       }
       if (e.kind() == v1::ProgressEvent::STATE) have_unprinted = false;
-      std::cout << EventLine(e, budget) << "\n" << std::flush;
+      std::cout << line_of(e) << "\n" << std::flush;
       return true;
     }
     const absl::Time now = absl::Now();
     if (tty) {
       if (now - last_print >= absl::Milliseconds(100)) {
-        std::cout << "\r\033[K" << EventLine(e, budget) << std::flush;
+        std::cout << "\r\033[K" << line_of(e) << std::flush;
         line_open = true;
         last_print = now;
       }
     } else if (now - last_print >= absl::Seconds(1)) {
-      std::cout << EventLine(e, budget) << "\n" << std::flush;
+      std::cout << line_of(e) << "\n" << std::flush;
       last_print = now;
       have_unprinted = false;
     } else {

@@ -200,8 +200,9 @@ double RunReport::Metric(const std::string& name) const {
   return std::numeric_limits<double>::quiet_NaN();
 }
 
-nlohmann::json ReportJson(const std::vector<RunReport>& reports, int best) {
-  if (reports.size() == 1) return RunJson(reports[0]);
+nlohmann::json ReportJson(const std::vector<RunReport>& reports, int best,
+                          bool several) {
+  if (!several) return RunJson(reports[0]);
   nlohmann::json j;
   j["runs"] = nlohmann::json::array();
   for (const RunReport& r : reports) {

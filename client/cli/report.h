@@ -61,9 +61,11 @@ constexpr size_t kMaxHistory = 1000;
 RunReport MakeReport(uint64_t seed, const core::TrainResult& result,
                      const v1::Sweep& sweep);
 // A single run's object, or {runs, summary, best_seed, chosen} for several
-// (`best` is the chosen run; a sweep's runs carry their settings, and the
-// summary over them is left out when they differ in more than the seed).
-nlohmann::json ReportJson(const std::vector<RunReport>& reports, int best);
+// trials (`several`: the run had more than one, even if only one has a
+// report; `best` is the chosen run; a sweep's runs carry their settings, and
+// the summary over them is left out when they differ in more than the seed).
+nlohmann::json ReportJson(const std::vector<RunReport>& reports, int best,
+                          bool several);
 // One row per run (a sweep's settings first), the chosen one (`best`, -1 for
 // none) marked.
 std::string ReportTable(const std::vector<RunReport>& reports, int best);

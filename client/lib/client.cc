@@ -7,6 +7,9 @@
 #include <sstream>
 #include <thread>
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "core/util/status_macros.h"
@@ -20,6 +23,42 @@
 
 namespace sparrow::client {
 namespace {
+
+// Refuses a HOST:PORT that gRPC would misread (a port above 65535 wraps:
+// 117737 reaches port 52201, another server) or only fail to resolve after
+// its retries. Targets with a scheme ("unix:PATH", "dns:///HOST:PORT") pass
+// as they are.
+absl::Status CheckAddress(absl::string_view address) {
+  const auto bad = [&](absl::string_view why) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("server address '", address, "' ", why,
+                     "; use HOST:PORT, e.g. 127.0.0.1:50051 or [::1]:50051"));
+  };
+  const size_t colon = address.rfind(':');
+  if (colon == absl::string_view::npos) return bad("has no port");
+  const absl::string_view host = address.substr(0, colon);
+  const absl::string_view port = address.substr(colon + 1);
+  if (absl::StartsWith(address, "unix:") ||
+      absl::StartsWith(address, "unix-abstract:") ||
+      absl::StrContains(address, ":///")) {
+    return absl::OkStatus();
+  }
+  if (host.empty()) return bad("has no host");
+  if (host.front() == '[' ? host.back() != ']'
+                          : host.find_first_of("[]") != host.npos) {
+    return bad("has unbalanced brackets (an IPv6 host is written [::1])");
+  }
+  if (host.front() != '[' && absl::StrContains(host, ':')) {
+    return bad("has an IPv6 host without brackets");
+  }
+  int value = 0;
+  if (port.empty() || port.size() > 5 ||
+      !std::all_of(port.begin(), port.end(), absl::ascii_isdigit) ||
+      !absl::SimpleAtoi(port, &value) || value < 1 || value > 65535) {
+    return bad("has no port from 1 to 65535");
+  }
+  return absl::OkStatus();
+}
 
 absl::StatusCode ToAbslCode(grpc::StatusCode code) {
   // gRPC and absl share the canonical numbering (google.rpc.Code).
@@ -71,6 +110,7 @@ absl::StatusOr<std::unique_ptr<Client>> Client::Connect(
     return absl::InvalidArgumentError(
         "no server address: pass --server HOST:PORT or set SPARROW_ADDR");
   }
+  SPARROW_RETURN_IF_ERROR(CheckAddress(options.address));
   if (options.max_attempts < 1) {
     return absl::InvalidArgumentError("max_attempts must be at least 1");
   }

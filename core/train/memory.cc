@@ -6,6 +6,7 @@
 #include <numeric>
 #include <variant>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "core/models/mlp.h"
 #include "core/train/methods.h"
@@ -80,6 +81,13 @@ absl::StatusOr<double> RlsBytes(const TrainConfig& config, int inputs,
                            MatrixBlocks(config.model, inputs, outputs));
   const bool adam_output =
       rls->adam_output_layer.value_or(config.loss.kind != LossKind::kMse);
+  // What training checks on the built network (a P over max_p_megabytes, a
+  // count of eta values), here before the run: a stage or a sweep trial
+  // refused only when it starts would waste the ones before it.
+  RlsOptions resolved = *rls;
+  resolved.adam_output_layer = adam_output;
+  SPARROW_RETURN_IF_ERROR(
+      OptionsStatus(CheckRlsBlocks(blocks, resolved), "rls"));
   double bytes = 0.0;
   for (const NetworkMatrixBlock& b : blocks) {
     if (adam_output && b.layer == blocks.back().layer) continue;
@@ -219,10 +227,15 @@ absl::StatusOr<MemoryEstimate> EstimateMemory(const TrainConfig& config,
   }
   MemoryEstimate largest;
   for (int k = 0; k < static_cast<int>(config.stages.size()); ++k) {
-    SPARROW_ASSIGN_OR_RETURN(
-        MemoryEstimate e, EstimateStage(StageConfig(config, k), inputs, outputs,
-                                        rows, file_bytes, window_states));
-    if (k == 0 || e.total > largest.total) largest = e;
+    absl::StatusOr<MemoryEstimate> e =
+        EstimateStage(StageConfig(config, k), inputs, outputs, rows, file_bytes,
+                      window_states);
+    if (!e.ok()) {
+      return absl::Status(
+          e.status().code(),
+          absl::StrCat("stages[", k, "]: ", e.status().message()));
+    }
+    if (k == 0 || e->total > largest.total) largest = *e;
   }
   return largest;
 }

@@ -28,7 +28,9 @@ struct MemoryEstimate {
 
 // The estimate for `config` on data with `inputs` input and `outputs` output
 // columns, `rows` data rows and `file_bytes` of raw file. InvalidArgument
-// from CountParameters for an impossible model. Saturates at INT64_MAX.
+// from CountParameters for an impossible model, and from CheckRlsBlocks for
+// RLS options the network refuses (prefixed "stages[k]: " in a stage).
+// Saturates at INT64_MAX.
 absl::StatusOr<MemoryEstimate> EstimateMemory(const TrainConfig& config,
                                               int inputs, int outputs,
                                               int64_t rows, int64_t file_bytes);

@@ -396,9 +396,13 @@ absl::Status TrainConfig::Validate() const {
   }
   SPARROW_RETURN_IF_ERROR(ValidateModelAndData(*this));
   if (penalty.kind != Penalty::Kind::kNone && !UsesGaussNewton(optimizer)) {
-    return absl::InvalidArgumentError(
+    return absl::InvalidArgumentError(absl::StrCat(
         "regularization.l1/l0/group_lasso/quantization/binary are solved by "
-        "ADMM around optimizer nails or nailm; choose one of those");
+        "ADMM around optimizer nails or nailm; choose one of those",
+        IsRls(optimizer) ? " (RLS has its own l1 term: optimizer.rls.l1)"
+        : std::holds_alternative<SbdlOptions>(optimizer)
+            ? " (SBDL has its own sparsity: optimizer.sbdl.lambda)"
+            : ""));
   }
   return CheckMethod(*this);
 }

@@ -251,6 +251,11 @@ absl::Status JobManager::CheckWarmStart(const std::string& tenant,
                                         core::TrainConfig* config) {
   std::optional<v1::TrainedModel> source;
   if (spec.warm_start().has_job_id()) {
+    if (spec.warm_start().job_id().empty()) {
+      return absl::InvalidArgumentError(
+          "warm_start.job_id is empty; give the id of an ended job (sparrow "
+          "list) or remove warm_start");
+    }
     v1::Job job;
     absl::StatusOr<v1::TrainedModel> model =
         GetModel(tenant, spec.warm_start().job_id(), &job);

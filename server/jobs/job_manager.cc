@@ -280,6 +280,14 @@ absl::StatusOr<v1::TrainedModel> JobManager::GetModel(const std::string& tenant,
       model.status().code() != absl::StatusCode::kNotFound) {
     return model;
   }
+  if (job->spec().has_sweep()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "job ", id, " is a sweep that ended ", name,
+        " before choosing a trial, so it has no model of its own; its "
+        "trials keep theirs (partial for a cancelled one): sparrow status ",
+        id, " lists them, sparrow model get ", id, "-t0 downloads one (",
+        job->reason(), ")"));
+  }
   return absl::FailedPreconditionError(absl::StrCat(
       "job ", id, " is ", name,
       " and kept no model: it ended before its first iteration finished, or "

@@ -43,6 +43,30 @@ translate::TrialScore Score(const v1::Sweep& sweep, const v1::Job& trial) {
   return s;
 }
 
+// Why a sweep whose trials have all ended chose none: only a succeeded trial
+// is a candidate (a cancelled one holds a partial model), and it needs a
+// finite validation error (or, for seeds alone without a validation split,
+// training loss).
+std::string NoChoice(const std::string& sweep_id,
+                     const std::vector<std::optional<v1::Job>>& jobs) {
+  int succeeded = 0, cancelled = 0, failed = 0;
+  for (const auto& job : jobs) {
+    succeeded += job->state() == v1::Job::SUCCEEDED;
+    cancelled += job->state() == v1::Job::CANCELLED;
+    failed += job->state() == v1::Job::FAILED;
+  }
+  return absl::StrCat(
+      "no trial can be chosen: ", succeeded, " succeeded, ", cancelled,
+      " cancelled, ", failed,
+      " failed, and the sweep chooses among succeeded trials with a finite "
+      "validation error (or, for seeds alone without a validation split, a "
+      "training loss). Each trial's reason: sparrow status ",
+      TrialJobId(sweep_id, 0),
+      " (and -t1, ...); a trial's own model, "
+      "partial for a cancelled one: sparrow model get ",
+      TrialJobId(sweep_id, 0));
+}
+
 // Trials of one sweep unfinished at once: sweep.max_parallel, else the
 // workers; on one sparrowd at most its workers (more would only wait in the
 // queue, holding queue places), on replicas as many as asked.
@@ -230,12 +254,7 @@ absl::Status JobManager::AdvanceSweep(const std::string& id) {
     scores.push_back(Score(parent.spec().sweep(), *job));
   }
   const int chosen = translate::ChooseTrial(parent.spec().sweep(), scores);
-  if (chosen < 0) {
-    return fail(
-        "no trial has a finite validation error (or, for seeds alone "
-        "without a validation split, a training loss) to choose by; see "
-        "the trials' reasons (sparrow status)");
-  }
+  if (chosen < 0) return fail(NoChoice(id, *jobs));
   const v1::Job& best = *(*jobs)[chosen];
   SPARROW_ASSIGN_OR_RETURN(v1::TrainedModel model, store_->GetModel(best.id()));
   *model.mutable_sweep_trial() = translate::TrialOrigin((*trials)[chosen], n);
@@ -331,7 +350,7 @@ absl::StatusOr<int64_t> JobManager::TrialAdmission(const std::string& tenant,
     *not_run = absl::StrCat(
         "the path's point before (trial ", before->trial_index(), ") ended ",
         absl::AsciiStrToLower(v1::Job::State_Name(before->state())),
-        "; there is no model to start from");
+        "; a path goes on only from a point that succeeded");
     return 0;
   }
   absl::StatusOr<int64_t> memory = ValidateSubmission(tenant, spec);

@@ -102,6 +102,14 @@ spec_error 's|"stopping"|"stoping"|' "stoping: unknown field 'stoping'; did you 
 spec_error 's|"inputs": \["u"\]|"inputs": "u"|' 'data.inputs: expected a list [...], got the string "u"'
 spec_error 's|"nx": 2,|"nx": 2, "activation": "tanh",|' 'use "ACTIVATION_TANH"'
 
+# A run whose memory estimate passes the limit is refused before it trains, the limit named:
+# --max-memory here, else the machine's memory, ulimit -v or the container's limit.
+expect 2 "of memory, mostly for" "$bin" run --local "$tmp/ok.json" --max-memory 0.01
+expect 2 "is 10 MiB" "$bin" run --local "$tmp/ok.json" --max-memory 0.01
+spec "$tmp/huge.json" '{"state_space_rnn": {"nx": 20000, "fx_hidden": [4], "fy_hidden": [4]}}'
+sed -i 's|"lbfgs": {}|"nails": {}|' "$tmp/huge.json"  # 180k parameters: a 260 GB matrix
+expect 2 "Gauss-Newton matrices" "$bin" run --local "$tmp/huge.json"
+
 # --- SIGTERM (timeout, SLURM, Kubernetes) and SIGINT stop a local run with its results -----
 spec "$tmp/long.json" '{"state_space_rnn": {"nx": 2, "fx_hidden": [4], "fy_hidden": [4]}}'
 sed -i 's|"optimizer": {"lbfgs": {}}|"optimizer": {"adam": {}}|; s|"max_epochs": 20|"max_epochs": 10000000, "stall_epochs": -1|' \
@@ -116,6 +124,7 @@ for sig in TERM INT; do
   rc=$?
   if [[ $rc -eq 1 ]] && grep -q "user_abort" "$tmp/stop.out" &&
      grep -q "stopped by SIG$sig" "$tmp/stop.err" && grep -q "eta " "$tmp/stop.err" &&
+     grep -q "stopping at the end of the current iteration" "$tmp/stop.err" &&
      /usr/bin/python3 -c "import json, sys; m = json.load(open(sys.argv[1])); assert m['parameters']" \
        "$tmp/stopped_$sig.json"
   then ok; else bad "SIG$sig: rc=$rc out=$(cat "$tmp/stop.out") err=$(cat "$tmp/stop.err")"; fi

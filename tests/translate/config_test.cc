@@ -118,6 +118,21 @@ TEST(ConfigTest, StallEpochsDefaultOffAndErrors) {
               "100) or -1 (never)");
 }
 
+// The batch options' messages name the method whose block holds them, and a
+// P limit below a kilobyte (a typo) is refused with the value given.
+TEST(ConfigTest, BatchAndRlsLimitErrorsNameTheirField) {
+  auto spec = ParseJobSpecJson(kRnnSpec);
+  ASSERT_TRUE(spec.ok());
+  spec->mutable_optimizer()->mutable_adam()->mutable_batch()->set_batch_size(
+      -5);
+  ExpectError(ToTrainConfig(*spec).status(),
+              "optimizer.adam.batch.batch_size is -5");
+  spec->mutable_optimizer()->mutable_rls()->set_max_p_megabytes(1e-9);
+  ExpectError(ToTrainConfig(*spec).status(),
+              "optimizer.rls.max_p_megabytes is 1e-09; it must be in [0.001, "
+              "1e9], or 0 (= 1024)");
+}
+
 TEST(ConfigTest, PrecisionIsFloat64OrFloat32) {
   auto spec = ParseJobSpecJson(kRnnSpec);
   ASSERT_TRUE(spec.ok());

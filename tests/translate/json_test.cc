@@ -15,6 +15,14 @@ TEST(JsonTest, UnknownFieldIsAnError) {
               "sede");
 }
 
+// A spec saved with a UTF-8 byte-order mark (Windows editors) reads as
+// without one.
+TEST(JsonTest, AByteOrderMarkIsSkipped) {
+  auto spec = ParseJobSpecJson(std::string("\xEF\xBB\xBF") + kRnnSpec);
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->seed(), 7u);
+}
+
 TEST(JsonTest, HasJsonSuffixNeedsANameBeforeTheSuffix) {
   EXPECT_TRUE(HasJsonSuffix("model.json"));
   EXPECT_TRUE(HasJsonSuffix("dir/a.json"));

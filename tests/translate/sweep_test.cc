@@ -164,7 +164,46 @@ TEST(SweepTest, RefusesWhatItCannotSweepWithAFix) {
       {"field": "regularization.rho_theta", "values": [1,2,3,4,5,6,7,8,9,10]}
       ]})"))
                   .status(),
-              "the sweep has 1100 trials; at most 1000");
+              "sweep.seeds: the sweep has 1100 trials (seeds x grid values x "
+              "path points); at most 1000");
+  // Without seeds, the count is the grid's.
+  ExpectError(ExpandSweep(Spec(R"({"grid": [
+      {"field": "stopping.max_epochs", "values": [1,2,3,4,5,6,7,8,9,10]},
+      {"field": "regularization.rho_theta", "values": [1,2,3,4,5,6,7,8,9,10]},
+      {"field": "regularization.rho_x0", "values": [1,2,3,4,5,6,7,8,9,10,11]}
+      ]})"))
+                  .status(),
+              "sweep.grid[0]: the sweep has 1100 trials");
+  ExpectError(ExpandSweep(Spec(R"({"grid": [{"field": "stoping.max_epochs",
+      "values": [1]}]})"))
+                  .status(),
+              "no field 'stoping' in JobSpec; did you mean 'stopping'?");
+  ExpectError(
+      ExpandSweep(Spec(R"({"seeds": 2, "within_pct": "NaN"})")).status(),
+      "sweep.within_pct: is nan");
+}
+
+// Every trial holds a copy of the spec: a long one times many trials is
+// refused with the limit named, before anything is expanded.
+TEST(SweepTest, RefusesTrialsWhoseSpecsTogetherPassTheLimit) {
+  v1::JobSpec spec = Spec(R"({"seeds": 1000})");
+  spec.set_name(std::string(20000, 'n'));
+  ExpectError(ExpandSweep(spec).status(),
+              "sweep.seeds: its 1000 trials would hold");
+  spec.mutable_sweep()->set_seeds(10);
+  EXPECT_TRUE(ExpandSweep(spec).ok());
+}
+
+// The points are spaced in logarithms: to / from may overflow a double.
+TEST(SweepTest, APathSpanningTheWholeRangeOfDoublesExpands) {
+  auto trials = ExpandSweep(Spec(R"({"path":
+      {"field": "regularization.rho_theta", "from": 1e-300, "to": 1e300,
+       "points": 3}})"));
+  ASSERT_TRUE(trials.ok()) << trials.status();
+  ASSERT_EQ(trials->size(), 3u);
+  EXPECT_DOUBLE_EQ((*trials)[0].spec.regularization().rho_theta(), 1e-300);
+  EXPECT_NEAR((*trials)[1].spec.regularization().rho_theta(), 1.0, 1e-5);
+  EXPECT_DOUBLE_EQ((*trials)[2].spec.regularization().rho_theta(), 1e300);
 }
 
 TEST(SweepTest, RefusesFieldsSetTwiceAndAnotherModelOrLoss) {
@@ -188,7 +227,7 @@ TEST(SweepTest, RefusesFieldsSetTwiceAndAnotherModelOrLoss) {
                   .status(),
               "or the loss kind");
   ExpectError(ExpandSweep(Spec(R"({"within_pct": "Infinity"})")).status(),
-              "within_pct finite");
+              "sweep.within_pct: is inf; it must be >= 0 and finite");
 }
 
 TEST(SweepTest, AGridOrPathNeedsValidationDataNeverTheTestSplit) {

@@ -21,6 +21,7 @@ Summary RunEpochs(const StopRules& rules, double step_size,
                   IterationCallback* callback) {
   Summary summary;
   RunMonitor monitor(rules, callback, &summary);
+  monitor.set_initial_is_first_epoch();
   Eigen::VectorXd state;  // reported with each record, for checkpoints
   if (callback != nullptr) monitor.set_state(&state);
   Eigen::VectorXd last_good = *w;

@@ -113,6 +113,11 @@ class RunMonitor {
     return stop;
   }
 
+  // For methods whose initial loss is their first epoch's mean minibatch loss
+  // (taken while that epoch trained): a run of one epoch then has nothing to
+  // compare it with, and Finish says nothing about its progress.
+  void set_initial_is_first_epoch() { initial_is_first_epoch_ = true; }
+
   // What later records expose as IterationRecord::optimizer_state (must stay
   // valid; updated in place by the caller before each EndIteration).
   void set_state(const Eigen::VectorXd* state) { state_ = state; }
@@ -128,8 +133,11 @@ class RunMonitor {
     const bool ended_well =
         t == Termination::kConverged || t == Termination::kMaxIterations ||
         t == Termination::kDeadline || t == Termination::kEarlyStopped;
-    if (!ended_well || !std::isfinite(first) || !std::isfinite(last) ||
-        !(first > 0) || last < (1.0 - kLittleProgress) * first ||
+    const bool nothing_to_compare =
+        initial_is_first_epoch_ && summary_->iterations < 2;
+    if (!ended_well || nothing_to_compare || !std::isfinite(first) ||
+        !std::isfinite(last) || !(first > 0) ||
+        last < (1.0 - kLittleProgress) * first ||
         std::isfinite(rules_.resume_loss)) {
       return;
     }
@@ -201,6 +209,7 @@ class RunMonitor {
   const Eigen::VectorXd* state_ = nullptr;
   double stall_reference_;
   int stall_since_;
+  bool initial_is_first_epoch_ = false;
 };
 
 }  // namespace sparrow::core::internal

@@ -102,8 +102,13 @@ absl::Status RlsOptions::Validate() const {
   if (!(forgetting > 0.0 && forgetting <= 1.0)) {
     return OptionError("forgetting_factor", forgetting, "in (0, 1]");
   }
-  if (!(ratio > 0.0) || !std::isfinite(ratio)) {
-    return OptionError("ratio_factor", ratio, "positive and finite");
+  // Larger k only shrinks every step eta / h towards 0 (h grows with k): a
+  // run that learns nothing, or, with k T overflowing, P turned to NaN.
+  if (!(ratio > 0.0 && ratio <= RlsOptions::kMaxRatioFactor)) {
+    return OptionError("ratio_factor", ratio,
+                       absl::StrCat("in (0, ", RlsOptions::kMaxRatioFactor,
+                                    "] (the paper uses 0.1; a larger k makes "
+                                    "the steps eta / h vanish)"));
   }
   if (eta.empty()) {
     return absl::InvalidArgumentError("eta: give one value or one per block");
@@ -158,8 +163,10 @@ absl::Status CheckRlsBlocks(const std::vector<NetworkMatrixBlock>& blocks,
   }
   if (preconditioned == 0) {
     return absl::InvalidArgumentError(
-        "the model has no layer for RLS to precondition (every parameter "
-        "block is trained by Adam); use optimizer.adam instead");
+        "output_layer: the model has no layer for RLS to precondition (its "
+        "only layer is the output layer, which the hybrid mode trains by "
+        "Adam); add a hidden layer, set output_layer to \"rls\", or use "
+        "optimizer.adam");
   }
   if (options.eta.size() != 1 && options.eta.size() != preconditioned) {
     return absl::InvalidArgumentError(absl::StrCat(

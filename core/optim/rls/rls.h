@@ -54,9 +54,13 @@ class BlockObjective : public Objective {
 
 struct RlsOptions {
   static constexpr const char kName[] = "rls";
+  // The paper's k is 0.1; a larger k only shortens every step (h grows
+  // with k).
+  static constexpr double kMaxRatioFactor = 1e4;
   // lambda in (0, 1].
   double forgetting = 1.0;
-  // k > 0, the ratio factor of the average approximation.
+  // k in (0, kMaxRatioFactor], the ratio factor of the average
+  // approximation.
   double ratio = 0.1;
   // eta > 0 per preconditioned block in network order (a recurrent layer has
   // two: W then V), or one value for all.

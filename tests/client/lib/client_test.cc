@@ -175,5 +175,26 @@ TEST(ClientOptionsTest, BadOptionsAreRefused) {
             std::string::npos);
 }
 
+// gRPC would take port 117737 as 52201 (modulo 2^16), another server, and
+// retry a malformed host until its deadline: both are refused at once.
+TEST(ClientOptionsTest, AddressesGrpcWouldMisreadAreRefused) {
+  ClientOptions o;
+  for (const char* bad :
+       {"127.0.0.1:117737", "127.0.0.1:0", "127.0.0.1", "127.0.0.1:", "[::1",
+        "[::1:50051", "::1:50051", ":50051", "host:50a"}) {
+    o.address = bad;
+    auto c = Client::Connect(o);
+    ASSERT_FALSE(c.ok()) << bad;
+    EXPECT_EQ(c.status().code(), absl::StatusCode::kInvalidArgument) << bad;
+    EXPECT_NE(c.status().message().find("use HOST:PORT"), std::string::npos)
+        << c.status();
+  }
+  for (const char* good : {"127.0.0.1:65535", "[::1]:50051", "localhost:1",
+                           "unix:/tmp/sparrow.sock", "dns:///db:50051"}) {
+    o.address = good;
+    EXPECT_TRUE(Client::Connect(o).ok()) << good;
+  }
+}
+
 }  // namespace
 }  // namespace sparrow::client

@@ -65,6 +65,7 @@ TEST(MemoryTest, RlsCountsItsMatricesP) {
   c.model.kind.emplace<MlpKind>();
   c.model.hidden = {32};
   RlsOptions rls;
+  rls.max_p_bytes = int64_t{4} << 30;  // the first layer's P is 3.2 GB
   c.optimizer = rls;
   c.loss.kind = LossKind::kMse;  // every layer RLS
   c.batch_size = 128;
@@ -149,6 +150,46 @@ TEST(MemoryTest, DataGrowsWithRowsAndNarxLags) {
   auto more_lags = EstimateMemory(c, 1, 1, 1000000, 30000000);
   ASSERT_TRUE(more_lags.ok());
   EXPECT_GT(more_lags->data, large->data);
+}
+
+// What training would refuse on the built network is refused by the
+// estimate already (before a sweep's earlier trials or a job's earlier stages
+// run): a P over max_p_megabytes, a count of eta values, each stage's own.
+TEST(MemoryTest, RlsOptionsTheNetworkRefusesAreAnError) {
+  TrainConfig c;
+  c.model.kind.emplace<MlpKind>();
+  c.model.hidden = {32};
+  c.loss.kind = LossKind::kMse;
+  c.batch_size = 128;
+  RlsOptions rls;
+  c.optimizer = rls;
+  auto fits = EstimateMemory(c, 20000, 10, 1000, 0);
+  ASSERT_FALSE(fits.ok());
+  EXPECT_NE(fits.status().message().find(
+                "optimizer.rls.max_p_megabytes: the RLS matrix P of layer"),
+            std::string::npos)
+      << fits.status();
+  rls.eta = {1, 1, 1};  // two blocks
+  c.optimizer = rls;
+  auto eta = EstimateMemory(c, 100, 10, 1000, 0);
+  ASSERT_FALSE(eta.ok());
+  EXPECT_NE(eta.status().message().find("optimizer.rls.eta has 3 values"),
+            std::string::npos)
+      << eta.status();
+  // Adam first, then the RLS stage: named by its index.
+  TrainConfig staged = c;
+  staged.optimizer = AdamOptions();  // stage 0's fields are the config's
+  staged.stages.resize(2);
+  staged.stages[1].optimizer = rls;
+  staged.stages[1].batch_size = 128;
+  auto stage = EstimateMemory(staged, 100, 10, 1000, 0);
+  ASSERT_FALSE(stage.ok());
+  EXPECT_EQ(stage.status().message().rfind("stages[1]: optimizer.rls.eta", 0),
+            0u)
+      << stage.status();
+  rls.eta = {1, 1};
+  c.optimizer = rls;
+  EXPECT_TRUE(EstimateMemory(c, 100, 10, 1000, 0).ok());
 }
 
 TEST(MemoryTest, ImpossibleModelIsAnError) {

@@ -116,6 +116,24 @@ TEST(RunMonitorTest, ARunThatLearnedNothingSaysSo) {
   EXPECT_EQ(finish(0.0, 0.0, Termination::kConverged), "");
 }
 
+// A minibatch method's initial loss is its first epoch's: after one epoch
+// there is nothing to compare it with (the epoch did train); after two there
+// is.
+TEST(RunMonitorTest, OneEpochOfAMinibatchMethodIsNotCalledNoProgress) {
+  auto finish = [](int epochs) {
+    Summary s;
+    RunMonitor monitor(StopRules{}, nullptr, &s);
+    monitor.set_initial_is_first_epoch();
+    s.initial_loss = 1.3;
+    s.final_loss = 1.3;
+    s.iterations = epochs;
+    monitor.Finish(Termination::kMaxIterations);
+    return s.message;
+  };
+  EXPECT_EQ(finish(1), "");
+  EXPECT_NE(finish(2).find("learned next to nothing"), std::string::npos);
+}
+
 // What a progress record reports restarts the test where it was.
 TEST(RunMonitorTest, TheStallStateResumes) {
   class Keep : public IterationCallback {

@@ -290,6 +290,27 @@ TEST(RlsTest, BlocksOverTheMemoryLimitOrAMiscountedEtaAreRefused) {
   EXPECT_TRUE(CheckRlsBlocks(net.matrix_blocks(), o).ok());
 }
 
+// A k so large that k T overflows (or only shortens every step to nothing)
+// is refused with the range; a network whose only layer Adam trains says
+// which field to change.
+TEST(RlsTest, RatioFactorHasAnUpperBoundAndAnAdamOnlyNetworkIsRefused) {
+  RlsOptions o;
+  EXPECT_TRUE(o.Validate().ok());
+  o.ratio = 1e308;
+  EXPECT_NE(o.Validate().message().find("ratio_factor is 1e+308; it must be "
+                                        "in (0, 10000]"),
+            std::string::npos)
+      << o.Validate();
+  o.ratio = RlsOptions::kMaxRatioFactor;
+  EXPECT_TRUE(o.Validate().ok());
+  const Network output_only(
+      {std::make_shared<DenseLayer>(4, 3, Activation::kLinear, true)});
+  o.adam_output_layer = true;
+  const absl::Status s = CheckRlsBlocks(output_only.matrix_blocks(), o);
+  EXPECT_EQ(s.message().rfind("output_layer: the model has no layer", 0), 0u)
+      << s;
+}
+
 // RlsStateFits (which builds no P) accepts exactly the states an optimizer
 // of the same network packs, for dense, convolutional and LSTM layers (two
 // blocks each), all-RLS and hybrid; one value more or less, a non-finite one
