@@ -153,6 +153,31 @@ PY
 then ok; else bad "warm start: cold=$cold warm=$warm"; fi
 sed 's|"fx_hidden": \[4\]|"fx_hidden": [5]|' "$tmp/warm.json" > "$tmp/warm_wide.json"
 expect 2 "parameter blocks" "$bin" run --local "$tmp/warm_wide.json"
+# A sweep some of whose trials fail (a width the warm start does not fit) still prints the
+# sweep's JSON shape, with the failures; when every trial fails, {"runs": [], "failed": [...]}.
+for widths in "[[4], [5]]" "[[5], [6]]"; do
+  python3 - "$tmp/warm.json" "$tmp/warm_grid.json" "$widths" <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1]))
+s["split"]["train"] = [{"first": 1, "last": 300}]
+s["split"]["validation"] = [{"first": 301, "last": 400}]
+s["sweep"] = {"grid": [{"field": "model.state_space_rnn.fx_hidden",
+                        "values": json.loads(sys.argv[3])}]}
+json.dump(s, open(sys.argv[2], "w"))
+PY
+  out=$("$bin" run --local "$tmp/warm_grid.json" --json 2>/dev/null)
+  rc=$?
+  if [[ $rc -eq 1 ]] && python3 - "$out" "$widths" <<'PY'
+import json, sys
+d = json.loads(sys.argv[1])
+every = sys.argv[2] == "[[5], [6]]"
+assert len(d["failed"]) == (2 if every else 1), d
+assert len(d["runs"]) == (0 if every else 1), d
+if not every:
+    assert d["runs"][0]["trial"] == 0 and d["chosen_trial"] == 0, d
+PY
+  then ok; else bad "sweep with failed trials $widths: rc=$rc out=$out"; fi
+done
 sed 's|"model_path": "[^"]*"|"job_id": "job-1"|' "$tmp/warm.json" > "$tmp/warm_job.json"
 expect 2 "sparrow model get JOB -o model.json" "$bin" run --local "$tmp/warm_job.json"
 warm_spec "$tmp/warm_missing.json" "$tmp/none.json"
