@@ -140,6 +140,13 @@ absl::Status ToSubsequences(const v1::StateSpaceRnnModel& r,
     return core::OptionError("model.state_space_rnn.subsequence_stride", stride,
                              "in [1, 10000000] (0 = subsequence_length)");
   }
+  if (stride > length) {
+    return core::OptionError(
+        "model.state_space_rnn.subsequence_stride", stride,
+        absl::StrCat("at most subsequence_length (", length,
+                     "): a longer stride leaves the samples between windows "
+                     "out of training"));
+  }
   kind->subsequence_length = length;
   kind->subsequence_stride = stride == 0 ? length : stride;
   return absl::OkStatus();
@@ -162,6 +169,12 @@ absl::Status ToStateSpaceRnnConfig(const v1::StateSpaceRnnModel& r,
                    "model.state_space_rnn.output_activation"));
   s.feedthrough = !r.no_feedthrough();
   SPARROW_ASSIGN_OR_RETURN(s.initial_state, ToInitialState(r.initial_state()));
+  if (r.has_encoder() && s.initial_state != core::InitialState::kEncoder) {
+    return absl::InvalidArgumentError(
+        "model.state_space_rnn.encoder is set, but initial_state is not "
+        "INITIAL_STATE_ENCODER, so no encoder would be trained; set "
+        "\"initial_state\": \"INITIAL_STATE_ENCODER\" or remove encoder");
+  }
   s.encoder.hidden = Sizes(r.encoder().hidden());
   s.encoder.past_outputs = r.encoder().past_outputs();
   s.encoder.past_inputs = r.encoder().past_inputs();

@@ -288,11 +288,10 @@ absl::StatusOr<PredictOutput> PredictFromState(const core::Model& m,
   return out;
 }
 
-}  // namespace
-
-absl::StatusOr<PredictOutput> Predict(const v1::TrainedModel& model,
-                                      absl::string_view csv,
-                                      const PredictOptions& options) {
+// Predict before its check that every value is finite.
+absl::StatusOr<PredictOutput> PredictValues(const v1::TrainedModel& model,
+                                            absl::string_view csv,
+                                            const PredictOptions& options) {
   SPARROW_ASSIGN_OR_RETURN(core::Model m, FromProto(model));
   if (options.initial_state != PredictOptions::InitialState::kEstimate) {
     if (options.x0_samples != 0) {
@@ -315,13 +314,24 @@ absl::StatusOr<PredictOutput> Predict(const v1::TrainedModel& model,
   const bool sequence = core::FamilyOf(m.config.kind).sequence();
   // (Missing inputs are named by ReadChannels below.)
   const std::string_view text(csv.data(), csv.size());
-  if (sequence && HasColumns(text, m.input_names) &&
-      !HasColumns(text, m.output_names)) {
+  const bool inputs_only = sequence && HasColumns(text, m.input_names) &&
+                           !HasColumns(text, m.output_names);
+  if (inputs_only && rnn != nullptr &&
+      rnn->rnn.initial_state == core::InitialState::kZero &&
+      options.x0_samples == 0 && !options.one_step) {
+    // A model trained from x0 = 0 estimates nothing: it starts there.
+    PredictOptions zero = options;
+    zero.initial_state = PredictOptions::InitialState::kZero;
+    return PredictFromState(m, text, zero);
+  }
+  if (inputs_only) {
     return absl::InvalidArgumentError(absl::StrCat(
         "the file has no measured outputs (",
         absl::StrJoin(m.output_names, ", "), "), which ",
-        rnn != nullptr ? "estimating the initial state x0 fits"
-                       : "the model's output lags start from",
+        rnn == nullptr ? "the model's output lags start from"
+        : rnn->rnn.initial_state == core::InitialState::kEncoder
+            ? "the encoder reads the initial state x0 from"
+            : "estimating the initial state x0 fits",
         rnn != nullptr
             ? "; simulate from the inputs alone with x0 = 0 (--x0 zero) or a "
               "given x0 (--x0 v1,v2,...)"
@@ -370,6 +380,29 @@ absl::StatusOr<PredictOutput> Predict(const v1::TrainedModel& model,
   out.y = std::move(p.y);
   out.x0.assign(p.x0.data(), p.x0.data() + p.x0.size());
   AddFit(y, p.first, &out);
+  return out;
+}
+
+}  // namespace
+
+absl::StatusOr<PredictOutput> Predict(const v1::TrainedModel& model,
+                                      absl::string_view csv,
+                                      const PredictOptions& options) {
+  SPARROW_ASSIGN_OR_RETURN(PredictOutput out,
+                           PredictValues(model, csv, options));
+  // A simulation that overflows would write Inf and NaN rows and drop the
+  // fit without a word.
+  for (Eigen::Index t = 0; t < out.y.cols(); ++t) {
+    if (!out.y.col(t).allFinite()) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "the prediction is not finite from sample %d of %d on: the "
+          "model's free-run simulation diverges on this input%s. Check the "
+          "initial state and that the inputs are in the range the model was "
+          "trained on, or predict one step ahead (--one-step)",
+          t + 1, out.y.cols(),
+          out.x0.empty() ? "" : " from this initial state x0"));
+    }
+  }
   return out;
 }
 

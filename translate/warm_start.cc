@@ -1,9 +1,14 @@
 #include "translate/warm_start.h"
 
 #include <memory>
+#include <string>
 #include <utility>
+#include <variant>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "core/train/models/narx_mlp.h"
+#include "core/train/models/state_space_rnn.h"
 #include "core/util/status_macros.h"
 #include "translate/model.h"
 
@@ -12,6 +17,51 @@ namespace {
 
 v1::LossKind KindOf(const v1::LossSpec& loss) {
   return loss.kind() == v1::LOSS_UNSPECIFIED ? v1::LOSS_MSE : loss.kind();
+}
+
+// One structural setting of the start model and of the spec ("input_lags", 3,
+// 2): parameter blocks of the same sizes can still mean other things (3 and 1
+// lags against 2 and 2; another activation), which the block check misses.
+struct Setting {
+  const char* field;
+  std::string start, spec;
+};
+
+std::vector<Setting> StructuralSettings(const core::ModelConfig& start,
+                                        const core::ModelConfig& spec) {
+  auto act = [](core::Activation a) {
+    return std::string(core::ActivationName(a));
+  };
+  auto str = [](auto v) { return absl::StrCat(v); };
+  std::vector<Setting> s = {
+      {"activation", act(start.activation), act(spec.activation)},
+      {"output_activation", act(start.output_activation),
+       act(spec.output_activation)}};
+  const auto* narx_a = std::get_if<core::NarxMlpKind>(&start.kind);
+  const auto* narx_b = std::get_if<core::NarxMlpKind>(&spec.kind);
+  if (narx_a != nullptr && narx_b != nullptr) {
+    s.push_back({"input_lags", str(narx_a->lags.input_lags),
+                 str(narx_b->lags.input_lags)});
+    s.push_back({"output_lags", str(narx_a->lags.output_lags),
+                 str(narx_b->lags.output_lags)});
+    s.push_back({"no_feedthrough", str(!narx_a->lags.feedthrough),
+                 str(!narx_b->lags.feedthrough)});
+  }
+  const auto* rnn_a = std::get_if<core::StateSpaceRnnKind>(&start.kind);
+  const auto* rnn_b = std::get_if<core::StateSpaceRnnKind>(&spec.kind);
+  if (rnn_a != nullptr && rnn_b != nullptr) {
+    const core::StateSpaceRnnSpec& a = rnn_a->rnn;
+    const core::StateSpaceRnnSpec& b = rnn_b->rnn;
+    s[0] = {"activation", act(a.activation), act(b.activation)};
+    s[1] = {"output_activation", act(a.output_activation),
+            act(b.output_activation)};
+    s.push_back({"no_feedthrough", str(!a.feedthrough), str(!b.feedthrough)});
+    s.push_back({"encoder.past_outputs", str(a.encoder.past_outputs),
+                 str(b.encoder.past_outputs)});
+    s.push_back({"encoder.past_inputs", str(a.encoder.past_inputs),
+                 str(b.encoder.past_inputs)});
+  }
+  return s;
 }
 
 }  // namespace
@@ -72,6 +122,16 @@ absl::Status ApplyWarmStart(const v1::JobSpec& spec,
   if (!start.ok()) {
     return absl::InvalidArgumentError(
         absl::StrCat("warm_start: ", start.status().message()));
+  }
+  for (const Setting& s : StructuralSettings(start->config, config->model)) {
+    if (s.start != s.spec) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "warm_start: the model has ", s.field, " ", s.start,
+          " but this spec has ", s.spec,
+          "; a model starts only a spec of the same structure (its weights "
+          "would mean other things), so use the model's ",
+          s.field));
+    }
   }
   config->warm_start = std::make_shared<const core::Model>(*std::move(start));
   return absl::OkStatus();

@@ -428,6 +428,9 @@ absl::Status Reports(const LocalRun& run,
 
 absl::StatusOr<int> Chosen(const v1::JobSpec& spec,
                            const std::vector<RunReport>& reports) {
+  // One run is its own result, even one that ended diverged or with a
+  // non-finite validation error: there is nothing to choose among.
+  if (!spec.has_sweep() && reports.size() == 1) return 0;
   std::vector<translate::TrialScore> scores;
   for (const RunReport& r : reports) {
     scores.push_back({true, r.validation, r.final_loss,

@@ -172,7 +172,8 @@ RunReport MakeReport(uint64_t seed, const core::TrainResult& result,
       {"linear_test_bfr", m.linear_test_bfr},
   };
   for (const auto& [name, value] : all) {
-    if (std::isfinite(value)) r.metrics.push_back({name, value});
+    // NaN: not measured. Inf (a simulation that overflowed) is shown.
+    if (!std::isnan(value)) r.metrics.push_back({name, value});
   }
   r.epochs = result.summary.iterations;
   r.seconds = result.train_seconds;

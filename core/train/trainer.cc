@@ -28,7 +28,7 @@ absl::Status Positive(absl::string_view field, double v) {
 }
 absl::Status NonNegative(absl::string_view field, double v) {
   if (v >= 0 && std::isfinite(v)) return absl::OkStatus();
-  return OptionError(field, v, ">= 0");
+  return OptionError(field, v, ">= 0 and finite");
 }
 
 // Wraps the user's callback: adds the validation metric, keeps the best iterate
@@ -301,6 +301,28 @@ absl::Status EvaluateLinearStart(const TrainConfig& config, const Model& model,
   return absl::OkStatus();
 }
 
+// A free-run simulation that overflowed (its RMSE is Inf; NaN means not
+// measured) is said in the run's message: the metric alone would read as
+// missing, not as a model that is unstable when it runs on its own outputs.
+void NoteUnstableSimulation(const Metrics& m, std::string* message) {
+  const std::pair<const char*, double> splits[] = {
+      {"training", m.train_rmse},
+      {"validation", m.validation_rmse},
+      {"test", m.test_rmse}};
+  std::vector<std::string> unstable;
+  for (const auto& [name, rmse] : splits) {
+    if (std::isinf(rmse)) unstable.push_back(name);
+  }
+  if (unstable.empty()) return;
+  absl::StrAppend(
+      message, message->empty() ? "" : "; ", "the free-run simulation of the ",
+      absl::StrJoin(unstable, ", "), " split", unstable.size() > 1 ? "s" : "",
+      " is not finite: the model is unstable when it feeds back its own "
+      "outputs; train on the simulation error (simulation_error: true, or a "
+      "simulation-error stage after one-step training) or use fewer output "
+      "lags");
+}
+
 // Metrics of the final model on every split, and its structure: sparsity,
 // the model order of a state-space RNN, per-layer sparsity and removed units
 // of an MLP.
@@ -316,6 +338,7 @@ absl::Status EvaluateAll(const TrainData& data, const TrainSetup& setup,
   m.sparsity_pct = sp.zero_pct;
   m.remaining_pct = sp.remaining_pct;
   FamilyOf(model.config.kind).DescribeStructure(setup, model.params, &m);
+  NoteUnstableSimulation(m, &result->summary.message);
   return absl::OkStatus();
 }
 

@@ -288,6 +288,35 @@ expect 2 "which the model was not trained on" "$bin" predict --local --model "$t
 sed 's|"drop_missing": true|"drop_missing": false|' "$tmp/cat.json" > "$tmp/cat_nodrop.json"
 expect 2 "missing value 'NA'" "$bin" run --local "$tmp/cat_nodrop.json"
 
+# --- a model unstable in free run: said, not hidden ------------------------------------------
+# 100 short traces that grow by 1.3 per step, then one long trace: the one-step ARX fit is
+# right on the short ones, and its simulation of the long one overflows.
+python3 - "$tmp/grow.csv" "$tmp/grow.json" <<'PY'
+import json, random, sys
+random.seed(1)
+rows = []
+for _ in range(100):
+    y = random.uniform(0.005, 0.01)
+    for _ in range(20):
+        u = random.uniform(0, 0.01)
+        rows.append((u, y))
+        y = 1.3 * y + u
+rows += [(random.uniform(0, 0.01), 0.01) for _ in range(3000)]
+with open(sys.argv[1], "w") as f:
+    f.write("u,y\n" + "".join("%r,%r\n" % r for r in rows))
+json.dump({"data": {"csv_path": sys.argv[1], "inputs": ["u"], "outputs": ["y"],
+                    "trace_starts": list(range(1, 2002, 20))},
+           "split": {"train": [{"first": 1, "last": 5000}]},
+           "model": {"narx_mlp": {"input_lags": 1, "output_lags": 1, "hidden": [4],
+                                  "linear": True}},
+           "optimizer": {"adam": {}}, "stopping": {"max_epochs": 3}},
+          open(sys.argv[2], "w"))
+PY
+expect 0 "the free-run simulation of the training split is not finite" \
+  "$bin" run --local "$tmp/grow.json" -o "$tmp/grow_model.json"
+expect 2 "the prediction is not finite from sample" \
+  "$bin" predict --local --model "$tmp/grow_model.json" --input "$tmp/grow.csv"
+
 # --- bad inputs: clear message, exit 2 ------------------------------------------------------
 csv_case() {  # csv_case NAME CONTENT NEEDLE
   printf "$2" > "$tmp/$1.csv"

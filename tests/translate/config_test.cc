@@ -133,6 +133,32 @@ TEST(ConfigTest, BatchAndRlsLimitErrorsNameTheirField) {
               "1e9], or 0 (= 1024)");
 }
 
+// A stride longer than the windows would leave samples out of training, and
+// an encoder block without the encoder initial state would be ignored.
+TEST(ConfigTest, WindowsCoverTheDataAndAnEncoderNeedsItsInitialState) {
+  auto spec = ParseJobSpecJson(kRnnSpec);
+  ASSERT_TRUE(spec.ok());
+  v1::StateSpaceRnnModel* rnn = spec->mutable_model()->mutable_state_space_rnn();
+  rnn->set_subsequence_length(50);
+  rnn->set_subsequence_stride(1000);
+  ExpectError(ToTrainConfig(*spec).status(),
+              "subsequence_stride is 1000; it must be at most "
+              "subsequence_length (50)");
+  rnn->set_subsequence_stride(50);
+  EXPECT_TRUE(ToTrainConfig(*spec).ok());
+  rnn->set_subsequence_length(10000001);
+  ExpectError(ToTrainConfig(*spec).status(),
+              "subsequence_length is 10000001; it must be in [2, 10000000]");
+  rnn->clear_subsequence_length();
+  rnn->clear_subsequence_stride();
+  rnn->mutable_encoder()->set_past_outputs(3);
+  ExpectError(ToTrainConfig(*spec).status(),
+              "encoder is set, but initial_state is not INITIAL_STATE_ENCODER");
+  rnn->set_initial_state(v1::INITIAL_STATE_ENCODER);
+  rnn->mutable_encoder()->set_past_inputs(3);
+  EXPECT_TRUE(ToTrainConfig(*spec).ok()) << ToTrainConfig(*spec).status();
+}
+
 TEST(ConfigTest, PrecisionIsFloat64OrFloat32) {
   auto spec = ParseJobSpecJson(kRnnSpec);
   ASSERT_TRUE(spec.ok());

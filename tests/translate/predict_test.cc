@@ -264,6 +264,25 @@ TEST_F(PredictTest, StateSpaceSimulationFromAZeroOrGivenState) {
               HasSubstr("leave out one-step"));
 }
 
+// A model trained from x0 = 0 simulates an inputs-only file from there: it
+// has no initial state to estimate.
+TEST(PredictZeroStateTest, AZeroInitialStateModelNeedsNoOutputs) {
+  const Trained zero = Train(R"({"state_space_rnn": {"nx": 2, "fx_hidden": [4],
+                "fy_hidden": [4], "initial_state": "INITIAL_STATE_ZERO"}})",
+                             R"({"lbfgs": {}})", R"(["y"])");
+  const Trace trace = MakeTrace();
+  std::string inputs_only = "u\n";
+  for (int k = 0; k < kSamples; ++k) {
+    absl::StrAppendFormat(&inputs_only, "%.17g\n", trace.u(0, k));
+  }
+  auto alone = Predict(zero.proto, inputs_only, {});
+  ASSERT_TRUE(alone.ok()) << alone.status();
+  EXPECT_EQ(alone->x0, std::vector<double>(2, 0.0));
+  auto with_outputs = Predict(zero.proto, ToCsv(trace), {});
+  ASSERT_TRUE(with_outputs.ok()) << with_outputs.status();
+  EXPECT_EQ(alone->y, with_outputs->y);
+}
+
 // x0_samples is for an estimated x0: more samples than the file has, or a
 // count with a zero or given x0, is refused rather than ignored.
 TEST_F(PredictTest, X0SamplesMustFitTheFileAndAnEstimate) {

@@ -93,5 +93,46 @@ TEST(WarmStartTest, RefusesAnotherKindLossOrInputCount) {
   EXPECT_EQ(config->warm_start, nullptr);
 }
 
+// Blocks of the same sizes can mean other things: another activation, or a
+// NARX model's lags 3 and 1 against 2 and 2 (both 4 regressors).
+TEST(WarmStartTest, RefusesTheSameSizesWithAnotherStructure) {
+  const v1::TrainedModel first = TrainedRnn(2);
+  v1::JobSpec spec = Spec(R"({"job_id": "job-1"})");
+  spec.mutable_model()->mutable_state_space_rnn()->set_activation(
+      v1::ACTIVATION_RELU);
+  auto config = ToTrainConfig(spec);
+  ASSERT_TRUE(config.ok()) << config.status();
+  ExpectError(ApplyWarmStart(spec, first, 1, &*config),
+              "warm_start: the model has activation tanh but this spec has "
+              "relu");
+  EXPECT_EQ(config->warm_start, nullptr);
+
+  auto narx_spec = [](int input_lags, int output_lags) {
+    std::string json = Replace(
+        kRnnSpec, R"("state_space_rnn": {"nx": 2, "fx_hidden": [3], "fy_hidden": [3]})",
+        absl::StrCat(R"("narx_mlp": {"hidden": [3], "input_lags": )",
+                     input_lags, R"(, "output_lags": )", output_lags, "}"));
+    auto spec = ParseJobSpecJson(json);
+    EXPECT_TRUE(spec.ok()) << spec.status();
+    return *spec;
+  };
+  const v1::JobSpec a = narx_spec(2, 2);
+  auto a_config = ToTrainConfig(a);
+  ASSERT_TRUE(a_config.ok()) << a_config.status();
+  auto data = LoadTrainData(a, *a_config, Csv(200));
+  ASSERT_TRUE(data.ok()) << data.status();
+  auto trained = core::Train(*a_config, *data, nullptr);
+  ASSERT_TRUE(trained.ok()) << trained.status();
+  const v1::TrainedModel narx = ToProto(a, *trained);
+  const v1::JobSpec b = narx_spec(3, 1);
+  auto b_config = ToTrainConfig(b);
+  ASSERT_TRUE(b_config.ok());
+  ExpectError(ApplyWarmStart(b, narx, 1, &*b_config),
+              "the model has input_lags 2 but this spec has 3");
+  auto same = ToTrainConfig(a);
+  ASSERT_TRUE(same.ok());
+  EXPECT_TRUE(ApplyWarmStart(a, narx, 1, &*same).ok());
+}
+
 }  // namespace
 }  // namespace sparrow::translate

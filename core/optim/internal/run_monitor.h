@@ -142,11 +142,12 @@ class RunMonitor {
       return;
     }
     summary_->message = absl::StrFormat(
-        "%s%sthe loss fell by only %.3g %% over the run (from %.6g to %.6g): "
+        "%s%sthe loss %s %.3g %% over the run (from %.6g to %.6g): "
         "the model has learned next to nothing (unless it started trained, "
         "from a warm start). %s",
         summary_->message, summary_->message.empty() ? "" : "; ",
-        100.0 * (first - last) / first, first, last, kWhatToTry);
+        last > first ? "rose by" : "fell by only",
+        100.0 * std::abs(first - last) / first, first, last, kWhatToTry);
   }
 
  private:
