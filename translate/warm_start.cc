@@ -27,16 +27,27 @@ struct Setting {
   std::string start, spec;
 };
 
+// A state_space_rnn keeps its activations in its own spec; the other kinds
+// in the model config.
+std::pair<core::Activation, core::Activation> Activations(
+    const core::ModelConfig& c) {
+  if (const auto* rnn = std::get_if<core::StateSpaceRnnKind>(&c.kind)) {
+    return {rnn->rnn.activation, rnn->rnn.output_activation};
+  }
+  return {c.activation, c.output_activation};
+}
+
 std::vector<Setting> StructuralSettings(const core::ModelConfig& start,
                                         const core::ModelConfig& spec) {
   auto act = [](core::Activation a) {
     return std::string(core::ActivationName(a));
   };
   auto str = [](auto v) { return absl::StrCat(v); };
+  const auto [start_hidden, start_output] = Activations(start);
+  const auto [spec_hidden, spec_output] = Activations(spec);
   std::vector<Setting> s = {
-      {"activation", act(start.activation), act(spec.activation)},
-      {"output_activation", act(start.output_activation),
-       act(spec.output_activation)}};
+      {"activation", act(start_hidden), act(spec_hidden)},
+      {"output_activation", act(start_output), act(spec_output)}};
   const auto* narx_a = std::get_if<core::NarxMlpKind>(&start.kind);
   const auto* narx_b = std::get_if<core::NarxMlpKind>(&spec.kind);
   if (narx_a != nullptr && narx_b != nullptr) {
@@ -52,9 +63,6 @@ std::vector<Setting> StructuralSettings(const core::ModelConfig& start,
   if (rnn_a != nullptr && rnn_b != nullptr) {
     const core::StateSpaceRnnSpec& a = rnn_a->rnn;
     const core::StateSpaceRnnSpec& b = rnn_b->rnn;
-    s[0] = {"activation", act(a.activation), act(b.activation)};
-    s[1] = {"output_activation", act(a.output_activation),
-            act(b.output_activation)};
     s.push_back({"no_feedthrough", str(!a.feedthrough), str(!b.feedthrough)});
     s.push_back({"encoder.past_outputs", str(a.encoder.past_outputs),
                  str(b.encoder.past_outputs)});

@@ -138,7 +138,8 @@ TEST(ConfigTest, BatchAndRlsLimitErrorsNameTheirField) {
 TEST(ConfigTest, WindowsCoverTheDataAndAnEncoderNeedsItsInitialState) {
   auto spec = ParseJobSpecJson(kRnnSpec);
   ASSERT_TRUE(spec.ok());
-  v1::StateSpaceRnnModel* rnn = spec->mutable_model()->mutable_state_space_rnn();
+  v1::StateSpaceRnnModel* rnn =
+      spec->mutable_model()->mutable_state_space_rnn();
   rnn->set_subsequence_length(50);
   rnn->set_subsequence_stride(1000);
   ExpectError(ToTrainConfig(*spec).status(),

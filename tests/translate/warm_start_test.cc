@@ -109,7 +109,8 @@ TEST(WarmStartTest, RefusesTheSameSizesWithAnotherStructure) {
 
   auto narx_spec = [](int input_lags, int output_lags) {
     std::string json = Replace(
-        kRnnSpec, R"("state_space_rnn": {"nx": 2, "fx_hidden": [3], "fy_hidden": [3]})",
+        kRnnSpec,
+        R"("state_space_rnn": {"nx": 2, "fx_hidden": [3], "fy_hidden": [3]})",
         absl::StrCat(R"("narx_mlp": {"hidden": [3], "input_lags": )",
                      input_lags, R"(, "output_lags": )", output_lags, "}"));
     auto spec = ParseJobSpecJson(json);
