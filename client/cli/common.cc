@@ -75,9 +75,20 @@ int PrintPrediction(int64_t samples, std::optional<double> bfr,
 }
 
 void ConnectionFlags::AddTo(CLI::App* command) {
-  command->add_option("--server", server,
-                      "sparrowd address HOST:PORT (default: $SPARROW_ADDR, "
-                      "else 127.0.0.1:50051)");
+  command
+      ->add_option("--server", server,
+                   "sparrowd address HOST:PORT (default: $SPARROW_ADDR, "
+                   "else 127.0.0.1:50051)")
+      ->check(
+          [](const std::string& s) -> std::string {
+            // Empty (say, from an unset shell variable) would otherwise
+            // fall back to the default and reach another server.
+            return s.empty() ? "the address is empty: give HOST:PORT, e.g. "
+                               "127.0.0.1:50051, or leave --server out to "
+                               "use $SPARROW_ADDR or 127.0.0.1:50051"
+                             : "";
+          },
+          "HOST:PORT");
   command->add_option("--token", token,
                       "Bearer token (default: $SPARROW_TOKEN)");
   command->add_flag("--tls", tls, "Connect with TLS");

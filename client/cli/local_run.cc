@@ -73,19 +73,35 @@ class ProgressPrinter : public core::IterationCallback {
         max_epochs_(max_epochs),
         step_names_(std::move(step_names)) {}
   core::CallbackResult OnIteration(core::IterationRecord* r) override {
-    if (g_stop_signal != 0) return core::CallbackResult::kAbort;
-    if (r->stage_start) return core::CallbackResult::kContinue;
+    const core::CallbackResult go = g_stop_signal != 0
+                                        ? core::CallbackResult::kAbort
+                                        : core::CallbackResult::kContinue;
+    if (r->stage_start) return go;
     const bool due = r->iteration == 1 || r->iteration >= max_epochs_ ||
                      r->elapsed_seconds >= printed_at_ + kProgressSeconds;
-    if (enabled_ && due) {
+    if (!enabled_) return go;
+    if (due) {
       std::cerr << Line(*r) << "\n";
       printed_at_ = r->elapsed_seconds;
+      unprinted_ = false;
+    } else {
+      last_ = *r;  // printed by Flush if it is the run's last
+      last_.params = last_.optimizer_state = last_.best_params = nullptr;
+      unprinted_ = true;
     }
-    return core::CallbackResult::kContinue;
+    return go;
+  }
+
+  // After the run: its last epoch's line, when a tolerance, the stall test,
+  // a deadline or a signal ended it between two printed lines.
+  void Flush() {
+    if (enabled_ && unprinted_) std::cerr << Line(last_, true) << "\n";
+    unprinted_ = false;
   }
 
  private:
-  std::string Line(const core::IterationRecord& r) const {
+  // `last`: the run's last epoch, which has no time left.
+  std::string Line(const core::IterationRecord& r, bool last = false) const {
     std::string line =
         absl::StrFormat("  epoch %6d  loss %-12.6g", r.iteration, r.loss);
     if (std::isfinite(r.validation_metric)) {
@@ -104,7 +120,7 @@ class ProgressPrinter : public core::IterationCallback {
       absl::StrAppendFormat(&line, "  %s %.6g", name, value);
     }
     absl::StrAppendFormat(&line, "  %7.2f s", r.elapsed_seconds);
-    if (r.iteration > 0 && r.iteration < max_epochs_) {
+    if (!last && r.iteration > 0 && r.iteration < max_epochs_) {
       const double left =
           r.elapsed_seconds / r.iteration * (max_epochs_ - r.iteration);
       absl::StrAppendFormat(&line, "  eta %s", Duration(left));
@@ -125,6 +141,8 @@ class ProgressPrinter : public core::IterationCallback {
   int max_epochs_;
   std::vector<std::string> step_names_;  // never empty
   double printed_at_ = 0.0;
+  core::IterationRecord last_;
+  bool unprinted_ = false;
 };
 
 // What a stage's step_size is: "damping" for NAILM (its Levenberg-Marquardt
@@ -313,7 +331,9 @@ TrainOutcome TrainTrial(const LocalRun& run, const translate::Trial& trial,
   ProgressPrinter progress(show_progress, core::IterationBudget(c),
                            StepNames(trial.spec));
   try {
-    return core::Train(c, run.data, &progress);
+    TrainOutcome outcome = core::Train(c, run.data, &progress);
+    progress.Flush();
+    return outcome;
   } catch (const std::bad_alloc&) {
     // The estimate checked before training is not a bound (local_memory.h).
     return absl::ResourceExhaustedError(

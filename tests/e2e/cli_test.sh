@@ -38,6 +38,7 @@ expect 2 "unknown subcommand 'train'; did you mean 'run'?" "$bin" train x.json
 expect 2 "unknown flag '--server' for 'sparrow'; it belongs to 'sparrow health': put it after" \
   "$bin" --server 127.0.0.1:1 health
 expect 2 "unknown flag '-s' for 'sparrow run'; it takes" "$bin" run -s x.json
+expect 2 "--server: the address is empty: give HOST:PORT" "$bin" list --server ""  # not the default
 expect 2 "unknown flag '---' for 'sparrow'" "$bin" ---  # all dashes: no crash
 expect 2 "unknown flag '-' for 'sparrow'" "$bin" - run
 expect 2 "" "$bin" datagen no-such-system -o "$tmp/x.csv"
@@ -125,6 +126,9 @@ for sig in TERM INT; do
   if [[ $rc -eq 1 ]] && grep -q "user_abort" "$tmp/stop.out" &&
      grep -q "stopped by SIG$sig" "$tmp/stop.err" && grep -q "eta " "$tmp/stop.err" &&
      grep -q "stopping at the end of the current iteration" "$tmp/stop.err" &&
+     [[ $(grep "epoch" "$tmp/stop.err" | tail -1) != *"eta "* ]] &&  # the last epoch's line
+     [[ $(grep "epoch" "$tmp/stop.err" | tail -1 | awk '{print $2}') == \
+        $(awk 'NR == 2 {print $(NF-3)}' "$tmp/stop.out") ]] &&
      /usr/bin/python3 -c "import json, sys; m = json.load(open(sys.argv[1])); assert m['parameters']" \
        "$tmp/stopped_$sig.json"
   then ok; else bad "SIG$sig: rc=$rc out=$(cat "$tmp/stop.out") err=$(cat "$tmp/stop.err")"; fi

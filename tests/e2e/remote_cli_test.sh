@@ -671,6 +671,32 @@ assert trial.get("index", 0) == d["chosen_trial"] and trial["trials"] == 4, tria
 assert trial["label"] == d["trials"][d["chosen_trial"]]["label"], trial
 assert sweep == json.load(open(tmp + "/chosen_model.json"))
 PY
+check "sweep: status --json leaves out the metrics it did not measure (no \"NaN\" strings)" \
+  [ "$(grep -c '"NaN"' "$tmp/sweep_status.json")" == 0 ]
+run sp list --json
+cp "$tmp/out" "$tmp/sweep_list.json"
+run sp list
+cp "$tmp/out" "$tmp/sweep_list.txt"
+check "sweep: list shows the sweep's chosen validation and its trials below it, indented" "$py" - "$tmp" "$sweep" <<'PY'
+import json, sys
+tmp, sweep = sys.argv[1], sys.argv[2]
+d = json.load(open(tmp + "/sweep_status.json"))
+jobs = {j["job_id"]: j for j in json.load(open(tmp + "/sweep_list.json"))["jobs"]}
+parent = jobs[sweep]
+assert parent["sweep"] is True and parent["parent_id"] is None, parent
+chosen = d["trials"][d["chosen_trial"]]
+assert abs(parent["best_validation_metric"] - chosen["metrics"]["validation_rmse"]) < 1e-9, parent
+for t in d["trials"]:
+    j = jobs[t["job_id"]]
+    assert j["parent_id"] == sweep and j["trial_index"] == t.get("index", 0), j
+lines = open(tmp + "/sweep_list.txt").read().splitlines()
+at = [i for i, l in enumerate(lines) if l.startswith(sweep + " ")]
+assert len(at) == 1, lines
+below = [l.split()[0] for l in lines[at[0] + 1:at[0] + 5]]
+assert below == ["%s-t%d" % (sweep, k) for k in range(4)], below
+assert all(l.startswith("  ") for l in lines[at[0] + 1:at[0] + 5]), lines
+assert lines[at[0]].split()[2:4] == ["-", "-"], lines[at[0]]  # ITER, LOSS
+PY
 
 # --- server B: bearer tokens and tenants ---------------------------------------------------
 section "server B: tokens and tenants"
