@@ -384,18 +384,22 @@ absl::Status BuildTables(const core::data::CsvTable& table, const Channels& ch,
 }
 
 // A NARX model needs every trace longer than its largest lag.
-absl::Status CheckTraceLengths(const core::TrainData& data, int lag) {
+// `train_name`: what the messages call the training split's traces ("a
+// trace of the training split"; "the file" for a record file, whose rows all
+// load as the training split).
+absl::Status CheckTraceLengths(const core::TrainData& data, int lag,
+                               absl::string_view train_name) {
   for (const auto* part :
        {&data.train_seq, &data.validation_seq, &data.test_seq}) {
     for (size_t t = 0; t < part->traces.size(); ++t) {
       if (part->traces[t].length() <= lag) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "model.narx_mlp: lag ", lag,
-            " is longer than the data: a trace of the ",
-            part == &data.train_seq  ? "training"
-            : part == &data.test_seq ? "test"
-                                     : "validation",
-            " split has only ", part->traces[t].length(), " samples"));
+        return absl::InvalidArgumentError(
+            absl::StrCat("model.narx_mlp: lag ", lag,
+                         " is longer than the data: a trace of ",
+                         part == &data.train_seq  ? train_name
+                         : part == &data.test_seq ? "the test split"
+                                                  : "the validation split",
+                         " has only ", part->traces[t].length(), " samples"));
       }
     }
   }
@@ -511,6 +515,14 @@ absl::StatusOr<core::TrainData> LoadTrainData(const v1::JobSpec& spec,
                                               const core::TrainConfig& config,
                                               absl::string_view csv,
                                               DataSummary* summary) {
+  return LoadTrainDataAs(spec, config, csv, "the training split", summary);
+}
+
+absl::StatusOr<core::TrainData> LoadTrainDataAs(const v1::JobSpec& spec,
+                                                const core::TrainConfig& config,
+                                                absl::string_view csv,
+                                                absl::string_view train_name,
+                                                DataSummary* summary) {
   if (spec.has_validation_data() || spec.has_test_data()) {
     return absl::FailedPreconditionError(
         "the spec reads validation_data / test_data from their own files, "
@@ -545,7 +557,8 @@ absl::StatusOr<core::TrainData> LoadTrainData(const v1::JobSpec& spec,
     SPARROW_RETURN_IF_ERROR(
         BuildSequences(spec.data(), table, channels, ranges, &data));
     if (const auto* narx = std::get_if<core::NarxMlpKind>(&config.model.kind)) {
-      SPARROW_RETURN_IF_ERROR(CheckTraceLengths(data, narx->lags.max_lag()));
+      SPARROW_RETURN_IF_ERROR(
+          CheckTraceLengths(data, narx->lags.max_lag(), train_name));
     }
   }
   if (summary != nullptr) {

@@ -47,6 +47,14 @@ absl::StatusOr<core::TrainData> LoadTrainData(const v1::JobSpec& spec,
                                               absl::string_view csv,
                                               DataSummary* summary = nullptr);
 
+// The same, with messages that call the training split `train_name` ("the
+// training split"; "the file" where a record file loads as one).
+absl::StatusOr<core::TrainData> LoadTrainDataAs(const v1::JobSpec& spec,
+                                                const core::TrainConfig& config,
+                                                absl::string_view csv,
+                                                absl::string_view train_name,
+                                                DataSummary* summary = nullptr);
+
 // The same, with the validation and test splits read from their own files
 // when the spec sets validation_data / test_data (all rows of the file, with
 // data's column selectors unless the record names its own; the record's

@@ -274,8 +274,9 @@ absl::StatusOr<core::TrainData> LoadTrainData(const v1::JobSpec& spec,
                            LoadTrainData(main, config, files.data, summary));
   const bool table = !core::FamilyOf(config.model.kind).sequence();
   for (const Record& r : Records(spec)) {
-    auto part = LoadTrainData(RecordSpec(spec, *r.file), config,
-                              r.test ? files.test : files.validation);
+    auto part =
+        LoadTrainDataAs(RecordSpec(spec, *r.file), config,
+                        r.test ? files.test : files.validation, "the file");
     if (!part.ok()) return Prefixed(r.field, part.status());
     if (table) {
       SPARROW_RETURN_IF_ERROR(CheckSameChannels(

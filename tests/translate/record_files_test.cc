@@ -128,6 +128,17 @@ TEST(RecordFilesTest, BadRecordsAreNamed) {
       "test_data.inputs names 2 columns but data.inputs 1");
 }
 
+TEST(RecordFilesTest, ARecordTooShortForTheLagsIsNamedAsTheFile) {
+  const std::string spec = Replace(
+      kSpec,
+      R"("state_space_rnn": {"nx": 2, "fx_hidden": [3], "fy_hidden": [3]})",
+      R"("narx_mlp": {"input_lags": 6, "output_lags": 6, "hidden": [3]})");
+  const std::string csv = Csv(200);
+  ExpectError(LoadFiles(spec, {csv, "", Rows(csv, 1, 4)}).status(),
+              "test_data (its own file): model.narx_mlp: lag 6 is longer than "
+              "the data: a trace of the file has only 4 samples");
+}
+
 TEST(RecordFilesTest, CsvAloneIsRefusedForASpecWithRecords) {
   auto spec = ParseJobSpecJson(kSpec);
   ASSERT_TRUE(spec.ok());
