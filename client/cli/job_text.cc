@@ -129,7 +129,12 @@ std::string TestMetric(const v1::Job& j) {
   } else if (m.test_rmse() != 0.0 && std::isfinite(m.test_rmse())) {
     out = absl::StrFormat("rmse %.4g", m.test_rmse());
     if (m.test_bfr() != 0.0 && std::isfinite(m.test_bfr())) {
-      absl::StrAppendFormat(&out, " bfr %.1f", m.test_bfr());
+      // An unstable model's BFR can be -1e12: 4 digits keep the column.
+      if (std::abs(m.test_bfr()) < 1e4) {
+        absl::StrAppendFormat(&out, " bfr %.1f", m.test_bfr());
+      } else {
+        absl::StrAppendFormat(&out, " bfr %.4g", m.test_bfr());
+      }
     }
   }
   if (!out.empty() && j.model_partial()) absl::StrAppend(&out, " (partial)");
