@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "core/data/csv.h"
 #include "core/train/model_registry.h"
 #include "core/util/status_macros.h"
 #include "translate/data.h"
@@ -153,6 +154,7 @@ struct Reading {
   std::string file;
   absl::string_view bytes;
   std::vector<std::string> columns;  // inputs, then outputs
+  size_t num_inputs = 0;
 };
 
 std::string FileOf(const v1::RecordFile& r) {
@@ -183,7 +185,8 @@ Reading RecordReading(const v1::JobSpec& spec, const Record& r,
                       absl::string_view bytes) {
   const v1::JobSpec read = RecordSpec(spec, *r.file);
   return {r.field, FileOf(*r.file), bytes,
-          Columns(read.data().inputs(), read.data().outputs())};
+          Columns(read.data().inputs(), read.data().outputs()),
+          static_cast<size_t>(read.data().inputs_size())};
 }
 
 // The same file: the same bytes when both are loaded, else the same path or
@@ -193,16 +196,46 @@ bool SameFile(const Reading& a, const Reading& b) {
   return !a.file.empty() && a.file == b.file;
 }
 
+// The output columns a split reads, as 0-based indices of its file once the
+// file is loaded (so that "2" and the name of column 2 are one column), else
+// as the spec writes them.
+std::vector<std::string> OutputColumns(const Reading& r) {
+  std::vector<std::string> out(r.columns.begin() + r.num_inputs,
+                               r.columns.end());
+  if (r.bytes.empty()) return out;
+  const auto header = core::data::ParseCsvHeader(
+      std::string_view(r.bytes.data(), r.bytes.size()));
+  if (!header.ok()) return out;  // the load reports it
+  const auto index = core::data::ResolveColumns(*header, out);
+  if (!index.ok()) return out;
+  std::vector<std::string> resolved;
+  for (int i : *index) resolved.push_back(absl::StrCat(i));
+  return resolved;
+}
+
+// Two splits of one file whose targets are the same columns share rows,
+// whatever inputs they read beside them.
 absl::Status Shared(const Reading& a, const Reading& b, absl::string_view why) {
-  if (!SameFile(a, b) || a.columns != b.columns) return absl::OkStatus();
+  if (!SameFile(a, b) || OutputColumns(a) != OutputColumns(b)) {
+    return absl::OkStatus();
+  }
   const std::string file =
       a.file == b.file
           ? b.file
           : absl::StrCat(a.file, " and ", b.file, " hold the same bytes");
+  auto outputs = [](const Reading& r) {
+    return absl::StrJoin(r.columns.begin() + r.num_inputs, r.columns.end(),
+                         ", ");
+  };
+  const std::string what =
+      a.columns == b.columns
+          ? absl::StrCat("the same columns (", absl::StrJoin(a.columns, ", "),
+                         ")")
+          : absl::StrCat("the same output columns (", outputs(a), " and ",
+                         outputs(b), ")");
   return absl::InvalidArgumentError(
-      absl::StrCat(a.name, " and ", b.name, " read the same columns (",
-                   absl::StrJoin(a.columns, ", "), ") of the same file (", file,
-                   "): ", why));
+      absl::StrCat(a.name, " and ", b.name, " read ", what,
+                   " of the same file (", file, "): ", why));
 }
 
 // Held-out rows are never training rows, and validation rows are never test
@@ -219,7 +252,8 @@ absl::Status CheckRecordsDisjoint(const v1::JobSpec& spec,
     return files == nullptr ? absl::string_view() : files->*field;
   };
   const Reading train{"data (the training rows)", FileOf(src),
-                      bytes(&DataFiles::data), data_columns};
+                      bytes(&DataFiles::data), data_columns,
+                      static_cast<size_t>(src.inputs_size())};
   constexpr absl::string_view kChooses =
       "the rows that choose the model (validation) would be the rows that "
       "judge it (test); take the validation rows from another file, or from "

@@ -232,6 +232,20 @@ TEST(RecordFilesTest, OtherColumnsOfTheSameFileAreOtherRows) {
                 {wide, "", wide})
           .status(),
       "test_data and data (the training rows) read the same columns (u, y)");
+  // Column indices name the same columns as their names.
+  ExpectError(
+      LoadFiles(Replace(spec, R"(["u2"], "outputs": ["y2"])",
+                        R"(["0"], "outputs": ["1"])"),
+                {wide, "", wide})
+          .status(),
+      "test_data and data (the training rows) read the same output columns "
+      "(1 and y) of the same file");
+  // The training targets beside other inputs are still the training rows.
+  ExpectError(LoadFiles(Replace(spec, R"(["u2"], "outputs": ["y2"])",
+                                R"(["u2"], "outputs": ["y"])"),
+                        {wide, "", wide})
+                  .status(),
+              "held-out rows would be training rows");
 }
 
 // Row ranges of one file for a sequence model (state-space RNN and NARX):
