@@ -235,6 +235,7 @@ class JobCallback : public core::IterationCallback {
 
   // At the end of the run: the held-back last iteration is sent too.
   void FlushFinal() {
+    SendHeldBest();
     if (has_held_) {
       *pending_.mutable_events()->Add() = held_;
       has_held_ = false;
@@ -278,19 +279,43 @@ class JobCallback : public core::IterationCallback {
 
  private:
   // Thinning: an event within min_event_interval of the last sent one is
-  // held back, replaced by the next, and sent at the end of the run.
+  // held back, replaced by the next, and sent at the end of the run. One
+  // whose validation metric is the best so far is not lost: it goes out
+  // before the next event that is sent (so the job's best validation metric,
+  // which the store takes from the events, is the run's).
   void Record(const core::IterationRecord& r, absl::Time now) {
     const bool keep = now - last_event_ >=
                       absl::Seconds(request_.min_event_interval_seconds());
     if (keep) {
       last_event_ = now;
       has_held_ = false;
+      SendHeldBest();
     }
     v1::ProgressEvent& e = keep ? *pending_.mutable_events()->Add() : held_;
     if (!keep) {
       e.Clear();
       has_held_ = true;
     }
+    Fill(r, &e);
+    if (!keep && std::isfinite(r.validation_metric) &&
+        r.reports_since_best == 0) {
+      held_best_ = e;
+      has_held_best_ = true;
+    }
+  }
+
+  // The held-back best event, unless it is the held-back last one (which
+  // FlushFinal sends).
+  void SendHeldBest() {
+    if (has_held_best_ &&
+        !(has_held_ && held_.iteration() == held_best_.iteration())) {
+      *pending_.mutable_events()->Add() = held_best_;
+    }
+    has_held_best_ = false;
+  }
+
+  void Fill(const core::IterationRecord& r, v1::ProgressEvent* out) const {
+    v1::ProgressEvent& e = *out;
     e.set_kind(v1::ProgressEvent::ITERATION);
     e.set_iteration(iteration_offset_ + r.iteration);
     e.set_elapsed_seconds(elapsed_offset_ + r.elapsed_seconds);
@@ -326,6 +351,8 @@ class JobCallback : public core::IterationCallback {
   absl::Time last_event_ = absl::InfinitePast();
   v1::ProgressEvent held_;  // the newest thinned-out event
   bool has_held_ = false;
+  v1::ProgressEvent held_best_;  // a thinned-out event with a new best
+  bool has_held_best_ = false;
   v1::WorkerReport::Events pending_;
   std::atomic<int> stop_{static_cast<int>(Stop::kNone)};
 

@@ -635,6 +635,40 @@ TEST_F(JobDeadlineTest, JobAboveTheDeadlineFailsNamingTheFlag) {
   EXPECT_EQ(model.epochs(), failed.iterations());
 }
 
+// Events thinned by --min-event-interval-ms never lose the run's best
+// validation metric: the job's best_validation_metric (status, list) is the
+// one its model reached.
+class ThinnedEventsTest : public ServiceFixture {
+ protected:
+  void Configure(ServerOptions* options) override {
+    options->jobs.min_event_interval = absl::Seconds(60);
+  }
+};
+
+TEST_F(ThinnedEventsTest, TheBestValidationMetricIsKept) {
+  const std::string dataset = UploadOrDie(TanksCsv());
+  v1::JobSpec spec = SmallSpec(dataset, 400);
+  spec.mutable_split()->mutable_train(0)->set_last(200);
+  auto* validation = spec.mutable_split()->add_validation();
+  validation->set_first(201);
+  validation->set_last(300);
+  spec.mutable_stopping()->set_patience(5);
+  const v1::Job job = SubmitOrDie(spec);
+  const v1::Job done = WaitForState(job.id(), v1::Job::SUCCEEDED);
+  v1::TrainedModel model;
+  ASSERT_TRUE(GetModel(job.id(), &model).ok());
+  std::vector<v1::ProgressEvent> events;
+  ASSERT_TRUE(Watch(job.id(), 0, &events).ok());
+  // Thinned: the first iteration, the best one (held back), the last. Here
+  // the best is neither: patience ended the run 5 reports after it.
+  EXPECT_LT(CountIterations(events), done.iterations());
+  ASSERT_TRUE(done.has_best_validation_metric());
+  EXPECT_DOUBLE_EQ(done.best_validation_metric(),
+                   model.metrics().validation_rmse())
+      << "iterations " << done.iterations() << ", events "
+      << CountIterations(events);
+}
+
 // ---- tenancy ----
 
 class JobAuthTest : public ServiceFixture {
