@@ -390,18 +390,31 @@ absl::StatusOr<PredictOutput> Predict(const v1::TrainedModel& model,
                                       const PredictOptions& options) {
   SPARROW_ASSIGN_OR_RETURN(PredictOutput out,
                            PredictValues(model, csv, options));
-  // A simulation that overflows would write Inf and NaN rows and drop the
-  // fit without a word.
+  // A simulation that overflows (or an input far outside the training range)
+  // would write Inf and NaN rows and drop the fit without a word.
+  const bool one_step = options.one_step || options.intervals;
   for (Eigen::Index t = 0; t < out.y.cols(); ++t) {
-    if (!out.y.col(t).allFinite()) {
+    const bool finite =
+        out.y.col(t).allFinite() &&
+        (out.stddev.cols() <= t || out.stddev.col(t).allFinite());
+    if (finite) continue;
+    if (one_step) {
       return absl::InvalidArgumentError(absl::StrFormat(
-          "the prediction is not finite from sample %d of %d on: the "
-          "model's free-run simulation diverges on this input%s. Check the "
-          "initial state and that the inputs are in the range the model was "
-          "trained on, or predict one step ahead (--one-step)",
-          t + 1, out.y.cols(),
-          out.x0.empty() ? "" : " from this initial state x0"));
+          "the one-step prediction%s is not finite at sample %d of %d: the "
+          "inputs or past outputs there are far outside the range the model "
+          "was trained on (check that column's values)",
+          options.intervals ? " or its interval" : "", t + 1, out.y.cols()));
     }
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "the prediction is not finite from sample %d of %d on: the "
+        "model's free-run simulation diverges on this input%s. Check the "
+        "initial state and that the inputs are in the range the model was "
+        "trained on%s",
+        t + 1, out.y.cols(),
+        out.x0.empty() ? "" : " from this initial state x0",
+        model.model().has_narx_mlp()
+            ? ", or predict one step ahead (--one-step)"
+            : ""));
   }
   return out;
 }

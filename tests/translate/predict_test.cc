@@ -360,6 +360,21 @@ TEST_F(PredictTest, IntervalsNeedOneStep) {
             "prediction");
 }
 
+// An input far outside the training range gives a non-finite interval: an
+// error naming the sample, never a NaN row in the output file.
+TEST_F(PredictTest, ANonFiniteIntervalIsAnError) {
+  Trace t = trace();
+  t.y(0, 3) = 1e300;
+  PredictOptions options;
+  options.one_step = true;
+  options.intervals = true;
+  const absl::Status s = Predict(sbdl_narx().proto, ToCsv(t), options).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(),
+              HasSubstr("the one-step prediction or its interval is not "
+                        "finite at sample"));
+}
+
 TEST_F(PredictTest, IntervalsNeedAnSbdlModel) {
   PredictOptions options;
   options.one_step = true;
