@@ -30,6 +30,7 @@ double Bfr(const Eigen::Ref<const Eigen::MatrixXd>& y,
   for (Eigen::Index i = 0; i < y.rows(); ++i) {
     const double err = (y.row(i) - yhat.row(i)).norm();
     const double spread = (y.row(i).array() - y.row(i).mean()).matrix().norm();
+    if (spread == 0.0) return std::numeric_limits<double>::quiet_NaN();
     sum += 100.0 * (1.0 - err / spread);
   }
   return sum / static_cast<double>(y.rows());

@@ -14,7 +14,8 @@ double Rmse(const Eigen::Ref<const Eigen::MatrixXd>& y,
 double Nrmse(const Eigen::Ref<const Eigen::MatrixXd>& y,
              const Eigen::Ref<const Eigen::MatrixXd>& yhat);
 // Best fit rate 100 (1 - ||y - yhat|| / ||y - mean(y)||), per output, averaged
-// over outputs.
+// over outputs. NaN (not measured) when an output is constant over the
+// samples (one sample, say): the ratio is undefined there, not -Inf.
 double Bfr(const Eigen::Ref<const Eigen::MatrixXd>& y,
            const Eigen::Ref<const Eigen::MatrixXd>& yhat);
 // Percent correct. Binary outputs (multiclass false): every output is

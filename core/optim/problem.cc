@@ -28,9 +28,10 @@ const char* TerminationName(Termination t) {
 
 std::string Summary::BriefReport() const {
   return absl::StrFormat(
-      "%s after %d iterations (%.3f s): loss %.6g -> %.6g%s%s",
+      "%s after %d iterations (%.3f s): loss %.6g%s -> %.6g%s%s",
       TerminationName(termination), iterations, seconds, initial_loss,
-      final_loss, message.empty() ? "" : "; ", message);
+      resumed ? " (at the checkpoint it resumed from)" : "", final_loss,
+      message.empty() ? "" : "; ", message);
 }
 
 }  // namespace sparrow::core

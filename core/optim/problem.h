@@ -114,6 +114,9 @@ struct Summary {
   int iterations = 0;
   double initial_loss = std::numeric_limits<double>::quiet_NaN();
   double final_loss = std::numeric_limits<double>::quiet_NaN();
+  // A run resumed from a checkpoint: initial_loss is the checkpoint's loss,
+  // not the loss where the whole run started.
+  bool resumed = false;
   double seconds = 0.0;  // the optimizer's time, as elapsed_seconds
   std::vector<IterationRecord> history;  // params pointers cleared
   // One line: method-independent outcome, e.g. "converged after 120 epochs:

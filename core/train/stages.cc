@@ -80,12 +80,14 @@ void AddStage(const TrainConfig& stage_config, const std::string& name,
   const Metrics linear = run->metrics;
   const double initial =
       first ? stage.summary.initial_loss : total.initial_loss;
+  const bool resumed = first ? stage.summary.resumed : total.resumed;
   std::vector<IterationRecord> history = std::move(total.history);
   *run = std::move(stage);
   run->summary.history = std::move(history);
   run->summary.iterations += iterations_before;
   run->summary.seconds += seconds_before;
   run->summary.initial_loss = initial;
+  run->summary.resumed = resumed;
   if (!first && std::isnan(run->metrics.linear_train_rmse)) {
     // The first stage started at the linear fit; later ones warm-start.
     run->metrics.linear_train_rmse = linear.linear_train_rmse;

@@ -28,7 +28,9 @@ class RunMonitor {
         summary_(summary),
         start_(std::chrono::steady_clock::now()),
         stall_reference_(rules.stall_reference),
-        stall_since_(rules.stall_since) {}
+        stall_since_(rules.stall_since) {
+    summary_->resumed = std::isfinite(rules.resume_loss);
+  }
 
   // Wall time since the start (what max_seconds bounds).
   double Elapsed() const {

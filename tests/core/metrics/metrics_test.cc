@@ -62,5 +62,15 @@ TEST(MetricsTest, EmptyInputIsNan) {
   EXPECT_TRUE(std::isnan(Bfr(MatrixXd(1, 0), MatrixXd(1, 0))));
 }
 
+// BFR compares the error with the output's spread: with none (one sample, or
+// a constant output) it is undefined, not -Inf.
+TEST(MetricsTest, BfrOfAConstantOutputIsNan) {
+  EXPECT_TRUE(std::isnan(
+      Bfr(MatrixXd::Constant(1, 1, 3.0), MatrixXd::Constant(1, 1, 2.0))));
+  MatrixXd two(2, 3);
+  two << 1, 2, 3, 5, 5, 5;  // the second output is constant
+  EXPECT_TRUE(std::isnan(Bfr(two, two)));
+}
+
 }  // namespace
 }  // namespace sparrow::core

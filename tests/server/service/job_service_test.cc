@@ -855,6 +855,10 @@ TEST_F(JobServiceTest, ShutdownCheckpointsARunningJobThatTheRestartResumes) {
   EXPECT_EQ(done.state(), v1::Job::SUCCEEDED);
   EXPECT_EQ(done.attempts(), 2);
   EXPECT_EQ(done.iterations(), kEpochs);
+  // Its "loss a -> b" starts at the checkpoint, and says so.
+  EXPECT_NE(done.summary().find("(at the checkpoint it resumed from) ->"),
+            std::string::npos)
+      << done.summary();
   ASSERT_EQ(done.history_size(), 4);
   EXPECT_EQ(done.history(2).state(), v1::Job::RUNNING);
   EXPECT_NE(done.history(2).reason().find("checkpoint"), std::string::npos)
