@@ -55,10 +55,14 @@ absl::Status UploadRecordFiles(client::Client* client, v1::JobSpec* spec) {
     const std::string& path = r.file->csv_path();
     SPARROW_ASSIGN_OR_RETURN(std::string bytes,
                              ReadFile(path, r.field + ".csv_path"));
-    SPARROW_ASSIGN_OR_RETURN(
-        v1::Dataset dataset,
-        client->Upload(bytes, path.substr(path.find_last_of('/') + 1)));
-    r.file->set_dataset_id(dataset.id());
+    absl::StatusOr<v1::Dataset> dataset =
+        client->Upload(bytes, path.substr(path.find_last_of('/') + 1));
+    if (!dataset.ok()) {  // the server's message does not know the field
+      return absl::Status(dataset.status().code(),
+                          absl::StrCat(r.field, ".csv_path '", path,
+                                       "': ", dataset.status().message()));
+    }
+    r.file->set_dataset_id(dataset->id());
   }
   return absl::OkStatus();
 }

@@ -167,7 +167,7 @@ void PrintListJson(const v1::ListJobsResponse& page,
          {"name", j.spec().name()},
          {"state", v1::Job::State_Name(j.state())},
          {"iterations", j.iterations()},
-         {"loss", j.loss()},
+         {"loss", j.iterations() > 0 ? json(j.loss()) : json(nullptr)},
          {"best_validation_metric",
           std::isnan(val) ? json(nullptr) : json(val)},
          {"sparsity_pct",
@@ -404,7 +404,12 @@ int RemoteCommands::Submit() {
     if (!bytes.ok()) return Fail(bytes.status());
     auto dataset = (*client)->Upload(
         *bytes, csv_path.substr(csv_path.find_last_of('/') + 1));
-    if (!dataset.ok()) return Fail(dataset.status());
+    if (!dataset.ok()) {  // the server's message does not know the field
+      return Fail(absl::Status(
+          dataset.status().code(),
+          absl::StrCat(data_path_.empty() ? "data.csv_path" : "--data", " '",
+                       csv_path, "': ", dataset.status().message())));
+    }
     spec->mutable_data()->set_dataset_id(dataset->id());
   } else if (spec->data().has_images()) {
     auto images = translate::ReadImageFiles(spec->data().images());

@@ -294,7 +294,18 @@ job1=$(jget "$tmp/out" 'd["job_id"]')
 check "submit --json dataset_id" [ "$(jget "$tmp/out" 'd["dataset_id"]')" == "$dataset" ]
 expect 0 "succeeded" sp submit "$tmp/elsewhere.json" --data "$tmp/tanks.csv" --watch
 expect 2 "cannot read --data" sp submit "$tmp/quick.json" --data "$tmp/missing.csv"
-expect 2 "line 3" sp submit "$tmp/quick.json" --data "$tmp/ragged.csv"
+expect 2 "--data '$tmp/ragged.csv': " sp submit "$tmp/quick.json" --data "$tmp/ragged.csv"
+# A record file the server cannot read is named by its field.
+head -1 "$tmp/tanks.csv" > "$tmp/header_only.csv"
+"$py" - "$tmp" <<'PY'
+import json, sys
+tmp = sys.argv[1]
+s = json.load(open(tmp + "/quick.json"))
+s.setdefault("split", {}).pop("test", None)
+s["test_data"] = {"csv_path": tmp + "/header_only.csv"}
+json.dump(s, open(tmp + "/header_test.json", "w"))
+PY
+expect 2 "test_data.csv_path '$tmp/header_only.csv': " sp submit "$tmp/header_test.json"
 sed "s|\"data\": {|\"data\": {\"dataset_id\": \"$dataset\", |" "$tmp/nodata.json" > "$tmp/by_id.json"
 expect 0 "" sp submit "$tmp/by_id.json" --priority 3
 expect 2 "has no data" sp submit "$tmp/nodata.json"
