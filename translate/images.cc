@@ -196,7 +196,7 @@ absl::StatusOr<core::data::ImageSet> ParsePredictImages(
     set.labels.clear();
     return set;
   }
-  return core::data::ParseIdxImages(View(bytes), "the images");
+  return core::data::ParseIdxImages(View(bytes), "the image file");
 }
 
 }  // namespace sparrow::translate

@@ -55,7 +55,7 @@ absl::StatusOr<v1::Job::State> ParseState(const std::string& name) {
                                       "succeeded", "failed", "cancelled"});
     return absl::InvalidArgumentError(absl::StrCat(
         "--state '", name, "' is not a job state",
-        closest.empty() ? "" : absl::StrCat("; did you mean '", closest, "'?"),
+        closest.empty() ? "." : absl::StrCat("; did you mean '", closest, "'?"),
         " Use queued, running, cancelling, succeeded, failed or cancelled"));
   }
   return state;
