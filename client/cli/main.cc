@@ -11,6 +11,7 @@
 #include <cmath>
 #include <csignal>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -136,6 +137,14 @@ int Predict(const PredictFlags& f, RemoteCommands* remote) {
           "name a job (sparrow predict JOB --input FILE) or a model file "
           "(sparrow predict --local --model FILE --input FILE)"));
     }
+    std::error_code ec;
+    if (std::filesystem::is_regular_file(job, ec)) {
+      return Fail(absl::InvalidArgumentError(absl::StrCat(
+          "'", job,
+          "' is a file here, not a job id: to run a model file in this "
+          "process, add --local (sparrow predict --local --model ",
+          job, " --input FILE)")));
+    }
     if (absl::Status s = CheckX0Samples(f); !s.ok()) return Fail(s);
     translate::PredictOptions x0;
     if (absl::Status s = ParseX0(f.x0, &x0); !s.ok()) return Fail(s);
@@ -160,6 +169,13 @@ int Predict(const PredictFlags& f, RemoteCommands* remote) {
   if (f.model_path.empty()) {
     return Fail(absl::InvalidArgumentError(
         "--local needs --model FILE (a model from `run -o` or `model get`)"));
+  }
+  if (!f.job.empty()) {
+    return Fail(absl::InvalidArgumentError(absl::StrCat(
+        "--local runs the model file --model ", f.model_path,
+        " in this process, so the job id '", f.job,
+        "' would be ignored: give one of them (without --local, sparrowd "
+        "runs the job's model)")));
   }
   auto proto = ReadModel(f.model_path);
   if (!proto.ok()) return Fail(proto.status());

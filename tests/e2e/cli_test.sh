@@ -231,6 +231,10 @@ assert d["epochs"] == 15, d
 PY
 then ok; else bad "nailm + l1: $out"; fi
 expect 0 "predicted 600 samples: BFR" "$bin" predict --local --model "$tmp/sparse_model.json" --input "$tmp/tanks.csv"
+expect 2 "is a file here, not a job id: to run a model file in this process, add --local" \
+  "$bin" predict "$tmp/sparse_model.json" --input "$tmp/tanks.csv"
+expect 2 "so the job id 'job-0123456789abcdef' would be ignored" \
+  "$bin" predict job-0123456789abcdef --local --model "$tmp/sparse_model.json" --input "$tmp/tanks.csv"
 # The initial state: printed when estimated, given back it reproduces the run from the inputs
 # alone; x0 = 0 needs no output column either.
 cut -d, -f1 "$tmp/tanks.csv" > "$tmp/tanks_u.csv"
