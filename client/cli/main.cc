@@ -129,6 +129,15 @@ int Predict(const PredictFlags& f, RemoteCommands* remote) {
         "give the data to predict on: --input FILE.csv or --images "
         "FILE(.gz) (an IDX image file), not both"));
   }
+  std::error_code same_ec;
+  if (!f.out.empty() &&
+      std::filesystem::equivalent(f.out, f.input.empty() ? f.images : f.input,
+                                  same_ec)) {
+    return Fail(absl::InvalidArgumentError(absl::StrCat(
+        "-o ", f.out,
+        " is the input file: the predictions would overwrite the data; "
+        "write them to another file")));
+  }
   if (!f.local) {
     // `--model JOB` names the job on sparrowd, as `predict JOB` does.
     const std::string job = f.job.empty() ? f.model_path : f.job;

@@ -231,6 +231,10 @@ assert d["epochs"] == 15, d
 PY
 then ok; else bad "nailm + l1: $out"; fi
 expect 0 "predicted 600 samples: BFR" "$bin" predict --local --model "$tmp/sparse_model.json" --input "$tmp/tanks.csv"
+cp "$tmp/tanks.csv" "$tmp/tanks_copy.csv"
+expect 2 "is the input file: the predictions would overwrite the data" \
+  "$bin" predict --local --model "$tmp/sparse_model.json" --input "$tmp/tanks_copy.csv" -o "$tmp/./tanks_copy.csv"
+cmp -s "$tmp/tanks.csv" "$tmp/tanks_copy.csv" && ok || bad "-o = --input changed the input"
 expect 2 "is a file here, not a job id: to run a model file in this process, add --local" \
   "$bin" predict "$tmp/sparse_model.json" --input "$tmp/tanks.csv"
 expect 2 "so the job id 'job-0123456789abcdef' would be ignored" \
