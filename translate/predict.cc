@@ -288,6 +288,27 @@ absl::StatusOr<PredictOutput> PredictFromState(const core::Model& m,
   return out;
 }
 
+// Refuses x0_samples > 0 where no initial state is estimated: it would be
+// ignored without a word.
+absl::Status CheckX0Samples(const core::Model& m, int x0_samples) {
+  if (x0_samples == 0) return absl::OkStatus();
+  const auto* rnn = std::get_if<core::StateSpaceRnnKind>(&m.config.kind);
+  if (rnn != nullptr && rnn->rnn.initial_state == core::InitialState::kFree) {
+    return absl::OkStatus();
+  }
+  const bool sequence = core::FamilyOf(m.config.kind).sequence();
+  const char* why =
+      rnn == nullptr ? (sequence ? " model starts from its measured output lags"
+                                 : " model has no state")
+      : rnn->rnn.initial_state == core::InitialState::kEncoder
+          ? " model's encoder reads x0 from its fixed window of past samples"
+          : " model was trained from x0 = 0 and starts there";
+  return absl::InvalidArgumentError(absl::StrCat(
+      "x0_samples (--x0-samples) is how many samples a free initial state is "
+      "estimated from, but this ",
+      core::FamilyOf(m.config.kind).name(), why, "; leave it out"));
+}
+
 // Predict before its check that every value is finite.
 absl::StatusOr<PredictOutput> PredictValues(const v1::TrainedModel& model,
                                             absl::string_view csv,
@@ -308,9 +329,8 @@ absl::StatusOr<PredictOutput> PredictValues(const v1::TrainedModel& model,
                              ">= 0 (0 = the model's own setting)");
   }
   auto* rnn = std::get_if<core::StateSpaceRnnKind>(&m.config.kind);
-  if (options.x0_samples > 0 && rnn != nullptr) {
-    rnn->x0_estimation_samples = options.x0_samples;
-  }
+  SPARROW_RETURN_IF_ERROR(CheckX0Samples(m, options.x0_samples));
+  if (options.x0_samples > 0) rnn->x0_estimation_samples = options.x0_samples;
   const bool sequence = core::FamilyOf(m.config.kind).sequence();
   // (Missing inputs are named by ReadChannels below.)
   const std::string_view text(csv.data(), csv.size());

@@ -46,6 +46,21 @@ absl::StatusOr<std::string> ReadFile(const std::string& path,
   return s.str();
 }
 
+CLI::Option* AddOutputFileOption(CLI::App* command, std::string* path,
+                                 const std::string& description) {
+  return command->add_option("-o,--output", *path, description)
+      ->check(
+          [](const std::string& s) -> std::string {
+            if (s.empty()) return "the file name is empty";
+            if (s == "-") {
+              return "sparrow writes this to a file, not to standard "
+                     "output; give a file name (e.g. -o out.csv)";
+            }
+            return "";
+          },
+          "FILE");
+}
+
 int PrintPrediction(int64_t samples, std::optional<double> bfr,
                     std::optional<double> rmse, const std::string& file,
                     bool json, const std::vector<double>& x0) {

@@ -30,6 +30,12 @@ int Fail(const absl::Status& status);
 absl::StatusOr<std::string> ReadFile(const std::string& path,
                                      const std::string& what);
 
+// Adds `-o,--output` to `command`, storing into `path`: a file name, not
+// empty and not "-" (which would otherwise make a file named "-"; every
+// output here is a file, never standard output).
+CLI::Option* AddOutputFileOption(CLI::App* command, std::string* path,
+                                 const std::string& description);
+
 // Prints what `predict` printed: "predicted N samples: BFR .., RMSE .. ->
 // FILE" and the initial state of a state-space simulation, or the same as
 // JSON. Returns kExitOk.

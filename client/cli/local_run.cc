@@ -58,6 +58,18 @@ void OnSignal(int signal) {
       write(STDERR_FILENO, kMessage, sizeof(kMessage) - 1);
 }
 
+// Before training starts (reading the data, checking memory) there is nothing
+// to finish or report: say so and end as the signal would.
+void OnSignalBeforeTraining(int signal) {
+  static constexpr char kMessage[] =
+      "sparrow: stopped before training started (while reading the data); "
+      "nothing was trained\n";
+  [[maybe_unused]] const ssize_t n =
+      write(STDERR_FILENO, kMessage, sizeof(kMessage) - 1);
+  std::signal(signal, SIG_DFL);
+  std::raise(signal);
+}
+
 // Seconds between progress lines of a local run.
 constexpr double kProgressSeconds = 2.0;
 
@@ -479,6 +491,8 @@ void PrintStopped(int signal, size_t ran, size_t trials) {
 }  // namespace
 
 int RunLocal(const RunFlags& f) {
+  std::signal(SIGINT, OnSignalBeforeTraining);
+  std::signal(SIGTERM, OnSignalBeforeTraining);
   absl::StatusOr<LocalRun> run = LoadLocalRun(f);
   if (!run.ok()) return Fail(run.status());
   const v1::JobSpec& spec = run->spec;

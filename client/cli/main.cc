@@ -302,7 +302,7 @@ CLI::App* AddRunCommand(CLI::App* app, RunFlags* flags) {
                       "sweep.max_parallel, else all cores)");
   run_cmd->add_flag("--json", run.json,
                     "Print one JSON object instead of a table");
-  run_cmd->add_option("-o,--output", run.model_out,
+  AddOutputFileOption(run_cmd, &run.model_out,
                       "Write the trained model (the chosen seed or sweep "
                       "trial) here: .json for JSON, else protobuf");
   run_cmd
@@ -335,7 +335,7 @@ CLI::App* AddDatagenCommand(CLI::App* app, DatagenFlags* flags) {
                       "Number of samples (default 1024 tanks, 2000 binary and "
                       "narx-lags)");
   gen_cmd->add_option("--seed", gen.seed, "Random seed")->capture_default_str();
-  gen_cmd->add_option("-o,--output", gen.out, "Output CSV file")->required();
+  AddOutputFileOption(gen_cmd, &gen.out, "Output CSV file")->required();
   gen_cmd->add_flag("--json", gen.json, "Print a JSON summary");
   return gen_cmd;
 }
@@ -389,9 +389,9 @@ CLI::App* AddPredictCommand(CLI::App* app, PredictFlags* flags) {
       "first --x0-samples measured outputs; the default), zero, or the "
       "state's nx values, e.g. 0.1,-0.3 (as a previous prediction printed "
       "it). zero and values read the inputs alone");
-  pred_cmd->add_option("-o,--output", pred.out,
-                       "Write the predictions to this CSV (images: index, "
-                       "class, probability, p0, p1, ...)");
+  AddOutputFileOption(pred_cmd, &pred.out,
+                      "Write the predictions to this CSV (images: index, "
+                      "class, probability, p0, p1, ...)");
   pred_cmd->add_flag("--json", pred.json, "Print a JSON summary");
   return pred_cmd;
 }

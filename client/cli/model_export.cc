@@ -64,7 +64,7 @@ void ModelExportCommand::AddTo(CLI::App* model) {
                        "get` (.json or binary protobuf)");
   command_->add_option("--format", format_, "onnx (default), json or proto")
       ->check(CLI::IsMember({"onnx", "json", "proto"}));
-  command_->add_option("-o,--output", out_, "File to write")->required();
+  AddOutputFileOption(command_, &out_, "File to write")->required();
   command_->add_flag("--json", json_, "Print a JSON summary");
   connection_.AddTo(command_);
 }

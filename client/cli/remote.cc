@@ -178,7 +178,7 @@ void RemoteCommands::AddModelCommands(CLI::App* app) {
       "reached, marked partial.\n"
       "Example: sparrow model get job-1a2b3c4d5e6f7a8b -o model.json");
   model_get_->add_option("job", job_, "Job id")->required();
-  model_get_->add_option("-o,--output", model_out_, "model.pb or model.json")
+  AddOutputFileOption(model_get_, &model_out_, "model.pb or model.json")
       ->required();
   model_get_->add_flag("--json", json_, "Print a JSON summary");
   model_connection_.AddTo(model_get_);
@@ -451,8 +451,11 @@ int RemoteCommands::ModelGet() {
                                            : v1::ExportModelRequest::PROTO);
   if (!exported.ok()) return Fail(exported.status());
   return WriteExported(
-      *exported, absl::StrCat("model of ", job_), model_out_,
-      {{"job_id", job_}, {"format", as_json ? "json" : "protobuf"}}, json_);
+      *exported,
+      absl::StrCat(as_json ? "JSON" : "binary protobuf", " model of ", job_,
+                   as_json ? "" : " (a name ending in .json writes JSON)"),
+      model_out_, {{"job_id", job_}, {"format", as_json ? "json" : "protobuf"}},
+      json_);
 }
 
 // The answer of ModelService.Predict for images, as translate's.

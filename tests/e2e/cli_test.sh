@@ -134,6 +134,18 @@ for sig in TERM INT; do
   then ok; else bad "SIG$sig: rc=$rc out=$(cat "$tmp/stop.out") err=$(cat "$tmp/stop.err")"; fi
 done
 
+# Stopped while the data is read (a FIFO without a writer blocks there): said, nothing trained.
+mkfifo "$tmp/fifo.csv"
+sed "s|$tmp/tanks.csv|$tmp/fifo.csv|" "$tmp/long.json" > "$tmp/fifo.json"
+"$bin" run --local "$tmp/fifo.json" >"$tmp/stop.out" 2>"$tmp/stop.err" &
+pid=$!
+sleep 2
+kill -s TERM "$pid"
+wait "$pid"
+rc=$?
+if [[ $rc -eq 143 ]] && grep -q "stopped before training started (while reading the data)" \
+     "$tmp/stop.err"; then ok; else bad "SIGTERM while reading: rc=$rc err=$(cat "$tmp/stop.err")"; fi
+
 # A stopped run's model says so.
 if /usr/bin/python3 -c "import json, sys; m = json.load(open(sys.argv[1])); assert m['partial'] and m['termination'] == 'user_abort', m['termination']" \
      "$tmp/stopped_TERM.json"; then ok; else bad "the SIGTERM model is not marked partial"; fi
@@ -235,6 +247,9 @@ cp "$tmp/tanks.csv" "$tmp/tanks_copy.csv"
 expect 2 "is the input file: the predictions would overwrite the data" \
   "$bin" predict --local --model "$tmp/sparse_model.json" --input "$tmp/tanks_copy.csv" -o "$tmp/./tanks_copy.csv"
 cmp -s "$tmp/tanks.csv" "$tmp/tanks_copy.csv" && ok || bad "-o = --input changed the input"
+expect 2 "sparrow writes this to a file, not to standard output" \
+  "$bin" predict --local --model "$tmp/sparse_model.json" --input "$tmp/tanks.csv" -o -
+[ ! -e ./- ] && ok || bad "-o - made a file named '-'"
 expect 2 "is a file here, not a job id: to run a model file in this process, add --local" \
   "$bin" predict "$tmp/sparse_model.json" --input "$tmp/tanks.csv"
 expect 2 "so the job id 'job-0123456789abcdef' would be ignored" \
@@ -328,6 +343,8 @@ expect 0 "the free-run simulation of the training split is not finite" \
   "$bin" run --local "$tmp/grow.json" -o "$tmp/grow_model.json"
 expect 2 "the prediction is not finite from sample" \
   "$bin" predict --local --model "$tmp/grow_model.json" --input "$tmp/grow.csv"
+expect 2 "but this narx_mlp model starts from its measured output lags; leave it out" \
+  "$bin" predict --local --model "$tmp/grow_model.json" --input "$tmp/grow.csv" --x0-samples 5
 
 # --- bad inputs: clear message, exit 2 ------------------------------------------------------
 csv_case() {  # csv_case NAME CONTENT NEEDLE

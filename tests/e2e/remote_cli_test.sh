@@ -368,6 +368,8 @@ check "status --json error: nothing on stdout" [ $rc -eq 2 -a ! -s "$tmp/out" ]
 # model get and predict of the finished job
 expect 0 "written to" sp model get "$job1" -o "$tmp/model.json"
 check "model.json is a model" [ "$(jget "$tmp/model.json" 'len(d["parameters"]) > 0')" == True ]
+expect 0 "binary protobuf model of $job1 (a name ending in .json writes JSON) written to" \
+  sp model get "$job1" -o "$tmp/model.txt"
 expect_json 0 job_id file bytes format -- sp model get "$job1" -o "$tmp/model.pb" --json
 check "model get --json: protobuf" [ "$(jget "$tmp/out" 'd["format"]')" == protobuf ]
 check "model.pb size" [ "$(jget "$tmp/out" 'd["bytes"]')" == "$(stat -c %s "$tmp/model.pb")" ]

@@ -300,6 +300,29 @@ TEST_F(PredictTest, X0SamplesMustFitTheFileAndAnEstimate) {
               HasSubstr("with a zero or given x0 nothing is estimated"));
 }
 
+// Where no free initial state is estimated, x0_samples would be ignored
+// without a word; it is refused, saying why.
+TEST_F(PredictTest, X0SamplesIsRefusedWhereNothingIsEstimated) {
+  PredictOptions options;
+  options.x0_samples = 5;
+  EXPECT_THAT(Predict(narx().proto, csv(), options).status().message(),
+              HasSubstr("this narx_mlp model starts from its measured output "
+                        "lags; leave it out"));
+  EXPECT_THAT(Predict(mlp().proto, csv(), options).status().message(),
+              HasSubstr("this mlp model has no state; leave it out"));
+}
+
+// Measured outputs whose fit overflows (1e160 squared) leave every start of
+// the x0 estimate at an infinite loss: an error, not x0 = 0 passed off as an
+// estimate.
+TEST_F(PredictTest, AnEstimateWhoseFitOverflowsIsAnError) {
+  Trace huge = trace();
+  huge.y.setConstant(1e160);
+  const absl::Status s = Predict(rnn().proto, ToCsv(huge), {}).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), HasSubstr("the initial state cannot be estimated"));
+}
+
 TEST_F(PredictTest, NegativeX0SamplesIsRejected) {
   PredictOptions options;
   options.x0_samples = -1;

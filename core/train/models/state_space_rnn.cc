@@ -3,6 +3,7 @@
 #include "core/train/models/state_space_rnn.h"
 
 #include <algorithm>
+#include <cmath>
 #include <numeric>
 
 #include "absl/strings/str_cat.h"
@@ -112,6 +113,24 @@ absl::Status InitializeLinearPart(
     }
   }
   return absl::OkStatus();
+}
+
+// A free x0 is estimated by fitting the first n0 outputs; when that fit is
+// not finite from any start (outputs far outside the scaled range, say 1e160),
+// EstimateInitialState falls back to x0 = 0, which must not pass for an
+// estimate.
+absl::Status CheckEstimateWindow(const StateSpaceRnn::Tape& tape,
+                                 const Eigen::MatrixXd& y, int n0) {
+  const Eigen::Index n = std::min<Eigen::Index>(
+      std::max(1, n0), std::min<Eigen::Index>(y.cols(), tape.steps));
+  const double squares =
+      (tape.outputs().leftCols(n) - y.leftCols(n)).squaredNorm();
+  if (std::isfinite(squares)) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(
+      "the initial state cannot be estimated: the fit of the first ", n,
+      " measured outputs is not finite (outputs far outside the range the "
+      "model was trained on); check those values, or simulate from x0 = 0 or "
+      "a given x0"));
 }
 
 int64_t LongestTrace(const std::vector<data::Trace>& traces) {
@@ -231,11 +250,11 @@ class StateSpaceRnnFamily : public ModelFamily {
     }
     StateSpaceRnn::Tape tape;
     if (Rnn(m.config).initial_state == InitialState::kFree) {
+      const int n0 = m.config.as<StateSpaceRnnKind>().x0_estimation_samples;
       const Eigen::VectorXd x0 = EstimateInitialState(
-          rnn, m.params, u, y,
-          m.config.as<StateSpaceRnnKind>().x0_estimation_samples, m.loss,
-          m.rho_x0, /*guess=*/nullptr, pool);
+          rnn, m.params, u, y, n0, m.loss, m.rho_x0, /*guess=*/nullptr, pool);
       rnn.SimulateFrom(m.params.data(), x0, u, 0, &tape);
+      SPARROW_RETURN_IF_ERROR(CheckEstimateWindow(tape, y, n0));
       out.x0 = x0;
     } else {
       rnn.Simulate(m.params.data(), u, y, 0, &tape);
