@@ -345,13 +345,14 @@ absl::Status InStage(int k, const absl::Status& s) {
   return absl::Status(s.code(), absl::StrCat("stages[", k, "].", s.message()));
 }
 
-// One stage: its optimizer with its stopping rules (the job's when unset),
-// batch and ADMM options, and NARX training mode (the model's when unset).
+// One stage: its optimizer with its stopping rules (the job's, with the
+// fields the stage sets replaced), batch and ADMM options, and NARX training
+// mode (the model's when unset).
 absl::StatusOr<core::TrainStage> ToStage(const v1::JobSpec& spec, int k,
                                          const core::TrainConfig& c) {
   const v1::Stage& s = spec.stages(k);
-  const v1::Stopping& stopping =
-      s.has_stopping() ? s.stopping() : spec.stopping();
+  v1::Stopping stopping = spec.stopping();
+  stopping.MergeFrom(s.stopping());
   absl::StatusOr<core::StopRules> stop = ToStopRules(stopping);
   if (!stop.ok()) {
     return s.has_stopping() ? InStage(k, stop.status()) : stop.status();

@@ -48,6 +48,13 @@ absl::StatusOr<FieldPath> ResolveField(absl::string_view where,
   std::vector<std::string>& names = path.names;
   const Descriptor* type = v1::JobSpec::descriptor();
   for (absl::string_view part : absl::StrSplit(field, '.')) {
+    if (type == nullptr && path.last->is_repeated()) {
+      return SweepError(
+          where, absl::StrCat("'", field, "' goes inside '", names.back(),
+                              "', a list: a sweep sets whole fields of the "
+                              "spec, not one element of a list (a staged "
+                              "spec's stage settings cannot be swept)"));
+    }
     if (type == nullptr) {
       return SweepError(where,
                         absl::StrCat("'", field, "' goes past '", names.back(),
@@ -432,6 +439,7 @@ Selection SelectionOf(const v1::Sweep& sweep, const v1::Metrics& m) {
       }
   }
   s.error = higher_is_better ? 100.0 - s.value : s.value;
+  s.higher_is_better = higher_is_better;
   return s;
 }
 
@@ -482,6 +490,42 @@ int ChooseTrial(const v1::Sweep& sweep, const std::vector<TrialScore>& scores) {
     }
   }
   return chosen;
+}
+
+std::string ChoiceBasis(const v1::Sweep& sweep,
+                        const std::vector<TrialScore>& scores, int chosen,
+                        const Selection& selection) {
+  const TrialScore& c = scores[chosen];
+  if (!std::isfinite(c.validation)) {
+    return absl::StrFormat(
+        "the lowest final training loss, %.6g (no validation split)",
+        c.train_loss);
+  }
+  auto value = [&](double error) {
+    return selection.higher_is_better ? 100.0 - error : error;
+  };
+  const std::string figure =
+      absl::StrFormat("%s %.6g", selection.name, value(c.validation));
+  if (sweep.select() != v1::Sweep::RULE_SPARSEST_WITHIN) {
+    return absl::StrCat("the best ", figure);
+  }
+  const double pct = sweep.within_pct() > 0 ? sweep.within_pct() : 1.0;
+  int best = chosen;
+  for (int i = 0; i < static_cast<int>(scores.size()); ++i) {
+    const TrialScore& s = scores[i];
+    if (s.ok && std::isfinite(s.validation) &&
+        s.validation < scores[best].validation) {
+      best = i;
+    }
+  }
+  if (best == chosen) {
+    return absl::StrFormat("the best %s, and the sparsest within %g %% of it",
+                           figure, pct);
+  }
+  return absl::StrFormat(
+      "the sparsest within %g %% of the best %s (%.6g, trial %d): %s", pct,
+      selection.name, value(scores[best].validation), scores[best].trial,
+      figure);
 }
 
 }  // namespace sparrow::translate

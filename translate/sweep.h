@@ -66,6 +66,7 @@ struct Selection {
   const char* name = "validation_rmse";
   double value = std::numeric_limits<double>::quiet_NaN();
   double error = std::numeric_limits<double>::quiet_NaN();
+  bool higher_is_better = false;  // BFR, accuracy: error = 100 - value
 };
 Selection SelectionOf(const v1::Sweep& sweep, const v1::Metrics& m);
 
@@ -79,6 +80,7 @@ struct TrialScore {
   double sparsity_pct = 0.0;
   // A state-space model's states in use (NaN or 0 for other kinds).
   double model_order = std::numeric_limits<double>::quiet_NaN();
+  int trial = -1;  // the trial's index in the sweep, for ChoiceBasis
 };
 
 // The chosen trial's index into `scores` by sweep.select (RULE_BEST: the
@@ -90,6 +92,15 @@ struct TrialScore {
 // loss. -1 when no trial qualifies: none trained, or a grid or path with no
 // finite validation error.
 int ChooseTrial(const v1::Sweep& sweep, const std::vector<TrialScore>& scores);
+
+// Why ChooseTrial chose scores[chosen] (chosen >= 0), in words, e.g. "the best
+// validation_rmse 0.26299"; "the sparsest within 20 % of the best
+// validation_rmse (0.26299, trial 2): validation_rmse 0.270674"; for seeds
+// without a validation split "the lowest final training loss, 0.00412 (no
+// validation split)". `selection` names the figure (SelectionOf of a trial).
+std::string ChoiceBasis(const v1::Sweep& sweep,
+                        const std::vector<TrialScore>& scores, int chosen,
+                        const Selection& selection);
 
 }  // namespace sparrow::translate
 

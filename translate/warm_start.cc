@@ -10,6 +10,7 @@
 #include "core/train/models/narx_mlp.h"
 #include "core/train/models/state_space_rnn.h"
 #include "core/util/status_macros.h"
+#include "google/protobuf/descriptor.h"
 #include "translate/model.h"
 
 namespace sparrow::translate {
@@ -106,13 +107,33 @@ absl::StatusOr<std::optional<v1::TrainedModel>> WarmStartModel(
       "warm_start needs one of job_id, model_path or model");
 }
 
+namespace {
+
+// "narx_mlp": the name of the model's kind in specs; empty when unset.
+std::string KindName(const v1::ModelSpec& m) {
+  const google::protobuf::OneofDescriptor* kind =
+      m.GetDescriptor()->FindOneofByName("kind");
+  const google::protobuf::FieldDescriptor* field =
+      m.GetReflection()->GetOneofFieldDescriptor(m, kind);
+  return field == nullptr ? "" : field->name();
+}
+
+}  // namespace
+
 absl::Status ApplyWarmStart(const v1::JobSpec& spec,
                             const v1::TrainedModel& model, int n_inputs,
                             core::TrainConfig* config) {
+  if (model.model().kind_case() == v1::ModelSpec::KIND_NOT_SET) {
+    return absl::InvalidArgumentError(
+        "warm_start: the model is empty (no model kind, no parameters): not "
+        "a trained model; use a file `sparrow model get` or `sparrow run "
+        "--local -o` wrote");
+  }
   if (model.model().kind_case() != spec.model().kind_case()) {
     return absl::InvalidArgumentError(
-        "warm_start: the model is of another kind than this spec's model; "
-        "start from a model of the same kind");
+        absl::StrCat("warm_start: the model is a ", KindName(model.model()),
+                     " but this spec's model is a ", KindName(spec.model()),
+                     "; start from a model of the same kind"));
   }
   if (KindOf(model.loss()) != KindOf(spec.loss())) {
     return absl::InvalidArgumentError(absl::StrCat(

@@ -97,6 +97,25 @@ double ListValidation(const v1::Job& job,
   return best;
 }
 
+// The zero weights `list` shows, in %: the final model's once the job has
+// ended with one (its best iterate on validation data, as `status` shows),
+// else the latest progress event's; NaN for none.
+double ZeroPercent(const v1::Job& j) {
+  if (v1::IsFinal(j.state()) && j.has_metrics()) {
+    return j.metrics().sparsity_pct();
+  }
+  return j.has_sparsity_pct() ? j.sparsity_pct()
+                              : std::numeric_limits<double>::quiet_NaN();
+}
+std::string Zeros(const v1::Job& j) {
+  const double pct = ZeroPercent(j);
+  return std::isnan(pct) ? "-" : absl::StrFormat("%.1f%%", pct);
+}
+json ZeroPct(const v1::Job& j) {
+  const double pct = ZeroPercent(j);
+  return std::isnan(pct) ? json(nullptr) : json(pct);
+}
+
 void ListJson(const v1::ListJobsResponse& page,
               const std::vector<const v1::Job*>& rows) {
   json jobs = json::array();
@@ -106,12 +125,12 @@ void ListJson(const v1::ListJobsResponse& page,
         {{"job_id", j.id()},
          {"name", j.spec().name()},
          {"state", v1::Job::State_Name(j.state())},
-         {"iterations", j.iterations()},
+         {"iterations",
+          IsSweepParent(j) ? json(nullptr) : json(j.iterations())},
          {"loss", j.iterations() > 0 ? json(j.loss()) : json(nullptr)},
          {"best_validation_metric",
           std::isnan(val) ? json(nullptr) : json(val)},
-         {"sparsity_pct",
-          j.has_sparsity_pct() ? json(j.sparsity_pct()) : json(nullptr)},
+         {"sparsity_pct", ZeroPct(j)},
          {"elapsed_seconds", j.elapsed_seconds()},
          {"test", TestMetric(j)},
          {"reason", j.reason()},
@@ -126,17 +145,6 @@ void ListJson(const v1::ListJobsResponse& page,
             << "\n";
 }
 
-// The zero weights `list` shows: the final model's once the job has ended
-// with one (its best iterate on validation data, as `status` shows), else
-// the latest progress event's.
-std::string Zeros(const v1::Job& j) {
-  if (v1::IsFinal(j.state()) && j.has_metrics()) {
-    return absl::StrFormat("%.1f%%", j.metrics().sparsity_pct());
-  }
-  return j.has_sparsity_pct() ? absl::StrFormat("%.1f%%", j.sparsity_pct())
-                              : "-";
-}
-
 }  // namespace
 
 std::string JobJson(const v1::Job& job) {
@@ -144,6 +152,21 @@ std::string JobJson(const v1::Job& job) {
   nlohmann::ordered_json j =
       nlohmann::ordered_json::parse(translate::ToJson(job));
   DropUnmeasured(&j);
+  // Proto JSON leaves out zeros; a trial's index, its iterations and a
+  // model's zero weights are values, not absent.
+  auto zeros = [](const v1::Metrics& m, nlohmann::ordered_json* metrics) {
+    if (!metrics->contains("sparsity_pct")) {
+      (*metrics)["sparsity_pct"] = m.sparsity_pct();
+    }
+  };
+  if (job.has_metrics()) zeros(job.metrics(), &j["metrics"]);
+  for (int k = 0; k < job.trials_size(); ++k) {
+    const v1::SweepTrial& t = job.trials(k);
+    nlohmann::ordered_json& trial = j["trials"][k];
+    trial["index"] = t.index();
+    trial["iterations"] = t.iterations();
+    if (t.has_metrics()) zeros(t.metrics(), &trial["metrics"]);
+  }
   return j.dump(1);
 }
 

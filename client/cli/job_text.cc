@@ -152,9 +152,16 @@ std::string OrDash(bool has, double value) {
 void PrintTrials(const v1::Job& job) {
   const v1::Sweep& sweep = job.spec().sweep();
   std::string name = "validation";
+  bool ended = false, validated = false;
   for (const v1::SweepTrial& t : job.trials()) {
-    if (t.has_metrics()) name = translate::SelectionOf(sweep, t.metrics()).name;
+    if (!t.has_metrics()) continue;
+    const translate::Selection s = translate::SelectionOf(sweep, t.metrics());
+    name = s.name;
+    ended = true;
+    validated = validated || std::isfinite(s.value);
   }
+  // Seeds without a validation split are chosen by their training loss.
+  if (ended && !validated) name = "training loss (no validation split)";
   std::cout << absl::StrFormat("  trials (%d), by %s:\n", job.trials_size(),
                                name);
   std::cout << absl::StrFormat("  %5s  %-28s %-10s %6s %11s %7s %6s  %s\n",

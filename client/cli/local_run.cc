@@ -339,6 +339,7 @@ TrainOutcome TrainTrial(const LocalRun& run, const translate::Trial& trial,
                        before.status().message()));
     }
     c.warm_start = std::make_shared<const core::Model>(before->model);
+    c.warm_start_from_path = true;
   }
   ProgressPrinter progress(show_progress, core::IterationBudget(c),
                            StepNames(trial.spec));
@@ -458,15 +459,17 @@ absl::Status Reports(const LocalRun& run,
   return absl::OkStatus();
 }
 
+// The chosen report's index; sets its `choice` (why) when there were several.
 absl::StatusOr<int> Chosen(const v1::JobSpec& spec,
-                           const std::vector<RunReport>& reports) {
+                           std::vector<RunReport>* reports) {
   // One run is its own result, even one that ended diverged or with a
   // non-finite validation error: there is nothing to choose among.
-  if (!spec.has_sweep() && reports.size() == 1) return 0;
+  if (!spec.has_sweep() && reports->size() == 1) return 0;
   std::vector<translate::TrialScore> scores;
-  for (const RunReport& r : reports) {
+  for (const RunReport& r : *reports) {
     scores.push_back({true, r.validation, r.final_loss,
-                      r.Metric("sparsity_pct"), r.Metric("model_order")});
+                      r.Metric("sparsity_pct"), r.Metric("model_order"),
+                      r.trial});
   }
   const int chosen = translate::ChooseTrial(spec.sweep(), scores);
   if (chosen < 0) {
@@ -475,6 +478,8 @@ absl::StatusOr<int> Chosen(const v1::JobSpec& spec,
         "split, training loss) to choose by; check the validation split and "
         "the trials' terminations above");
   }
+  RunReport& c = (*reports)[chosen];
+  c.choice = translate::ChoiceBasis(spec.sweep(), scores, chosen, c.selection);
   return chosen;
 }
 
@@ -545,7 +550,7 @@ int RunLocal(const RunFlags& f) {
                 : "sparrow: every trial failed\n");
     return kExitFailed;
   }
-  absl::StatusOr<int> chosen = Chosen(spec, reports);
+  absl::StatusOr<int> chosen = Chosen(spec, &reports);
   if (!chosen.ok()) {
     std::cout << ReportTable(reports, -1);
     return Fail(chosen.status());

@@ -190,7 +190,8 @@ RunReport MakeReport(uint64_t seed, const core::TrainResult& result,
   r.loss_history = LossHistory(result.summary.history);
   // The returned model's own validation error (a staged run's earlier
   // stages may have reported lower ones).
-  r.validation = translate::SelectionOf(sweep, translate::ToProto(m)).error;
+  r.selection = translate::SelectionOf(sweep, translate::ToProto(m));
+  r.validation = r.selection.error;
   return r;
 }
 
@@ -214,6 +215,7 @@ nlohmann::json ReportJson(const std::vector<RunReport>& reports, int best,
   j["best_seed"] = reports[best].seed;
   j["chosen"] = best;
   j["chosen_trial"] = reports[best].trial;
+  if (!reports[best].choice.empty()) j["choice"] = reports[best].choice;
   if (!reports[best].settings.empty()) return j;  // a grid or path
   nlohmann::json summary;
   for (auto& [name, values] : Columns(reports)) {
@@ -249,6 +251,16 @@ std::string ShortName(const std::string& field) {
 
 }  // namespace
 
+// "seed 3", or for a sweep's trial "trial 2 (tau=0.1 seed=3)".
+std::string RunLabel(const RunReport& r) {
+  if (r.settings.empty()) return absl::StrFormat("seed %d", r.seed);
+  std::string label = absl::StrFormat("trial %d (", r.trial);
+  for (const auto& [field, value] : r.settings) {
+    absl::StrAppend(&label, ShortName(field), "=", value, " ");
+  }
+  return absl::StrCat(label, "seed=", r.seed, ")");
+}
+
 std::string ReportTable(const std::vector<RunReport>& reports, int best) {
   const auto cols = Columns(reports);
   const bool sweep = !reports[0].settings.empty();
@@ -281,14 +293,17 @@ std::string ReportTable(const std::vector<RunReport>& reports, int best) {
   }
   for (const RunReport& r : reports) {
     if (!r.message.empty())
-      out += absl::StrFormat("seed %d: %s\n", r.seed, r.message);
+      out += absl::StrFormat("%s: %s\n", RunLabel(r), r.message);
   }
   if (best < 0) return out;  // nothing chosen
   const RunReport& b = reports[best];
+  if (reports.size() > 1 && !b.choice.empty()) {
+    out += absl::StrFormat("chosen: %s: %s\n", RunLabel(b), b.choice);
+  }
   if (!b.layers.empty() &&
       std::any_of(b.layers.begin(), b.layers.end(),
                   [](const core::LayerSparsity& l) { return l.zeros > 0; })) {
-    out += absl::StrFormat("seed %d weights remaining per layer:", b.seed);
+    out += absl::StrFormat("%s weights remaining per layer:", RunLabel(b));
     for (const core::LayerSparsity& l : b.layers) {
       out += absl::StrFormat(" %dx%d %.1f%%", l.neurons, l.inputs,
                              l.remaining_pct);
@@ -301,7 +316,7 @@ std::string ReportTable(const std::vector<RunReport>& reports, int best) {
     const std::vector<std::string> shown(
         b.removed.begin(),
         b.removed.begin() + std::min(kShown, b.removed.size()));
-    out += absl::StrFormat("seed %d removed %d units: %s%s\n", b.seed,
+    out += absl::StrFormat("%s removed %d units: %s%s\n", RunLabel(b),
                            b.removed.size(), absl::StrJoin(shown, ", "),
                            b.removed.size() > kShown ? ", ..." : "");
   }

@@ -12,6 +12,7 @@
 #include "core/train/trainer.h"
 #include "nlohmann/json.hpp"
 #include "sparrow/v1/spec.pb.h"
+#include "translate/sweep.h"
 
 namespace sparrow::cli {
 
@@ -31,6 +32,11 @@ struct RunReport {
   // The model's validation error as the sweep chooses by it
   // (translate::SelectionOf), NaN without a validation split.
   double validation = 0.0;
+  // The figure behind `validation` (translate::SelectionOf).
+  translate::Selection selection;
+  // The chosen run of several: why it was chosen (translate::ChoiceBasis);
+  // ReportTable prints it under the table, ReportJson as "choice".
+  std::string choice;
   std::string termination;
   std::string message;
   // mlp / narx_mlp: sparsity per weight matrix and the removed lags / neurons.

@@ -38,6 +38,10 @@ struct StopRules {
   // Resume: the loss the checkpoint's iteration reported, the previous loss
   // of the first iteration (NaN = not a resume).
   double resume_loss = std::numeric_limits<double>::quiet_NaN();
+  // The run starts from a trained model (a warm start, a later stage): a loss
+  // that hardly moves or rises is not "learned nothing" from an
+  // initialization, and the end-of-run message says so in those terms.
+  bool warm_start = false;
 
   // InvalidArgument naming the field (e.g. "max_iterations is 0; it must be
   // >= 1"); the caller prefixes its own path.

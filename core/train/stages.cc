@@ -141,6 +141,7 @@ TrainConfig StageConfig(const TrainConfig& config, int k) {
   // Stage 0's fields are the config's own (resumed, maybe).
   if (!IsStaged(config) || k == 0) return c;
   UseStage(config.stages[k], &c);
+  c.warm_start_from_path = false;  // it starts from the stage before
   c.initial_params.resize(0);
   c.resume_best_params.resize(0);
   c.resume_best_metric = std::numeric_limits<double>::infinity();

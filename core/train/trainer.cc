@@ -301,6 +301,26 @@ absl::Status EvaluateLinearStart(const TrainConfig& config, const Model& model,
   return absl::OkStatus();
 }
 
+// The validation score of a warm start that is a candidate for the best
+// iterate (TrainConfig::warm_start_from_path); NaN for any other start, or
+// without a validation split.
+absl::StatusOr<double> WarmStartValidationError(const TrainConfig& config,
+                                                const Model& model,
+                                                const TrainData& data,
+                                                ThreadPool* pool) {
+  const double none = std::numeric_limits<double>::quiet_NaN();
+  const bool validation = FamilyOf(model.config.kind).sequence()
+                              ? !data.validation_seq.traces.empty()
+                              : data.validation_table.num_samples() > 0;
+  if (config.warm_start == nullptr || config.warm_start_from_path ||
+      config.initial_params.size() > 0 || !validation) {
+    return none;
+  }
+  Metrics m;
+  SPARROW_RETURN_IF_ERROR(Evaluate(model, data, 1, &m, pool));
+  return ValidationError(config, m);
+}
+
 // A free-run simulation that overflowed (its RMSE is Inf; NaN means not
 // measured) is said in the run's message: the metric alone would read as
 // missing, not as a model that is unstable when it runs on its own outputs.
@@ -434,6 +454,12 @@ absl::StatusOr<TrainResult> Train(const TrainConfig& config,
                                   const TrainData& data,
                                   IterationCallback* callback) {
   if (IsStaged(config)) return TrainStages(config, data, callback);
+  if (config.warm_start != nullptr && !Stop(config.optimizer).warm_start) {
+    // The end-of-run message then speaks of the model the run started from.
+    TrainConfig warm = config;
+    Stop(warm.optimizer).warm_start = true;
+    return Train(warm, data, callback);
+  }
   SPARROW_RETURN_IF_ERROR(config.Validate());
   TrainResult result;
   Model& model = result.model;
@@ -457,14 +483,18 @@ absl::StatusOr<TrainResult> Train(const TrainConfig& config,
   }
   SPARROW_RETURN_IF_ERROR(ApplyWarmStart(config, &model));
   SPARROW_RETURN_IF_ERROR(ApplyInitialParams(config, &model));
+  if (config.warm_start != nullptr) {
+    SPARROW_ASSIGN_OR_RETURN(
+        start_error, WarmStartValidationError(config, model, data, pool.get()));
+  }
 
   ValidationMonitor monitor(&model, config, data, setup.skip, callback,
                             pool.get());
   // A linear-plus-neural model's fitted linear start is a model in its own
-  // right, and EvaluateLinearStart scored it on the validation split (the
-  // score is NaN for any other start). A warm start is not a candidate: a
-  // sweep path's point starts at the point before, trained with another
-  // weight.
+  // right, and so is a warm start's model (not a sweep path's point before,
+  // trained with another weight); EvaluateLinearStart or
+  // WarmStartValidationError scored it on the validation split (the score is
+  // NaN for any other start).
   if (config.initial_params.size() == 0) {
     monitor.SeedWithStart(model.params, start_error);
   }
@@ -488,7 +518,10 @@ absl::StatusOr<TrainResult> Train(const TrainConfig& config,
       absl::StrAppend(
           &result.summary.message, result.summary.message.empty() ? "" : "; ",
           "no iterate scored better on the validation split than the starting "
-          "point (the fitted linear model), which is the model");
+          "point (",
+          config.warm_start != nullptr ? "the model it started from"
+                                       : "the fitted linear model",
+          "), which is the model");
     }
   }
   SPARROW_RETURN_IF_ERROR(EvaluateAll(data, setup, pool.get(), &result));

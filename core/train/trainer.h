@@ -99,6 +99,12 @@ struct TrainConfig {
   // them on the training split. It must have the config's kind and structure
   // (the same named parameter blocks) on the same input and output channels.
   std::shared_ptr<const Model> warm_start;
+  // The warm start is a sweep path's point before (trained with another
+  // weight): the run goes on from it, but it is not a candidate for the best
+  // iterate on validation data, which any other warm start is (so that a run
+  // never ends worse on validation than the model it started from, and a
+  // path's points do not stop at the first one's model).
+  bool warm_start_from_path = false;
   // Resume from a checkpoint: when not empty, the optimizer starts from these
   // parameters (the normalized-units vector an IterationRecord reports), also
   // over a warm start. Resume (resume.h) also sets the method's state and the

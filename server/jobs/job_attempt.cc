@@ -110,7 +110,7 @@ class JobManager::AttemptRunner {
     request.set_dataset(std::move(files.data));
     request.set_validation_dataset(std::move(files.validation));
     request.set_test_dataset(std::move(files.test));
-    SPARROW_RETURN_IF_ERROR(ReadWarmStart(job.spec(), &request));
+    SPARROW_RETURN_IF_ERROR(ReadWarmStart(job, &request));
     const JobManagerOptions& o = m_->options_;
     request.set_memory_limit_bytes(o.worker_memory_limit_override > 0
                                        ? o.worker_memory_limit_override
@@ -136,9 +136,10 @@ class JobManager::AttemptRunner {
   }
 
   // The model of spec.warm_start.job_id (checked at admission); NOT_FOUND,
-  // which fails the job, when it is no longer there.
-  absl::Status ReadWarmStart(const v1::JobSpec& spec,
-                             v1::WorkerRequest* request) {
+  // which fails the job, when it is no longer there. A trial whose warm start
+  // is another trial of its sweep is a path's point: the sweep set it.
+  absl::Status ReadWarmStart(const v1::Job& job, v1::WorkerRequest* request) {
+    const v1::JobSpec& spec = job.spec();
     if (!spec.warm_start().has_job_id()) return absl::OkStatus();
     v1::Job source;
     absl::StatusOr<v1::TrainedModel> model =
@@ -151,6 +152,8 @@ class JobManager::AttemptRunner {
     }
     if (!model.ok()) return model.status();
     *request->mutable_warm_start() = *std::move(model);
+    request->set_warm_start_from_path(!job.parent_id().empty() &&
+                                      source.parent_id() == job.parent_id());
     return absl::OkStatus();
   }
 

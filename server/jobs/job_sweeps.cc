@@ -11,6 +11,7 @@
 
 #include "absl/algorithm/container.h"
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/string_view.h"
@@ -40,6 +41,7 @@ translate::TrialScore Score(const v1::Sweep& sweep, const v1::Job& trial) {
   s.train_loss = trial.loss();
   s.sparsity_pct = m.sparsity_pct();
   s.model_order = m.model_order();
+  s.trial = trial.trial_index();
   return s;
 }
 
@@ -78,12 +80,14 @@ int Parallel(const v1::Sweep& sweep, int workers, bool shared) {
 }
 
 std::string DescribeChoice(const v1::Sweep& sweep,
-                           const translate::Trial& trial, const v1::Job& job) {
-  const translate::Selection s = translate::SelectionOf(sweep, job.metrics());
+                           const translate::Trial& trial, const v1::Job& job,
+                           const std::vector<translate::TrialScore>& scores,
+                           int chosen) {
   return absl::StrFormat(
-      "chose trial %d (%s, job %s): %s %.6g, %.1f%% zero "
-      "weights",
-      trial.index, translate::TrialLabel(trial), job.id(), s.name, s.value,
+      "chose trial %d (%s, job %s): %s; %.1f%% zero weights", trial.index,
+      translate::TrialLabel(trial), job.id(),
+      translate::ChoiceBasis(sweep, scores, chosen,
+                             translate::SelectionOf(sweep, job.metrics())),
       job.metrics().sparsity_pct());
 }
 
@@ -217,15 +221,17 @@ absl::Status JobManager::AdvanceSweep(const std::string& id) {
   const int n = static_cast<int>(trials->size());
   if (parent.state() == v1::Job::QUEUED) {
     SPARROW_ASSIGN_OR_RETURN(
-        parent, Transition(tenant, id,
-                           {v1::Job::RUNNING,
-                            absl::StrCat("started: ", n, " trials, ",
-                                         Parallel(parent.spec().sweep(),
-                                                  options_.workers, shared_),
-                                         " at a time"),
-                            "",
-                            nullptr,
-                            {v1::Job::QUEUED}}));
+        parent,
+        Transition(
+            tenant, id,
+            {v1::Job::RUNNING,
+             absl::StrCat("started: ", n, n == 1 ? " trial, " : " trials, ",
+                          std::min(n, Parallel(parent.spec().sweep(),
+                                               options_.workers, shared_)),
+                          " at a time"),
+             "",
+             nullptr,
+             {v1::Job::QUEUED}}));
   }
   auto jobs = TrialJobs(tenant, parent, n);
   if (jobs.status().code() == absl::StatusCode::kFailedPrecondition) {
@@ -233,16 +239,18 @@ absl::Status JobManager::AdvanceSweep(const std::string& id) {
   }
   SPARROW_RETURN_IF_ERROR(jobs.status());
   SPARROW_RETURN_IF_ERROR(AnnounceTrialEnds(parent, *jobs));
-  int created = 0, ended = 0;
+  int created = 0, ended = 0, started = 0;
   for (const auto& job : *jobs) {
     created += job.has_value();
     ended += job.has_value() && v1::IsFinal(job->state());
+    // A path point after a cancelled or failed one exists, but never ran.
+    started += job.has_value() && !absl::StartsWith(job->reason(), "not run:");
   }
   if (parent.state() == v1::Job::CANCELLING) {
     SPARROW_RETURN_IF_ERROR(CancelTrials(tenant, *jobs));
     if (ended < created) return absl::OkStatus();  // their ends notify
     return end({v1::Job::CANCELLED,
-                absl::StrCat("cancelled by the user; ", created, " of ", n,
+                absl::StrCat("cancelled by the user; ", started, " of ", n,
                              " trials had started"),
                 "",
                 nullptr,
@@ -258,8 +266,8 @@ absl::Status JobManager::AdvanceSweep(const std::string& id) {
   const v1::Job& best = *(*jobs)[chosen];
   SPARROW_ASSIGN_OR_RETURN(v1::TrainedModel model, store_->GetModel(best.id()));
   *model.mutable_sweep_trial() = translate::TrialOrigin((*trials)[chosen], n);
-  const std::string choice =
-      DescribeChoice(parent.spec().sweep(), (*trials)[chosen], best);
+  const std::string choice = DescribeChoice(
+      parent.spec().sweep(), (*trials)[chosen], best, scores, chosen);
   return end({v1::Job::SUCCEEDED,
               absl::StrCat(n, " trials ended; ", choice),
               choice,

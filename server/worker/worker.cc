@@ -407,6 +407,7 @@ absl::Status SetWarmStart(const v1::WorkerRequest& request,
       request.has_warm_start() ? &request.warm_start() : nullptr);
   if (!model.ok()) return model.status();
   if (!model->has_value()) return absl::OkStatus();
+  config->warm_start_from_path = request.warm_start_from_path();
   return translate::ApplyWarmStart(request.spec(), **model, 0, config);
 }
 

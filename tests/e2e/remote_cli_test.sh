@@ -656,7 +656,9 @@ import json, sys
 tmp = sys.argv[1]
 d = json.load(open(tmp + "/sweep_status.json"))
 assert d["state"] == "SUCCEEDED", d["state"]
-assert [t.get("index", 0) for t in d["trials"]] == [0, 1, 2, 3], d["trials"]
+assert [t["index"] for t in d["trials"]] == [0, 1, 2, 3], d["trials"]
+assert all("sparsity_pct" in t["metrics"] for t in d["trials"]), d["trials"]
+assert "the best validation_rmse" in d["reason"], d["reason"]
 ids = set()
 for t in range(4):
     j = json.load(open("%s/trial%d.json" % (tmp, t)))
@@ -697,6 +699,7 @@ d = json.load(open(tmp + "/sweep_status.json"))
 jobs = {j["job_id"]: j for j in json.load(open(tmp + "/sweep_list.json"))["jobs"]}
 parent = jobs[sweep]
 assert parent["sweep"] is True and parent["parent_id"] is None, parent
+assert parent["iterations"] is None and parent["sparsity_pct"] is not None, parent
 chosen = d["trials"][d["chosen_trial"]]
 assert abs(parent["best_validation_metric"] - chosen["metrics"]["validation_rmse"]) < 1e-9, parent
 for t in d["trials"]:

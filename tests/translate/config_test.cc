@@ -338,6 +338,20 @@ TEST(ConfigTest, StagesHaveTheirOwnOptimizerAndStopping) {
   EXPECT_EQ(core::IterationBudget(*config), 80);
 }
 
+// A stage's stopping replaces the fields it sets, not the whole block: a
+// stage that sets only report_every keeps the job's max_epochs (30).
+TEST(ConfigTest, AStagesStoppingReplacesOnlyTheFieldsItSets) {
+  auto spec = ParseJobSpecJson(Staged(R"([
+    {"optimizer": {"adam": {}}, "stopping": {"report_every": 1}},
+    {"optimizer": {"sgd": {}}, "stopping": {"max_epochs": 7}}])"));
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  auto config = ToTrainConfig(*spec);
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(core::Stop(config->stages[0].optimizer).max_iterations, 30);
+  EXPECT_EQ(core::Stop(config->stages[0].optimizer).report_every, 1);
+  EXPECT_EQ(core::Stop(config->stages[1].optimizer).max_iterations, 7);
+}
+
 TEST(ConfigTest, StagesAreCheckedAndNamed) {
   auto both =
       ParseJobSpecJson(Replace(kRnnSpec, "\"seed\": 7",

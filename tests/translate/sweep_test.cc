@@ -118,6 +118,10 @@ TEST(SweepTest, APathGivesARepeatedFieldOneValueForEveryEntry) {
 }
 
 TEST(SweepTest, RefusesWhatItCannotSweepWithAFix) {
+  ExpectError(ExpandSweep(Spec(R"({"grid": [{"field":
+      "stages.0.optimizer.adam.learning_rate", "values": [0.1]}]})"))
+                  .status(),
+              "goes inside 'stages', a list: a sweep sets whole fields");
   ExpectError(ExpandSweep(Spec(R"({"grid": [{"field": "regularization.tua",
       "values": [1]}]})"))
                   .status(),
@@ -354,6 +358,33 @@ TEST(SweepTest, ChoosesTheBestOrTheSparsestWithinAMargin) {
   v1::Sweep path;
   path.mutable_path()->set_points(2);
   EXPECT_EQ(ChooseTrial(path, {{true, nan, 0.3, 0}, {true, nan, 0.2, 0}}), -1);
+}
+
+// The reason given for a choice names the rule, the figure and, for the
+// sparsest within a margin, the best trial it was measured against.
+TEST(SweepTest, TheChoiceSaysWhy) {
+  const double nan = std::nan("");
+  std::vector<TrialScore> scores = {{true, 1.00, 0.1, 0.0, nan, 0},
+                                    {true, 0.90, 0.1, 10.0, nan, 1},
+                                    {true, 0.905, 0.1, 40.0, nan, 2}};
+  Selection rmse;
+  v1::Sweep best;
+  EXPECT_EQ(ChoiceBasis(best, scores, 1, rmse), "the best validation_rmse 0.9");
+  v1::Sweep sparse;
+  sparse.set_select(v1::Sweep::RULE_SPARSEST_WITHIN);
+  EXPECT_EQ(ChoiceBasis(sparse, scores, 2, rmse),
+            "the sparsest within 1 % of the best validation_rmse (0.9, trial "
+            "1): validation_rmse 0.905");
+  EXPECT_EQ(ChoiceBasis(sparse, {scores[1]}, 0, rmse),
+            "the best validation_rmse 0.9, and the sparsest within 1 % of it");
+  Selection bfr;
+  bfr.name = "validation_bfr";
+  bfr.higher_is_better = true;
+  EXPECT_EQ(ChoiceBasis(best, {{true, 4.5, 0.1, 0.0}}, 0, bfr),
+            "the best validation_bfr 95.5");
+  EXPECT_EQ(
+      ChoiceBasis(best, {{true, nan, 0.3, 0}, {true, nan, 0.2, 0}}, 1, rmse),
+      "the lowest final training loss, 0.2 (no validation split)");
 }
 
 // For state-space models the sparsest is the lowest model order (the states

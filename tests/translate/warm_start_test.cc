@@ -89,7 +89,12 @@ TEST(WarmStartTest, RefusesAnotherKindLossOrInputCount) {
               "LOSS_BINARY_CROSS_ENTROPY");
   v1::JobSpec narx = spec;
   narx.mutable_model()->mutable_narx_mlp()->set_input_lags(2);
-  ExpectError(ApplyWarmStart(narx, first, 1, &*config), "another kind");
+  ExpectError(ApplyWarmStart(narx, first, 1, &*config),
+              "the model is a state_space_rnn but this spec's model is a "
+              "narx_mlp");
+  // An empty file parses as an empty binary model.
+  ExpectError(ApplyWarmStart(spec, v1::TrainedModel(), 1, &*config),
+              "the model is empty (no model kind, no parameters)");
   EXPECT_EQ(config->warm_start, nullptr);
 }
 

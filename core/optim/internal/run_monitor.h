@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "core/optim/problem.h"
 #include "core/optim/stop_rules.h"
@@ -143,13 +144,25 @@ class RunMonitor {
         std::isfinite(rules_.resume_loss)) {
       return;
     }
-    summary_->message = absl::StrFormat(
-        "%s%sthe loss %s %.3g %% over the run (from %.6g to %.6g): "
-        "the model has learned next to nothing (unless it started trained, "
-        "from a warm start). %s",
-        summary_->message, summary_->message.empty() ? "" : "; ",
+    const std::string change = absl::StrFormat(
+        "the loss %s %.3g %% over the run (from %.6g to %.6g at the last "
+        "iteration)",
         last > first ? "rose by" : "fell by only",
-        100.0 * std::abs(first - last) / first, first, last, kWhatToTry);
+        100.0 * std::abs(first - last) / first, first, last);
+    summary_->message = absl::StrCat(
+        summary_->message, summary_->message.empty() ? "" : "; ", change,
+        rules_.warm_start
+            ? absl::StrCat(
+                  " from the model it started from (a warm start): training "
+                  "on added nothing",
+                  last > first ? "; a smaller learning rate or step may keep "
+                                 "what that model had learned"
+                               : "")
+        : last > kManyTimes * first
+            ? absl::StrCat(": the steps are far too large for this "
+                           "problem; try a smaller learning rate or step")
+            : absl::StrCat(": the model has learned next to nothing. ",
+                           kWhatToTry));
   }
 
  private:
@@ -197,6 +210,9 @@ class RunMonitor {
   // Less than this fraction of the initial loss gained over a whole run is
   // reported (Finish).
   static constexpr double kLittleProgress = 1e-3;
+  // A loss that ended this many times higher than it started was driven up
+  // by the steps, not stuck at the initialization.
+  static constexpr double kManyTimes = 10.0;
   static constexpr const char* kWhatToTry =
       "Check the data's normalization and init_scale (too small, or "
       "saturating activations); try another seed, a linear part for a "

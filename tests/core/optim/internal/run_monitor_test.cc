@@ -107,11 +107,32 @@ TEST(RunMonitorTest, ARunThatLearnedNothingSaysSo) {
   const std::string flat =
       finish(1.01918, 1.01908, Termination::kMaxIterations);
   EXPECT_NE(flat.find("the loss fell by only 0.00981 % over the run (from "
-                      "1.01918 to 1.01908): the model has learned next to "
-                      "nothing"),
+                      "1.01918 to 1.01908 at the last iteration): the model "
+                      "has learned next to nothing"),
             std::string::npos)
       << flat;
   EXPECT_EQ(finish(1.0, 0.99, Termination::kConverged), "");
+  // From a warm start it is not the initialization's fault.
+  Summary s;
+  StopRules warm;
+  warm.warm_start = true;
+  RunMonitor monitor(warm, nullptr, &s);
+  s.initial_loss = 0.0065;
+  s.final_loss = 0.0288;
+  monitor.Finish(Termination::kMaxIterations);
+  EXPECT_NE(s.message.find("the loss rose by 343 % over the run (from 0.0065 "
+                           "to 0.0288 at the last iteration) from the model "
+                           "it started from (a warm start): training on added "
+                           "nothing; a smaller learning rate"),
+            std::string::npos)
+      << s.message;
+  EXPECT_EQ(s.message.find("init_scale"), std::string::npos);
+  // Driven far up from an initialization: the steps, not the start.
+  const std::string up = finish(1.0, 1.6e11, Termination::kMaxIterations);
+  EXPECT_NE(up.find("the steps are far too large for this problem; try a "
+                    "smaller learning rate or step"),
+            std::string::npos)
+      << up;
   EXPECT_EQ(finish(1.0, 1.0, Termination::kDiverged), "");
   EXPECT_EQ(finish(0.0, 0.0, Termination::kConverged), "");
 }

@@ -88,14 +88,26 @@ TEST(LinearNarxTest, TheLinearStartIsACandidateForTheBestIterate) {
   EXPECT_LT(better->metrics.validation_rmse,
             better->metrics.linear_validation_rmse);
   EXPECT_EQ(better->summary.message.find("starting point"), std::string::npos);
-  // A warm start is not a candidate: a sweep path's point must end at a
-  // model trained with its own weight, not at the point before.
+  // A warm start is a candidate too: the same bad training from the good
+  // model ends at that model, and says so.
   TrainConfig warm = c;
   warm.warm_start = std::make_shared<const Model>(better->model);
   auto from_warm = Train(warm, d, nullptr);
   ASSERT_TRUE(from_warm.ok()) << from_warm.status();
-  EXPECT_NE(from_warm->model.params, better->model.params);
-  EXPECT_EQ(from_warm->summary.message.find("starting point"),
+  EXPECT_EQ(from_warm->model.params, better->model.params);
+  EXPECT_EQ(from_warm->metrics.validation_rmse,
+            better->metrics.validation_rmse);
+  EXPECT_NE(from_warm->summary.message.find(
+                "than the starting point (the model it started from)"),
+            std::string::npos)
+      << from_warm->summary.message;
+  // Not a sweep path's point before: that point must end at a model trained
+  // with its own weight.
+  warm.warm_start_from_path = true;
+  auto from_path = Train(warm, d, nullptr);
+  ASSERT_TRUE(from_path.ok()) << from_path.status();
+  EXPECT_NE(from_path->model.params, better->model.params);
+  EXPECT_EQ(from_path->summary.message.find("starting point"),
             std::string::npos);
 }
 
