@@ -467,7 +467,7 @@ absl::StatusOr<int> Chosen(const v1::JobSpec& spec,
   if (!spec.has_sweep() && reports->size() == 1) return 0;
   std::vector<translate::TrialScore> scores;
   for (const RunReport& r : *reports) {
-    scores.push_back({true, r.validation, r.final_loss,
+    scores.push_back({true, r.selection.error, r.final_loss,
                       r.Metric("sparsity_pct"), r.Metric("model_order"),
                       r.trial});
   }

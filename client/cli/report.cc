@@ -37,7 +37,7 @@ nlohmann::json RunJson(const RunReport& r) {
       settings[field] = nlohmann::json::parse(value, nullptr, false);
     j["settings"] = settings;
   }
-  if (std::isfinite(r.validation)) j["validation"] = r.validation;
+  if (std::isfinite(r.selection.error)) j["validation"] = r.selection.error;
   for (const auto& [name, value] : r.metrics) j[name] = value;
   j["epochs"] = r.epochs;
   j["seconds"] = r.seconds;
@@ -191,7 +191,6 @@ RunReport MakeReport(uint64_t seed, const core::TrainResult& result,
   // The returned model's own validation error (a staged run's earlier
   // stages may have reported lower ones).
   r.selection = translate::SelectionOf(sweep, translate::ToProto(m));
-  r.validation = r.selection.error;
   return r;
 }
 

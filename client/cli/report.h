@@ -29,10 +29,8 @@ struct RunReport {
   double seconds = 0.0;
   double ms_per_epoch = 0.0;
   double final_loss = 0.0;
-  // The model's validation error as the sweep chooses by it
-  // (translate::SelectionOf), NaN without a validation split.
-  double validation = 0.0;
-  // The figure behind `validation` (translate::SelectionOf).
+  // The model's validation figure as the sweep chooses by it
+  // (translate::SelectionOf); its error is NaN without a validation split.
   translate::Selection selection;
   // The chosen run of several: why it was chosen (translate::ChoiceBasis);
   // ReportTable prints it under the table, ReportJson as "choice".
